@@ -1,0 +1,25 @@
+"""PyFlink's ``pyflink.common``: time, watermark strategies, type information."""
+
+from __future__ import annotations
+
+from ..core.durations import Duration, Time
+from ..core.typeinfo import TypeInformation, Types
+from ..core.watermarks import (
+    TimestampAssigner,
+    Watermark,
+    WatermarkGenerator,
+    WatermarkOutput,
+    WatermarkStrategy,
+)
+
+__all__ = [
+    "Duration",
+    "Time",
+    "TimestampAssigner",
+    "TypeInformation",
+    "Types",
+    "Watermark",
+    "WatermarkGenerator",
+    "WatermarkOutput",
+    "WatermarkStrategy",
+]

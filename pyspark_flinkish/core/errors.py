@@ -1,0 +1,36 @@
+"""The package's exception hierarchy.
+
+Every error raised by pyspark_flinkish derives from :class:`FlinkishError` and from the builtin
+exception a Python user would expect (``ValueError``, ``TypeError``, ...), so both
+``except FlinkishError`` and ``except ValueError`` work.
+"""
+
+from __future__ import annotations
+
+
+class FlinkishError(Exception):
+    """Base class of all errors raised by pyspark_flinkish."""
+
+
+class InvalidArgumentError(FlinkishError, ValueError):
+    """An argument is outside what Flink accepts (e.g. a window size <= 0)."""
+
+
+class InvalidTypeError(FlinkishError, TypeError):
+    """An argument has the wrong type (e.g. a trigger where an assigner was expected)."""
+
+
+class InvalidPipelineError(FlinkishError, ValueError):
+    """The pipeline cannot be built as written (e.g. a non-mergeable trigger on session windows)."""
+
+
+class UnsupportedFeatureError(FlinkishError, NotImplementedError):
+    """A Flink feature the chosen engine or backend cannot express; the message names the alternative."""
+
+
+class StateError(FlinkishError, RuntimeError):
+    """Keyed state was used wrongly (outside a keyed context, incompatible snapshot, ...)."""
+
+
+class UserFunctionError(FlinkishError, RuntimeError):
+    """A user function raised; the message names the operator, key and window, the cause is chained."""

@@ -1,0 +1,69 @@
+"""Stream records, outputs and output tags shared by every operator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Protocol
+
+from .errors import InvalidArgumentError, InvalidTypeError
+from .typeinfo import TypeInformation
+
+
+@dataclass
+class StreamRecord:
+    """A value with its event timestamp (``None`` = no timestamp)."""
+
+    value: Any
+    timestamp: Optional[int] = None
+
+
+class OutputTag:
+    """Names a side output (``OutputTag("late-data")``); equal tags denote the same side output."""
+
+    def __init__(self, tag_id: str, type_info: Optional[TypeInformation] = None) -> None:
+        if not isinstance(tag_id, str) or not tag_id:
+            msg = f"OutputTag needs a non-empty str id; got {tag_id!r}"
+            raise InvalidArgumentError(msg)
+        self.tag_id = tag_id
+        self.type_info = type_info
+
+    def get_id(self) -> str:
+        return self.tag_id
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OutputTag) and other.tag_id == self.tag_id
+
+    def __hash__(self) -> int:
+        return hash(("OutputTag", self.tag_id))
+
+    def __repr__(self) -> str:
+        return f"OutputTag({self.tag_id!r})"
+
+
+class Output(Protocol):
+    """Where an operator sends records, side outputs, watermarks and idleness."""
+
+    def collect(self, record: StreamRecord) -> None: ...
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None: ...
+
+    def emit_watermark(self, watermark: int) -> None: ...
+
+    def emit_idle(self, idle: bool) -> None: ...
+
+
+def emit_results(output: Output, results: Optional[Iterable[Any]], timestamp: Optional[int]) -> None:
+    """Send what a user function returned or yielded: ``(OutputTag, value)`` pairs to side outputs."""
+    if results is None:
+        return
+    if isinstance(results, (str, bytes, dict)) or not hasattr(results, "__iter__"):
+        msg = (
+            "a process/window function must return or yield its outputs (an iterable); "
+            f"got {type(results).__name__} {results!r}. Did you mean `yield value` or `return [value]`?"
+        )
+        raise InvalidTypeError(msg)
+    for item in results:
+        if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+            output.collect_side(item[0], StreamRecord(item[1], timestamp))
+        else:
+            output.collect(StreamRecord(item, timestamp))

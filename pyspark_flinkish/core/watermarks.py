@@ -1,0 +1,400 @@
+"""Watermark generation and combination (spec §2–§3).
+
+* :class:`WatermarkStrategy` — PyFlink's builder: ``for_bounded_out_of_orderness``,
+  ``for_monotonous_timestamps``, ``no_watermarks``, ``for_generator``, ``with_timestamp_assigner``,
+  ``with_idleness``. Builders return new strategies; a strategy is immutable.
+* Generators: bounded out-of-orderness emits ``max_ts - bound - 1`` on periodic emit; idleness wraps a
+  generator and marks its output idle after ``> timeout`` without events (on an injected clock).
+* :class:`SplitWatermarks` — per source partition (Kafka split) generators combined as the minimum over
+  non-idle partitions; all idle means the source is idle (Flink's ``WatermarkOutputMultiplexer``).
+* :class:`StatusWatermarkValve` — combines input channels of an operator (``union``): min over active,
+  aligned channels, monotone; all idle → emit the max and go idle.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Hashable, List, Optional
+
+from .clock import Clock
+from .durations import TimeLike, to_millis
+from .errors import InvalidArgumentError, InvalidTypeError
+from .javamath import LONG_MIN
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """A watermark: no more records with ``timestamp <= this`` are expected."""
+
+    timestamp: int
+
+    def get_timestamp(self) -> int:
+        return self.timestamp
+
+
+class WatermarkOutput(ABC):
+    """What a generator emits into."""
+
+    @abstractmethod
+    def emit_watermark(self, watermark: Any) -> None: ...
+
+    @abstractmethod
+    def mark_idle(self) -> None: ...
+
+    @abstractmethod
+    def mark_active(self) -> None: ...
+
+
+class WatermarkGenerator(ABC):
+    """Flink's ``WatermarkGenerator``: sees every event, and is asked periodically (here: at the end of
+    each micro-batch) to emit a watermark."""
+
+    @abstractmethod
+    def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None: ...
+
+    @abstractmethod
+    def on_periodic_emit(self, output: WatermarkOutput) -> None: ...
+
+
+class TimestampAssigner(ABC):
+    """Extracts an event timestamp (epoch ms) from an element."""
+
+    @abstractmethod
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int: ...
+
+
+class BoundedOutOfOrdernessWatermarks(WatermarkGenerator):
+    """Emits ``max_ts - bound - 1``; nothing before the first event (``MIN`` is never emitted)."""
+
+    def __init__(self, bound_ms: int) -> None:
+        if bound_ms < 0:
+            msg = f"the out-of-orderness bound must be >= 0 ms; got {bound_ms}"
+            raise InvalidArgumentError(msg)
+        self.bound = bound_ms
+        self.max_timestamp = LONG_MIN + bound_ms + 1
+
+    def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None:
+        if event_timestamp > self.max_timestamp:
+            self.max_timestamp = event_timestamp
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        output.emit_watermark(Watermark(self.max_timestamp - self.bound - 1))
+
+
+class AscendingTimestampsWatermarks(BoundedOutOfOrdernessWatermarks):
+    """Monotonous timestamps: bounded out-of-orderness with bound 0."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
+class NoWatermarksGenerator(WatermarkGenerator):
+    def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None:
+        return None
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        return None
+
+
+class IdlenessTimer:
+    """Flink's idleness clock: activity since the last check resets it; the first quiet check starts it;
+    idle once ``now - start > timeout``."""
+
+    def __init__(self, clock: Clock, timeout_ms: int) -> None:
+        self.clock = clock
+        self.timeout = timeout_ms
+        self.counter = 0
+        self.last_counter = 0
+        self.start_of_inactivity: Optional[int] = None
+
+    def activity(self) -> None:
+        self.counter += 1
+
+    def check_if_idle(self) -> bool:
+        if self.counter != self.last_counter:
+            self.last_counter = self.counter
+            self.start_of_inactivity = None
+            return False
+        now = self.clock.now()
+        if self.start_of_inactivity is None:
+            self.start_of_inactivity = now
+            return False
+        return now - self.start_of_inactivity > self.timeout
+
+
+class WatermarksWithIdleness(WatermarkGenerator):
+    """Wraps a generator: after ``timeout`` without events the output is marked idle (once)."""
+
+    def __init__(self, generator: WatermarkGenerator, timeout_ms: int, clock: Clock) -> None:
+        self.generator = generator
+        self.timer = IdlenessTimer(clock, timeout_ms)
+        self.is_idle_now = False
+
+    def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None:
+        self.generator.on_event(event, event_timestamp, output)
+        self.timer.activity()
+        self.is_idle_now = False
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        if self.timer.check_if_idle():
+            if not self.is_idle_now:
+                output.mark_idle()
+                self.is_idle_now = True
+        else:
+            self.generator.on_periodic_emit(output)
+
+
+def _as_assigner(assigner: Any) -> Callable[[Any, int], int]:
+    fn = getattr(assigner, "extract_timestamp", None)
+    if callable(fn):
+        return fn  # type: ignore[no-any-return]
+    if callable(assigner):
+        try:
+            import inspect
+
+            n = len(inspect.signature(assigner).parameters)
+        except (TypeError, ValueError):
+            n = 2
+        if n == 1:
+            return lambda value, _ts: assigner(value)
+        return assigner  # type: ignore[no-any-return]
+    msg = (
+        "with_timestamp_assigner needs a TimestampAssigner or a callable (value, record_timestamp) -> ms; "
+        f"got {type(assigner).__name__}"
+    )
+    raise InvalidTypeError(msg)
+
+
+class WatermarkStrategy:
+    """How timestamps are assigned and watermarks generated (PyFlink's ``WatermarkStrategy``)."""
+
+    def __init__(
+        self,
+        generator_factory: Callable[[], WatermarkGenerator],
+        description: str,
+        timestamp_assigner: Optional[Callable[[Any, int], int]] = None,
+        idleness_ms: Optional[int] = None,
+        generates: bool = True,
+    ) -> None:
+        self._factory = generator_factory
+        self._description = description
+        self.timestamp_assigner = timestamp_assigner
+        self.idleness_ms = idleness_ms
+        self.generates_watermarks = generates
+
+    @staticmethod
+    def for_bounded_out_of_orderness(max_out_of_orderness: TimeLike) -> WatermarkStrategy:
+        bound = to_millis("max_out_of_orderness", max_out_of_orderness)
+        BoundedOutOfOrdernessWatermarks(bound)  # validate now
+        return WatermarkStrategy(lambda: BoundedOutOfOrdernessWatermarks(bound), f"bounded_out_of_orderness({bound} ms)")
+
+    @staticmethod
+    def for_monotonous_timestamps() -> WatermarkStrategy:
+        return WatermarkStrategy(AscendingTimestampsWatermarks, "monotonous_timestamps")
+
+    @staticmethod
+    def no_watermarks() -> WatermarkStrategy:
+        return WatermarkStrategy(NoWatermarksGenerator, "no_watermarks", generates=False)
+
+    @staticmethod
+    def for_generator(generator_supplier: Callable[..., WatermarkGenerator]) -> WatermarkStrategy:
+        """A custom :class:`WatermarkGenerator`; ``generator_supplier()`` (or ``(ctx)``) makes one per partition."""
+        if not callable(generator_supplier):
+            msg = f"for_generator needs a callable returning a WatermarkGenerator; got {type(generator_supplier).__name__}"
+            raise InvalidTypeError(msg)
+
+        def make() -> WatermarkGenerator:
+            try:
+                gen = generator_supplier()
+            except TypeError:
+                gen = generator_supplier(None)
+            if not isinstance(gen, WatermarkGenerator) and not (hasattr(gen, "on_event") and hasattr(gen, "on_periodic_emit")):
+                msg = f"the generator supplier must return a WatermarkGenerator; got {type(gen).__name__}"
+                raise InvalidTypeError(msg)
+            return gen
+
+        return WatermarkStrategy(make, f"generator({generator_supplier!r})")
+
+    def with_timestamp_assigner(self, timestamp_assigner: Any) -> WatermarkStrategy:
+        return WatermarkStrategy(
+            self._factory, self._description, _as_assigner(timestamp_assigner), self.idleness_ms, self.generates_watermarks
+        )
+
+    def with_idleness(self, idle_timeout: TimeLike) -> WatermarkStrategy:
+        ms = to_millis("idle_timeout", idle_timeout)
+        if ms <= 0:
+            msg = f"with_idleness needs a timeout > 0 ms; got {ms}"
+            raise InvalidArgumentError(msg)
+        return WatermarkStrategy(self._factory, self._description, self.timestamp_assigner, ms, self.generates_watermarks)
+
+    def with_watermark_alignment(self, *args: Any, **kwargs: Any) -> WatermarkStrategy:
+        from .errors import UnsupportedFeatureError
+
+        msg = "watermark alignment is not supported yet; with micro-batches, bound the input per batch instead"
+        raise UnsupportedFeatureError(msg)
+
+    def create_watermark_generator(self, clock: Clock) -> WatermarkGenerator:
+        gen = self._factory()
+        if self.idleness_ms is not None:
+            gen = WatermarksWithIdleness(gen, self.idleness_ms, clock)
+        return gen
+
+    def extract_timestamp(self, value: Any, previous: Optional[int]) -> Optional[int]:
+        if self.timestamp_assigner is None:
+            return previous
+        ts = self.timestamp_assigner(value, LONG_MIN if previous is None else previous)
+        if isinstance(ts, bool) or not isinstance(ts, int):
+            msg = f"the timestamp assigner must return an int of epoch milliseconds; got {type(ts).__name__} {ts!r} for {value!r}"
+            raise InvalidTypeError(msg)
+        return ts
+
+    def __repr__(self) -> str:
+        parts = [f"WatermarkStrategy.{self._description}"]
+        if self.idleness_ms is not None:
+            parts.append(f"with_idleness({self.idleness_ms} ms)")
+        if self.timestamp_assigner is not None:
+            parts.append("with_timestamp_assigner(...)")
+        return ".".join(parts)
+
+
+# ------------------------------------------------------------------------------------ combination
+
+
+class _PartialWatermark(WatermarkOutput):
+    """One split's output inside :class:`SplitWatermarks` (watermark starts at MIN, active)."""
+
+    def __init__(self) -> None:
+        self.watermark = LONG_MIN
+        self.idle = False
+
+    def emit_watermark(self, watermark: Any) -> None:
+        ts = watermark.timestamp if isinstance(watermark, Watermark) else int(watermark)
+        self.idle = False
+        if ts > self.watermark:
+            self.watermark = ts
+
+    def mark_idle(self) -> None:
+        self.idle = True
+
+    def mark_active(self) -> None:
+        self.idle = False
+
+
+class SplitWatermarks:
+    """Per-partition watermark generation for one source, combined as Flink's source reader does.
+
+    ``on_event(partition, value, ts)`` feeds that partition's generator; ``on_periodic_emit()`` asks every
+    generator, then returns the new combined watermark if it advanced (else None); ``idle`` says
+    whether every partition is idle.
+    """
+
+    def __init__(self, strategy: WatermarkStrategy, clock: Clock) -> None:
+        self.strategy = strategy
+        self.clock = clock
+        self.generators: Dict[Hashable, WatermarkGenerator] = {}
+        self.outputs: Dict[Hashable, _PartialWatermark] = {}
+        self.combined = LONG_MIN
+        self.idle = False
+
+    def add_partition(self, partition: Hashable) -> None:
+        if partition not in self.generators:
+            self.generators[partition] = self.strategy.create_watermark_generator(self.clock)
+            self.outputs[partition] = _PartialWatermark()
+
+    def remove_partition(self, partition: Hashable) -> None:
+        """A finished split leaves the minimum."""
+        self.generators.pop(partition, None)
+        self.outputs.pop(partition, None)
+
+    def on_event(self, partition: Hashable, value: Any, timestamp: int) -> None:
+        self.add_partition(partition)
+        self.generators[partition].on_event(value, timestamp, self.outputs[partition])
+
+    def on_periodic_emit(self) -> Optional[int]:
+        for partition, gen in self.generators.items():
+            gen.on_periodic_emit(self.outputs[partition])
+        return self._update()
+
+    def _update(self) -> Optional[int]:
+        if not self.outputs:
+            return None
+        active = [o.watermark for o in self.outputs.values() if not o.idle]
+        self.idle = not active
+        if active and min(active) > self.combined:
+            self.combined = min(active)
+            return self.combined
+        return None
+
+    def partition_watermarks(self) -> Dict[Hashable, Optional[int]]:
+        """Each partition's watermark, None while idle (for progress reporting)."""
+        return {p: (None if o.idle else o.watermark) for p, o in self.outputs.items()}
+
+
+class StatusWatermarkValve:
+    """Combines the watermarks and idleness of an operator's input channels (Flink's valve)."""
+
+    def __init__(self, num_channels: int) -> None:
+        self.watermarks = [LONG_MIN] * num_channels
+        self.idle = [False] * num_channels
+        self.aligned = [True] * num_channels
+        self.last_output = LONG_MIN
+        self.output_idle = False
+
+    def input_watermark(self, channel: int, watermark: int) -> Optional[int]:
+        """Returns the new combined watermark if it advanced."""
+        if self.idle[channel] or watermark <= self.watermarks[channel]:
+            return None
+        self.watermarks[channel] = watermark
+        if not self.aligned[channel] and watermark >= self.last_output:
+            self.aligned[channel] = True
+        return self._min_over_aligned()
+
+    def _min_over_aligned(self) -> Optional[int]:
+        candidates = [w for w, a, i in zip(self.watermarks, self.aligned, self.idle) if a and not i]
+        if candidates and min(candidates) > self.last_output:
+            self.last_output = min(candidates)
+            return self.last_output
+        return None
+
+    def input_idle(self, channel: int, idle: bool) -> tuple:  # type: ignore[type-arg]
+        """Returns ``(new_watermark or None, output idle status change or None)``."""
+        new_wm: Optional[int] = None
+        status: Optional[bool] = None
+        if idle and not self.idle[channel]:
+            self.idle[channel] = True
+            self.aligned[channel] = False
+            if all(self.idle):
+                # the last channel went idle: flush the max, then mark the output idle
+                top = max(self.watermarks)
+                if top > self.last_output:
+                    self.last_output = top
+                    new_wm = top
+                if not self.output_idle:
+                    self.output_idle = True
+                    status = True
+            else:
+                new_wm = self._min_over_aligned()
+        elif not idle and self.idle[channel]:
+            self.idle[channel] = False
+            if self.watermarks[channel] >= self.last_output:
+                self.aligned[channel] = True
+            if self.output_idle:
+                self.output_idle = False
+                status = False
+        return new_wm, status
+
+
+__all__ = [
+    "AscendingTimestampsWatermarks",
+    "BoundedOutOfOrdernessWatermarks",
+    "IdlenessTimer",
+    "SplitWatermarks",
+    "StatusWatermarkValve",
+    "TimestampAssigner",
+    "Watermark",
+    "WatermarkGenerator",
+    "WatermarkOutput",
+    "WatermarkStrategy",
+    "WatermarksWithIdleness",
+]

@@ -1,0 +1,466 @@
+"""PyFlink's ``DataStream`` API: ``DataStream``, ``KeyedStream``, ``WindowedStream``.
+
+Calls build a plan (:mod:`.plan`); nothing runs until ``env.execute()`` or ``execute_and_collect()``.
+Arguments are validated when the call is made, with errors naming the Flink concept.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Union
+
+from ..core.assigners import GlobalWindows, WindowAssigner
+from ..core.durations import TimeLike, to_millis
+from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
+from ..core.evictors import CountEvictor, Evictor
+from ..core.functions import (
+    AggregateFunction,
+    FilterFunction,
+    FlatMapFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    ProcessFunction,
+    ProcessWindowFunction,
+    ReduceFunction,
+    SinkFunction,
+    WindowFunction,
+)
+from ..core.operators import (
+    FilterOperator,
+    FlatMapOperator,
+    KeyedProcessOperator,
+    MapOperator,
+    ProcessOperator,
+    TimestampsAndWatermarksOperator,
+)
+from ..core.records import OutputTag
+from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
+from ..core.typeinfo import TypeInformation
+from ..core.watermarks import WatermarkStrategy
+from ..core.window_operator import (
+    PassThroughWindowFunction,
+    WindowContents,
+    WindowFunctionAdapter,
+    WindowOperator,
+)
+from .plan import Transformation
+
+if TYPE_CHECKING:
+    from .stream_execution_environment import StreamExecutionEnvironment
+
+
+def _method(obj: Any, method: str, what: str, example: str) -> Callable[..., Any]:
+    """The user's function: ``obj.method`` for Function objects, or ``obj`` itself if it is a callable."""
+    bound = getattr(obj, method, None)
+    if callable(bound):
+        return bound  # type: ignore[no-any-return]
+    if callable(obj) and not isinstance(obj, type):
+        return obj  # type: ignore[no-any-return]
+    msg = f"{what} must be a {example} or a plain callable; got {type(obj).__name__} {obj!r}"
+    raise InvalidTypeError(msg)
+
+
+class CloseableIterator(Iterator[Any]):
+    """The result of ``execute_and_collect``: an iterator that is also a context manager."""
+
+    def __init__(self, values: List[Any]) -> None:
+        self._values = values
+        self._it = iter(values)
+
+    def __next__(self) -> Any:
+        return next(self._it)
+
+    def __iter__(self) -> CloseableIterator:
+        return self
+
+    def close(self) -> None:
+        self._it = iter(())
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class DataStream:
+    """A stream of elements (PyFlink's ``DataStream``)."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
+        self._env = env
+        self._t = transformation
+
+    # ------------------------------------------------------------------ metadata (accepted, recorded)
+    def get_name(self) -> str:
+        return self._t.name
+
+    def name(self, name: str) -> DataStream:
+        self._t.name = name
+        return self
+
+    def uid(self, uid: str) -> DataStream:
+        """Stable operator id: names the operator's state in checkpoints (as in Flink)."""
+        self._t.uid = uid
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        if parallelism < 1:
+            msg = f"parallelism must be >= 1; got {parallelism}"
+            raise InvalidArgumentError(msg)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        return self
+
+    def get_type(self) -> Optional[TypeInformation]:
+        return self._t.output_type
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    # ------------------------------------------------------------------ transformations
+    def _one_input(
+        self, name: str, factory: Callable[[], Any], output_type: Any = None, keyed: bool = False, **spec: Any
+    ) -> Transformation:
+        return Transformation(
+            "operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec
+        )
+
+    def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
+        fn = _method(func, "map", "map()'s function", "MapFunction")
+        obj = func if isinstance(func, MapFunction) else None
+        return DataStream(self._env, self._one_input("Map", lambda: MapOperator("Map", fn, obj), output_type, op="map"))
+
+    def flat_map(
+        self, func: Union[FlatMapFunction, Callable[[Any], Iterable[Any]]], output_type: Optional[TypeInformation] = None
+    ) -> DataStream:
+        fn = _method(func, "flat_map", "flat_map()'s function", "FlatMapFunction")
+        obj = func if isinstance(func, FlatMapFunction) else None
+        t = self._one_input("FlatMap", lambda: FlatMapOperator("FlatMap", fn, obj), output_type, op="flat_map")
+        return DataStream(self._env, t)
+
+    def filter(self, func: Union[FilterFunction, Callable[[Any], bool]]) -> DataStream:
+        fn = _method(func, "filter", "filter()'s function", "FilterFunction")
+        obj = func if isinstance(func, FilterFunction) else None
+        t = self._one_input("Filter", lambda: FilterOperator("Filter", fn, obj), self._t.output_type, op="filter")
+        return DataStream(self._env, t)
+
+    def process(self, func: ProcessFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
+        if isinstance(func, KeyedProcessFunction):
+            msg = "a KeyedProcessFunction needs a keyed stream: call key_by(...) before process(...)"
+            raise InvalidPipelineError(msg)
+        if not callable(getattr(func, "process_element", None)):
+            msg = f"process() needs a ProcessFunction; got {type(func).__name__} {func!r}"
+            raise InvalidTypeError(msg)
+        t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, op="process")
+        return DataStream(self._env, t)
+
+    def key_by(self, key_selector: Union[KeySelector, Callable[[Any], Any]], key_type: Optional[TypeInformation] = None) -> KeyedStream:
+        fn = _method(key_selector, "get_key", "key_by()'s key selector", "KeySelector")
+        return KeyedStream(self._env, self._t, fn, key_type)
+
+    def union(self, *streams: DataStream) -> DataStream:
+        for s in streams:
+            if not isinstance(s, DataStream):
+                msg = f"union() takes DataStreams; got {type(s).__name__}"
+                raise InvalidTypeError(msg)
+            if s._env is not self._env:
+                msg = "union() of streams from different environments"
+                raise InvalidPipelineError(msg)
+        t = Transformation("union", "Union", [self._t] + [s._t for s in streams], output_type=self._t.output_type)
+        return DataStream(self._env, t)
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            msg = f"assign_timestamps_and_watermarks needs a WatermarkStrategy; got {type(watermark_strategy).__name__}"
+            raise InvalidTypeError(msg)
+        t = self._one_input(
+            "Timestamps/Watermarks",
+            lambda: TimestampsAndWatermarksOperator("Timestamps/Watermarks", watermark_strategy),
+            self._t.output_type,
+            op="timestamps",
+            strategy=watermark_strategy,
+        )
+        return DataStream(self._env, t)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        if not isinstance(output_tag, OutputTag):
+            msg = f"get_side_output needs an OutputTag; got {type(output_tag).__name__}"
+            raise InvalidTypeError(msg)
+        t = Transformation("side_output", f"SideOutput({output_tag.tag_id})", [self._t], tag=output_tag, output_type=output_tag.type_info)
+        return DataStream(self._env, t)
+
+    # ------------------------------------------------------------------ sinks
+    def add_sink(self, sink_func: Union[SinkFunction, Callable[[Any], None]]) -> DataStreamSink:  # type: ignore[type-arg]
+        """Send every element to ``sink_func`` (a ``SinkFunction`` or a callable ``value -> None``)."""
+        invoke = getattr(sink_func, "invoke", None)
+        if callable(invoke):
+            fn: Callable[[Any], None] = lambda v: invoke(v, None)  # noqa: E731
+        elif callable(sink_func):
+            fn = sink_func
+        else:
+            msg = f"add_sink needs a SinkFunction or a callable; got {type(sink_func).__name__}"
+            raise InvalidTypeError(msg)
+        t = Transformation("sink", "Sink", [self._t], sink=fn, spec={"sink": sink_func})
+        self._env._add_sink(t)
+        return DataStreamSink(t)
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        """Send every element to a sink object with ``write(value)`` (or a callable)."""
+        write = getattr(sink, "write", None)
+        return self.add_sink(write if callable(write) else sink)
+
+    def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
+        prefix = f"{sink_identifier}> " if sink_identifier else ""
+        return self.add_sink(lambda v: print(f"{prefix}{v}"))
+
+    def execute_and_collect(self, job_execution_name: Optional[str] = None, limit: Optional[int] = None) -> CloseableIterator:
+        """Run the job (every sink of the environment) and return this stream's elements."""
+        collected: List[Any] = []
+        t = Transformation("sink", "Collect", [self._t], sink=collected.append)
+        self._env._execute(job_execution_name, extra_sinks=[t])
+        return CloseableIterator(collected if limit is None else collected[:limit])
+
+
+class DataStreamSink:
+    """Returned by ``add_sink``; lets the sink be named."""
+
+    def __init__(self, transformation: Transformation) -> None:
+        self._t = transformation
+
+    def name(self, name: str) -> DataStreamSink:
+        self._t.name = name
+        return self
+
+    def uid(self, uid: str) -> DataStreamSink:
+        self._t.uid = uid
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStreamSink:
+        return self
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key: keyed state, timers and windows are per key."""
+
+    def __init__(
+        self,
+        env: StreamExecutionEnvironment,
+        input_t: Transformation,
+        key_selector: Callable[[Any], Any],
+        key_type: Optional[TypeInformation] = None,
+    ) -> None:
+        super().__init__(env, input_t)
+        self._key_selector = key_selector
+        self._key_type = key_type
+
+    def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        if not isinstance(func, KeyedProcessFunction) and not callable(getattr(func, "process_element", None)):
+            msg = f"KeyedStream.process() needs a KeyedProcessFunction; got {type(func).__name__} {func!r}"
+            raise InvalidTypeError(msg)
+        ks = self._key_selector
+        t = self._one_input(
+            "KeyedProcess", lambda: KeyedProcessOperator("KeyedProcess", ks, func), output_type, keyed=True, op="keyed_process"
+        )
+        return DataStream(self._env, t)
+
+    def window(self, window_assigner: WindowAssigner) -> WindowedStream:  # type: ignore[type-arg]
+        if not isinstance(window_assigner, WindowAssigner):
+            msg = (
+                "window() needs a WindowAssigner (e.g. TumblingEventTimeWindows.of(Duration.of_seconds(5))); "
+                f"got {type(window_assigner).__name__} {window_assigner!r}"
+            )
+            raise InvalidTypeError(msg)
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        """``count_window(n)``: every ``n`` elements per key (a remainder is never emitted).
+        ``count_window(size, slide)``: every ``slide`` elements, over the last ``size``."""
+        if size <= 0 or slide < 0:
+            msg = f"count_window needs size > 0 and slide >= 0; got size={size}, slide={slide}"
+            raise InvalidArgumentError(msg)
+        ws = WindowedStream(self, GlobalWindows.create())
+        if slide == 0:
+            return ws.trigger(PurgingTrigger.of(CountTrigger.of(size)))
+        return ws.trigger(CountTrigger.of(slide)).evictor(CountEvictor.of(size))
+
+    def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        return DataStream(self._env, self._t).map(func, output_type)
+
+    def flat_map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        return DataStream(self._env, self._t).flat_map(func, output_type)
+
+    def filter(self, func: Any) -> DataStream:
+        return DataStream(self._env, self._t).filter(func)
+
+    def reduce(self, func: Union[ReduceFunction, Callable[[Any, Any], Any]]) -> DataStream:
+        """Rolling reduce per key: emits the running reduction after every element."""
+        fn = _method(func, "reduce", "reduce()'s function", "ReduceFunction")
+        return self.process(_RollingReduce(fn))
+
+
+class _RollingReduce(KeyedProcessFunction):  # type: ignore[type-arg]
+    def __init__(self, fn: Callable[[Any, Any], Any]) -> None:
+        self.fn = fn
+
+    def open(self, runtime_context: Any) -> None:
+        from ..core.state import ValueStateDescriptor
+
+        self.state = runtime_context.get_state(ValueStateDescriptor("__rolling_reduce"))
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        current = self.state.value()
+        result = value if current is None else self.fn(current, value)
+        self.state.update(result)
+        return [result]
+
+
+class WindowedStream:
+    """A keyed stream split into windows (PyFlink's ``WindowedStream``): configure the trigger, evictor,
+    allowed lateness and late-data side output, then give the window function."""
+
+    def __init__(self, keyed: KeyedStream, assigner: WindowAssigner) -> None:  # type: ignore[type-arg]
+        self._keyed = keyed
+        self._assigner = assigner
+        self._trigger: Optional[Trigger] = None  # type: ignore[type-arg]
+        self._evictor: Optional[Evictor] = None  # type: ignore[type-arg]
+        self._allowed_lateness = 0
+        self._late_tag: Optional[OutputTag] = None
+
+    def trigger(self, trigger: Trigger) -> WindowedStream:  # type: ignore[type-arg]
+        """Replace the assigner's default trigger."""
+        if not isinstance(trigger, Trigger):
+            msg = f"trigger() needs a Trigger (e.g. CountTrigger.of(3)); got {type(trigger).__name__} {trigger!r}"
+            raise InvalidTypeError(msg)
+        from ..core.assigners import MergingWindowAssigner
+
+        if isinstance(self._assigner, MergingWindowAssigner) and not trigger.can_merge():
+            msg = (
+                f"{trigger!r} cannot be used with the merging assigner {self._assigner!r}: "
+                "session windows need a trigger whose can_merge() is True (Flink rejects this too)"
+            )
+            raise InvalidPipelineError(msg)
+        self._trigger = trigger
+        return self
+
+    def evictor(self, evictor: Evictor) -> WindowedStream:  # type: ignore[type-arg]
+        """Buffer all elements and evict some before/after each firing (no incremental aggregation)."""
+        if not isinstance(evictor, Evictor):
+            msg = f"evictor() needs an Evictor (e.g. CountEvictor.of(10)); got {type(evictor).__name__} {evictor!r}"
+            raise InvalidTypeError(msg)
+        self._evictor = evictor
+        return self
+
+    def allowed_lateness(self, time_ms: TimeLike) -> WindowedStream:
+        """Keep windows ``time_ms`` past their end: late elements within it fire the window again."""
+        ms = to_millis("allowed_lateness", time_ms)
+        if ms < 0:
+            msg = f"allowed_lateness cannot be negative; got {ms} ms"
+            raise InvalidArgumentError(msg)
+        if not self._assigner.is_event_time() and ms != 0:
+            warnings.warn(
+                f"allowed_lateness({ms}) has no effect with {self._assigner!r}, which is not an event-time "
+                "assigner; Flink ignores it too",
+                stacklevel=2,
+            )
+        self._allowed_lateness = ms
+        return self
+
+    def side_output_late_data(self, output_tag: OutputTag) -> WindowedStream:
+        """Send elements that are too late for every window to ``output_tag`` instead of dropping them."""
+        if not isinstance(output_tag, OutputTag):
+            msg = f"side_output_late_data needs an OutputTag; got {type(output_tag).__name__}"
+            raise InvalidTypeError(msg)
+        self._late_tag = output_tag
+        return self
+
+    # ------------------------------------------------------------------ window functions
+    def _build(self, name: str, contents: WindowContents, window_function: Any, user_functions: List[Any], output_type: Any) -> DataStream:
+        keyed = self._keyed
+        assigner = self._assigner
+        trigger = self._trigger if self._trigger is not None else assigner.get_default_trigger()
+        evictor = self._evictor
+        lateness = self._allowed_lateness if assigner.is_event_time() else 0
+        late_tag = self._late_tag
+        ks = keyed._key_selector
+
+        def factory() -> WindowOperator:
+            return WindowOperator(
+                name, ks, assigner, trigger, contents, window_function, evictor, lateness, late_tag, user_functions
+            )
+
+        factory()  # validate the combination now, not at execute()
+        t = keyed._one_input(
+            name,
+            factory,
+            output_type,
+            keyed=True,
+            op="window",
+            assigner=assigner,
+            trigger=trigger,
+            evictor=evictor,
+            allowed_lateness=lateness,
+            late_tag=late_tag,
+            contents=contents,
+            window_function=window_function,
+        )
+        return DataStream(keyed._env, t)
+
+    @staticmethod
+    def _window_fn(window_function: Any) -> Any:
+        if window_function is None:
+            return PassThroughWindowFunction()
+        if isinstance(window_function, ProcessWindowFunction) or (
+            callable(getattr(window_function, "process", None)) and not isinstance(window_function, WindowFunction)
+        ):
+            return window_function
+        if isinstance(window_function, WindowFunction) or callable(window_function):
+            return WindowFunctionAdapter(window_function)
+        msg = f"the window function must be a ProcessWindowFunction, a WindowFunction or a callable; got {type(window_function).__name__}"
+        raise InvalidTypeError(msg)
+
+    def reduce(
+        self,
+        reduce_function: Union[ReduceFunction, Callable[[Any, Any], Any]],
+        window_function: Any = None,
+        output_type: Optional[TypeInformation] = None,
+    ) -> DataStream:
+        """Incremental reduce per window; ``window_function`` (optional) gets the one reduced value."""
+        fn = _method(reduce_function, "reduce", "reduce()'s function", "ReduceFunction")
+        wf = self._window_fn(window_function)
+        users = [reduce_function if isinstance(reduce_function, ReduceFunction) else None, wf]
+        return self._build("Window(reduce)", WindowContents("reduce", reduce_fn=fn), wf, users, output_type)
+
+    def aggregate(
+        self,
+        aggregate_function: AggregateFunction,  # type: ignore[type-arg]
+        window_function: Any = None,
+        accumulator_type: Optional[TypeInformation] = None,
+        output_type: Optional[TypeInformation] = None,
+    ) -> DataStream:
+        """Incremental aggregate per window; ``window_function`` (optional) gets the one result."""
+        for m in ("create_accumulator", "add", "get_result"):
+            if not callable(getattr(aggregate_function, m, None)):
+                msg = f"aggregate() needs an AggregateFunction; {type(aggregate_function).__name__} has no {m}()"
+                raise InvalidTypeError(msg)
+        wf = self._window_fn(window_function)
+        return self._build("Window(aggregate)", WindowContents("aggregate", agg_fn=aggregate_function), wf, [aggregate_function, wf], output_type)
+
+    def process(self, process_window_function: ProcessWindowFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
+        """Call ``process(key, context, elements)`` with all of the window's elements at each firing."""
+        if not callable(getattr(process_window_function, "process", None)):
+            msg = f"process() needs a ProcessWindowFunction; got {type(process_window_function).__name__}"
+            raise InvalidTypeError(msg)
+        return self._build("Window(process)", WindowContents("list"), process_window_function, [process_window_function], output_type)
+
+    def apply(self, window_function: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        """The legacy ``WindowFunction.apply(key, window, inputs)`` with all of the window's elements."""
+        wf = WindowFunctionAdapter(window_function)
+        if not callable(wf._apply):
+            msg = f"apply() needs a WindowFunction or a callable (key, window, inputs); got {type(window_function).__name__}"
+            raise InvalidTypeError(msg)
+        return self._build("Window(apply)", WindowContents("list"), wf, [wf], output_type)
+
+
+__all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream", "WindowedStream"]

@@ -1,0 +1,41 @@
+"""``pyflink.datastream.functions``: the user-function interfaces."""
+
+from __future__ import annotations
+
+from ..core.functions import (
+    AggregateFunction,
+    FilterFunction,
+    FlatMapFunction,
+    Function,
+    KeyedProcessFunction,
+    KeyedStateStore,
+    KeySelector,
+    MapFunction,
+    ProcessFunction,
+    ProcessWindowFunction,
+    ReduceFunction,
+    RuntimeContext,
+    SinkFunction,
+    TimeDomain,
+    TimerService,
+    WindowFunction,
+)
+
+__all__ = [
+    "AggregateFunction",
+    "FilterFunction",
+    "FlatMapFunction",
+    "Function",
+    "KeySelector",
+    "KeyedProcessFunction",
+    "KeyedStateStore",
+    "MapFunction",
+    "ProcessFunction",
+    "ProcessWindowFunction",
+    "ReduceFunction",
+    "RuntimeContext",
+    "SinkFunction",
+    "TimeDomain",
+    "TimerService",
+    "WindowFunction",
+]

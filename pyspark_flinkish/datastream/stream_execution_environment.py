@@ -1,0 +1,137 @@
+"""``StreamExecutionEnvironment``: where pipelines start (sources) and how they run (``execute``).
+
+``get_execution_environment()`` returns the JVM-free local environment: it runs the whole pipeline in
+this Python process, deterministically, one micro-batch at a time (see ``docs/index.md`` for the execution
+model). The same pipeline code runs on Spark through the Spark executors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+from ..core.clock import Clock, ManualClock, SystemClock
+from ..core.errors import InvalidTypeError, UnsupportedFeatureError
+from ..core.typeinfo import TypeInformation
+from ..core.watermarks import WatermarkStrategy
+from .data_stream import DataStream
+from .plan import Transformation
+from .sources import CollectionSource, MicroBatch, MicroBatchSource
+
+
+class JobExecutionResult:
+    """What ``execute()`` returns: the job name, the number of micro-batches run, per-operator metrics."""
+
+    def __init__(self, job_name: str, batches: int, metrics: dict) -> None:  # type: ignore[type-arg]
+        self.job_name = job_name
+        self.batches = batches
+        self.metrics = metrics
+
+    def get_job_execution_result(self) -> JobExecutionResult:
+        return self
+
+    def __repr__(self) -> str:
+        return f"JobExecutionResult({self.job_name!r}, batches={self.batches})"
+
+
+class StreamExecutionEnvironment:
+    """The context a pipeline is built in and executed by (PyFlink's ``StreamExecutionEnvironment``).
+
+    Args:
+        clock: processing-time clock (default: the wall clock). Pass a :class:`ManualClock` for
+            deterministic processing-time timers and idleness; ``MicroBatch.processing_time`` sets it.
+    """
+
+    def __init__(self, clock: Optional[Clock] = None) -> None:
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self._sinks: List[Transformation] = []
+        self._parallelism = 1
+        self.last_result: Optional[JobExecutionResult] = None
+
+    @staticmethod
+    def get_execution_environment(spark: Any = None, clock: Optional[Clock] = None) -> StreamExecutionEnvironment:
+        """The JVM-free local environment. (Given a SparkSession, Spark execution is required, which this
+        build does not provide yet: it raises rather than silently running locally.)"""
+        if spark is not None:
+            msg = (
+                "running pipelines on a SparkSession is not available in this build; "
+                "call get_execution_environment() without a session for the JVM-free engine"
+            )
+            raise UnsupportedFeatureError(msg)
+        return StreamExecutionEnvironment(clock=clock)
+
+    # -------------------------------------------------------------------- configuration
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        """Accepted for compatibility; the local engine runs every operator as one instance (results
+        do not depend on parallelism in Flink's keyed semantics, except timer ties across keys)."""
+        self._parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._parallelism
+
+    def set_manual_clock(self, start: int = 0) -> ManualClock:
+        clock = ManualClock(start)
+        self.clock = clock
+        return clock
+
+    # -------------------------------------------------------------------- sources
+    def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str = "Source") -> DataStream:
+        """A stream from ``source`` (a :class:`MicroBatchSource`), with timestamps and per-partition
+        watermarks from ``watermark_strategy``."""
+        if not isinstance(source, MicroBatchSource):
+            msg = f"from_source needs a MicroBatchSource for the local engine; got {type(source).__name__}"
+            raise InvalidTypeError(msg)
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            msg = f"from_source needs a WatermarkStrategy; got {type(watermark_strategy).__name__}"
+            raise InvalidTypeError(msg)
+        if source.explicit_watermarks and watermark_strategy.generates_watermarks:
+            msg = (
+                "this MicroBatchSource gives explicit watermarks per batch; use "
+                "WatermarkStrategy.no_watermarks().with_timestamp_assigner(...) so that the two do not compete"
+            )
+            raise InvalidTypeError(msg)
+        t = Transformation("source", source_name, source=source, watermark_strategy=watermark_strategy)
+        return DataStream(self, t)
+
+    def from_micro_batches(
+        self,
+        batches: Sequence[Any],
+        watermark_strategy: Optional[WatermarkStrategy] = None,
+        end_of_input: bool = True,
+        partitions: Sequence[Any] = (0,),
+        source_name: str = "MicroBatches",
+    ) -> DataStream:
+        """Shorthand for ``from_source(MicroBatchSource(batches, ...), watermark_strategy)``."""
+        source = MicroBatchSource([b if isinstance(b, MicroBatch) else MicroBatch(b) for b in batches], end_of_input, list(partitions))
+        strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
+        return self.from_source(source, strategy, source_name)
+
+    def from_collection(self, collection: Sequence[Any], type_info: Optional[TypeInformation] = None) -> DataStream:
+        """A bounded stream of ``collection`` without timestamps, in one micro-batch."""
+        t = Transformation(
+            "source", "Collection", source=CollectionSource(list(collection)), watermark_strategy=WatermarkStrategy.no_watermarks(),
+            output_type=type_info,
+        )
+        return DataStream(self, t)
+
+    # -------------------------------------------------------------------- execution
+    def _add_sink(self, t: Transformation) -> None:
+        self._sinks.append(t)
+
+    def execute(self, job_name: str = "pyspark_flinkish job") -> JobExecutionResult:
+        """Run every sink's pipeline to the end of its sources."""
+        return self._execute(job_name)
+
+    def _execute(self, job_name: Optional[str], extra_sinks: Sequence[Transformation] = ()) -> JobExecutionResult:
+        from ..local.executor import LocalExecutor
+
+        sinks = list(self._sinks) + list(extra_sinks)
+        if not sinks:
+            msg = "no sinks: add_sink(...), print() or execute_and_collect() before execute()"
+            raise InvalidTypeError(msg)
+        result = LocalExecutor(sinks, self.clock).run(job_name or "pyspark_flinkish job")
+        self.last_result = result
+        return result
+
+
+__all__ = ["JobExecutionResult", "StreamExecutionEnvironment"]

@@ -1,0 +1,75 @@
+"""``pyflink.datastream.window``: windows, assigners, triggers — and evictors, which PyFlink lacks
+(named after Flink's Java classes, in snake_case: ``CountEvictor.of(n, do_evict_after=False)``)."""
+
+from __future__ import annotations
+
+from ..core.assigners import (
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows,
+    GlobalWindows,
+    MergingWindowAssigner,
+    ProcessingTimeSessionWindows,
+    SessionWindowTimeGapExtractor,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+    WindowAssignerContext,
+)
+from ..core.evictors import CountEvictor, DeltaEvictor, Evictor, EvictorContext, TimeEvictor, TimestampedValue
+from ..core.triggers import (
+    ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
+    CountTrigger,
+    DeltaTrigger,
+    EventTimeTrigger,
+    NeverTrigger,
+    OnMergeContext,
+    ProcessingTimeoutTrigger,
+    ProcessingTimeTrigger,
+    PurgingTrigger,
+    Trigger,
+    TriggerContext,
+    TriggerResult,
+)
+from ..core.windows import GlobalWindow, TimeWindow, Window
+
+__all__ = [
+    "ContinuousEventTimeTrigger",
+    "ContinuousProcessingTimeTrigger",
+    "CountEvictor",
+    "CountTrigger",
+    "DeltaEvictor",
+    "DeltaTrigger",
+    "DynamicEventTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
+    "EventTimeSessionWindows",
+    "EventTimeTrigger",
+    "Evictor",
+    "EvictorContext",
+    "GlobalWindow",
+    "GlobalWindows",
+    "MergingWindowAssigner",
+    "NeverTrigger",
+    "OnMergeContext",
+    "ProcessingTimeSessionWindows",
+    "ProcessingTimeTrigger",
+    "ProcessingTimeoutTrigger",
+    "PurgingTrigger",
+    "SessionWindowTimeGapExtractor",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "TimeEvictor",
+    "TimeWindow",
+    "TimestampedValue",
+    "Trigger",
+    "TriggerContext",
+    "TriggerResult",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
+    "Window",
+    "WindowAssigner",
+    "WindowAssignerContext",
+]

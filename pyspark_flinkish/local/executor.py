@@ -1,0 +1,214 @@
+"""Runs a plan in this process, following the micro-batch execution model.
+
+For every micro-batch ``i``: (1) the processing-time clock is set (``MicroBatch.processing_time``) and due
+processing-time timers fire; (2) every source emits batch ``i``'s elements in order — each record flows
+depth-first through the operator chain, so downstream operators see it at their current (previous)
+watermark; (3) the periodic watermark emission runs in topological order: sources emit their explicit or
+generated watermark (min over non-idle partitions), ``assign_timestamps_and_watermarks`` operators emit
+theirs, and every operator fires its due event-time timers before forwarding the watermark downstream.
+A bounded source that has run out of batches then emits ``LONG_MAX`` (end of input); processing-time
+timers never fire after that (Flink quiesces them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..core.clock import Clock, ManualClock
+from ..core.errors import FlinkishError
+from ..core.javamath import LONG_MAX, LONG_MIN
+from ..core.operators import StreamOperator
+from ..core.records import OutputTag, StreamRecord
+from ..core.watermarks import SplitWatermarks, StatusWatermarkValve
+from ..datastream.plan import Transformation, topological
+
+
+class _Node:
+    """A running transformation: its operator (if any), its input valve and its downstream edges."""
+
+    def __init__(self, t: Transformation, operator: Optional[StreamOperator]) -> None:
+        self.t = t
+        self.operator = operator
+        self.main: List[Tuple[_Node, int]] = []
+        self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
+        self.valve = StatusWatermarkValve(max(1, len(t.inputs)))
+        self.sink_fn = t.sink
+
+    # -- Output protocol (the operator's output goes to the downstream edges)
+    def collect(self, record: StreamRecord) -> None:
+        for node, ch in self.main:
+            node.push_record(ch, record)
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        for node, ch in self.side.get(tag, ()):
+            node.push_record(ch, record)
+
+    def emit_watermark(self, watermark: int) -> None:
+        for node, ch in self.main:
+            node.push_watermark(ch, watermark)
+        for edges in self.side.values():
+            for node, ch in edges:
+                node.push_watermark(ch, watermark)
+
+    def emit_idle(self, idle: bool) -> None:
+        for node, ch in self.main + [e for edges in self.side.values() for e in edges]:
+            node.push_idle(ch, idle)
+
+    # -- inputs
+    def push_record(self, channel: int, record: StreamRecord) -> None:
+        if self.operator is not None:
+            self.operator.process_element(record)
+        elif self.sink_fn is not None:
+            self.sink_fn(record.value)
+        else:  # union, side-output selector: pass through
+            self.collect(record)
+
+    def push_watermark(self, channel: int, watermark: int) -> None:
+        new = self.valve.input_watermark(channel, watermark)
+        if new is None:
+            return
+        if self.operator is not None:
+            self.operator.process_watermark(new)
+        elif self.sink_fn is None:
+            self.emit_watermark(new)
+
+    def push_idle(self, channel: int, idle: bool) -> None:
+        new, status = self.valve.input_idle(channel, idle)
+        if new is not None:
+            if self.operator is not None:
+                self.operator.process_watermark(new)
+            elif self.sink_fn is None:
+                self.emit_watermark(new)
+        if status is not None:
+            if self.operator is not None:
+                self.operator.process_idle(status)
+            elif self.sink_fn is None:
+                self.emit_idle(status)
+
+
+class _SourceRunner:
+    """Emits a MicroBatchSource's batches, with timestamps and per-partition watermarks."""
+
+    def __init__(self, node: _Node, clock: Clock) -> None:
+        self.node = node
+        self.source = node.t.source
+        self.strategy = node.t.watermark_strategy
+        self.splits = SplitWatermarks(self.strategy, clock)
+        for p in self.source.partitions:
+            self.splits.add_partition(p)
+        self.current = LONG_MIN
+        self.idle = False
+        self.finished = False
+
+    def emit_batch(self, index: int) -> None:
+        if index >= len(self.source.batches):
+            return
+        batch = self.source.batches[index]
+        node = self.node
+        for i, value in enumerate(batch.elements):
+            ts = self.strategy.extract_timestamp(value, None)
+            partition = batch.partition_of(i)
+            if ts is not None:
+                self.splits.on_event(partition, value, ts)
+            else:
+                self.splits.add_partition(partition)
+            node.collect(StreamRecord(value, ts))
+
+    def periodic_emit(self, index: int) -> None:
+        if self.finished:
+            return
+        if index < len(self.source.batches):
+            batch = self.source.batches[index]
+            if self.source.explicit_watermarks:
+                self._emit(batch.watermark)
+            else:
+                new = self.splits.on_periodic_emit()
+                if self.splits.idle and not self.idle:
+                    self.idle = True
+                    self.node.emit_idle(True)
+                elif not self.splits.idle and self.idle and new is not None:
+                    self.idle = False
+                    self.node.emit_idle(False)
+                if new is not None:
+                    self._emit(new)
+        if index >= len(self.source.batches) - 1 and self.source.end_of_input:
+            self.finished = True
+            if self.idle:
+                self.idle = False
+                self.node.emit_idle(False)
+            self._emit(LONG_MAX)
+
+    def _emit(self, watermark: int) -> None:
+        if watermark > self.current:
+            self.current = watermark
+            self.node.emit_watermark(watermark)
+
+
+class LocalExecutor:
+    """Compiles the plan into nodes and runs it to the end of its sources."""
+
+    def __init__(self, sinks: List[Transformation], clock: Clock) -> None:
+        self.clock = clock
+        self.order = topological(sinks)
+        self.nodes: Dict[int, _Node] = {}
+        for t in self.order:
+            op = t.factory() if t.factory is not None else None
+            self.nodes[t.id] = _Node(t, op)
+        for t in self.order:
+            node = self.nodes[t.id]
+            for ch, parent_t in enumerate(t.inputs):
+                parent = self.nodes[parent_t.id]
+                if t.kind == "side_output":
+                    # the selector consumes the parent's side output; it is itself a pass-through node
+                    parent.side.setdefault(t.tag, []).append((node, ch))  # type: ignore[arg-type]
+                else:
+                    parent.main.append((node, ch))
+        self.sources = [_SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
+
+    def run(self, job_name: str) -> Any:
+        from ..datastream.stream_execution_environment import JobExecutionResult
+
+        operators = [n.operator for n in (self.nodes[t.id] for t in self.order) if n.operator is not None]
+        for t in self.order:
+            node = self.nodes[t.id]
+            if node.operator is not None:
+                node.operator.open(node, self.clock)
+        n_batches = max((len(s.source.batches) for s in self.sources), default=0)
+        try:
+            for i in range(n_batches):
+                self._set_clock(i)
+                now = self.clock.now()
+                for op in operators:
+                    op.advance_processing_time(now)
+                for s in self.sources:
+                    s.emit_batch(i)
+                self._periodic_emit(i, operators)
+            for op in operators:
+                op.end_input()
+        finally:
+            for op in operators:
+                try:
+                    op.close()
+                except FlinkishError:
+                    pass
+        metrics = {f"{t.id}:{t.name}": dict(self.nodes[t.id].operator.metrics) for t in self.order if self.nodes[t.id].operator}  # type: ignore[union-attr]
+        return JobExecutionResult(job_name, n_batches, metrics)
+
+    def _set_clock(self, index: int) -> None:
+        times = [s.source.batches[index].processing_time for s in self.sources if index < len(s.source.batches)]
+        times = [t for t in times if t is not None]
+        if times:
+            if not isinstance(self.clock, ManualClock):
+                msg = "MicroBatch.processing_time needs the environment to use a ManualClock (env.set_manual_clock())"
+                raise FlinkishError(msg)
+            self.clock.set(max(max(times), self.clock.now()))
+
+    def _periodic_emit(self, index: int, operators: List[StreamOperator]) -> None:
+        sources = {id(s.node): s for s in self.sources}
+        for t in self.order:
+            node = self.nodes[t.id]
+            runner = sources.get(id(node))
+            if runner is not None:
+                runner.periodic_emit(index)
+            elif node.operator is not None:
+                node.operator.on_periodic_emit()

@@ -332,6 +332,11 @@ class KeyedOperator(StreamOperator):
             self.backend.set_key_table(key, dict(snapshot["state"]))
             self.timers.restore_key(key, snapshot["event_timers"], snapshot["processing_timers"])
 
+    def restore_watermark(self, watermark: int) -> None:
+        """Set the operator's current watermark without firing timers (the driver restores it per batch)."""
+        self.current_watermark = watermark
+        self.timers.current_watermark = watermark
+
     def evict_key(self, key: Any) -> None:
         """Forget a key (after its snapshot was taken)."""
         self.backend.drop_key(key)

@@ -7,7 +7,7 @@ model). The same pipeline code runs on Spark through the Spark executors.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..core.errors import InvalidTypeError, UnsupportedFeatureError
@@ -118,18 +118,24 @@ class StreamExecutionEnvironment:
     def _add_sink(self, t: Transformation) -> None:
         self._sinks.append(t)
 
-    def execute(self, job_name: str = "pyspark_flinkish job") -> JobExecutionResult:
-        """Run every sink's pipeline to the end of its sources."""
-        return self._execute(job_name)
+    def execute(self, job_name: str = "pyspark_flinkish job", progress: Optional[Callable[[Any], None]] = None) -> JobExecutionResult:
+        """Run every sink's pipeline to the end of its sources.
 
-    def _execute(self, job_name: Optional[str], extra_sinks: Sequence[Transformation] = ()) -> JobExecutionResult:
+        ``progress``, if given, is called after every micro-batch with a
+        :class:`~pyspark_flinkish.local.executor.BatchProgress`.
+        """
+        return self._execute(job_name, progress=progress)
+
+    def _execute(
+        self, job_name: Optional[str], extra_sinks: Sequence[Transformation] = (), progress: Optional[Callable[[Any], None]] = None
+    ) -> JobExecutionResult:
         from ..local.executor import LocalExecutor
 
         sinks = list(self._sinks) + list(extra_sinks)
         if not sinks:
             msg = "no sinks: add_sink(...), print() or execute_and_collect() before execute()"
             raise InvalidTypeError(msg)
-        result = LocalExecutor(sinks, self.clock).run(job_name or "pyspark_flinkish job")
+        result = LocalExecutor(sinks, self.clock, progress=progress).run(job_name or "pyspark_flinkish job")
         self.last_result = result
         return result
 

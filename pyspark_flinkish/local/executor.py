@@ -12,7 +12,8 @@ timers never fire after that (Flink quiesces them).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 from ..core.clock import Clock, ManualClock
 from ..core.errors import FlinkishError
@@ -21,6 +22,27 @@ from ..core.operators import StreamOperator
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermarks import SplitWatermarks, StatusWatermarkValve
 from ..datastream.plan import Transformation, topological
+
+
+@dataclass
+class BatchProgress:
+    """What happened in one micro-batch: the inputs, the watermarks and the operators' counters.
+
+    ``source_watermarks`` maps source name -> partition -> watermark (None while the partition is idle);
+    ``operator_watermarks`` maps operator name -> its current watermark; ``metrics`` maps operator name ->
+    cumulative counters (``windows_fired``, ``late_records_side_output``, ``late_records_dropped``, ...).
+    """
+
+    batch: int
+    processing_time: int
+    input_records: int
+    source_watermarks: Dict[str, Dict[Hashable, Optional[int]]] = field(default_factory=dict)
+    operator_watermarks: Dict[str, int] = field(default_factory=dict)
+    metrics: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+    def total(self, metric: str) -> int:
+        """A counter summed over all operators."""
+        return sum(m.get(metric, 0) for m in self.metrics.values())
 
 
 class _Node:
@@ -138,6 +160,11 @@ class _SourceRunner:
                 self.node.emit_idle(False)
             self._emit(LONG_MAX)
 
+    def partition_watermarks(self) -> Dict[Hashable, Optional[int]]:
+        if self.source.explicit_watermarks:
+            return {p: self.current for p in self.source.partitions}
+        return self.splits.partition_watermarks()
+
     def _emit(self, watermark: int) -> None:
         if watermark > self.current:
             self.current = watermark
@@ -147,9 +174,16 @@ class _SourceRunner:
 class LocalExecutor:
     """Compiles the plan into nodes and runs it to the end of its sources."""
 
-    def __init__(self, sinks: List[Transformation], clock: Clock, restore_every_batch: bool = False) -> None:
+    def __init__(
+        self,
+        sinks: List[Transformation],
+        clock: Clock,
+        restore_every_batch: bool = False,
+        progress: Optional[Callable[[BatchProgress], None]] = None,
+    ) -> None:
         self.clock = clock
         self.restore_every_batch = restore_every_batch
+        self.progress = progress
         self.order = topological(sinks)
         self.nodes: Dict[int, _Node] = {}
         for t in self.order:
@@ -184,6 +218,8 @@ class LocalExecutor:
                 for s in self.sources:
                     s.emit_batch(i)
                 self._periodic_emit(i, operators)
+                if self.progress is not None:
+                    self.progress(self._progress(i, now))
                 if self.restore_every_batch:
                     operators = self._restart_keyed_operators()
             for op in operators:
@@ -196,6 +232,18 @@ class LocalExecutor:
                     pass
         metrics = {f"{t.id}:{t.name}": dict(self.nodes[t.id].operator.metrics) for t in self.order if self.nodes[t.id].operator}  # type: ignore[union-attr]
         return JobExecutionResult(job_name, n_batches, metrics)
+
+    def _progress(self, index: int, now: int) -> BatchProgress:
+        records = sum(len(s.source.batches[index].elements) for s in self.sources if index < len(s.source.batches))
+        nodes = [self.nodes[t.id] for t in self.order]
+        return BatchProgress(
+            batch=index,
+            processing_time=now,
+            input_records=records,
+            source_watermarks={s.node.t.name: s.partition_watermarks() for s in self.sources},
+            operator_watermarks={f"{n.t.id}:{n.t.name}": n.operator.current_watermark for n in nodes if n.operator is not None},
+            metrics={f"{n.t.id}:{n.t.name}": dict(n.operator.metrics) for n in nodes if n.operator is not None},
+        )
 
     def _restart_keyed_operators(self) -> List[StreamOperator]:
         """Replace every keyed operator by a fresh one restored from encoded per-key snapshots: what the

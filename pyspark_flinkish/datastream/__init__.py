@@ -9,11 +9,46 @@ from __future__ import annotations
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
+from .functions import (
+    AggregateFunction,
+    FilterFunction,
+    FlatMapFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    ProcessFunction,
+    ProcessWindowFunction,
+    ReduceFunction,
+    RuntimeContext,
+    SinkFunction,
+    TimerService,
+    WindowFunction,
+)
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 from .stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
+from .window import MergingWindowAssigner, TimeWindow, Trigger, TriggerResult, Window, WindowAssigner
 
 __all__ = [
+    "AggregateFunction",
+    "FilterFunction",
+    "FlatMapFunction",
+    "KeySelector",
+    "KeyedProcessFunction",
+    "MapFunction",
+    "MergingWindowAssigner",
+    "ProcessFunction",
+    "ProcessWindowFunction",
+    "ReduceFunction",
+    "RuntimeContext",
+    "SinkFunction",
+    "TimeWindow",
+    "TimerService",
+    "Trigger",
+    "TriggerResult",
+    "Window",
+    "WindowAssigner",
+    "WindowFunction",
     "CloseableIterator",
     "CollectionSource",
     "DataStream",

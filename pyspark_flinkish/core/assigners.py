@@ -67,9 +67,9 @@ class MergingWindowAssigner(WindowAssigner[T, W]):
         """Call ``callback.merge(members, result)`` (or ``callback(members, result)``) per group."""
 
 
-def _no_timestamp(assigner: str) -> InvalidArgumentError:
+def _no_timestamp(assigner: object) -> InvalidArgumentError:
     msg = (
-        f"{assigner} got an element without a timestamp (Long.MIN_VALUE). Is the stream missing "
+        f"{type(assigner).__name__} got an element without a timestamp (Long.MIN_VALUE). Is the stream missing "
         "assign_timestamps_and_watermarks(...) or a WatermarkStrategy with a timestamp assigner at the source?"
     )
     return InvalidArgumentError(msg)
@@ -101,7 +101,7 @@ class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
 
     def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[TimeWindow]:
         if timestamp is None or timestamp <= LONG_MIN:
-            raise _no_timestamp("TumblingEventTimeWindows")
+            raise _no_timestamp(self)
         start = TimeWindow.get_window_start_with_offset(timestamp, self.offset % self.size, self.size)
         return [TimeWindow(start, start + self.size)]
 
@@ -190,7 +190,7 @@ class SlidingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
 
     def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[TimeWindow]:
         if timestamp is None or timestamp <= LONG_MIN:
-            raise _no_timestamp("SlidingEventTimeWindows")
+            raise _no_timestamp(self)
         return _sliding(timestamp, self.size, self.slide, self.offset)
 
     def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
@@ -214,9 +214,7 @@ class SlidingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
 
     @staticmethod
     def of(size: TimeLike, slide: TimeLike, offset: TimeLike = 0) -> SlidingProcessingTimeWindows:
-        return SlidingProcessingTimeWindows(
-            _ms("window size", size), _ms("window slide", slide), _ms("window offset", offset)
-        )
+        return SlidingProcessingTimeWindows(_ms("window size", size), _ms("window slide", slide), _ms("window offset", offset))
 
     def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[TimeWindow]:
         return _sliding(context.get_current_processing_time(), self.size, self.slide, self.offset)
@@ -286,7 +284,7 @@ class EventTimeSessionWindows(_TimeWindowMerging):
 
     def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[TimeWindow]:
         if timestamp is None or timestamp <= LONG_MIN:
-            raise _no_timestamp("EventTimeSessionWindows")
+            raise _no_timestamp(self)
         return [TimeWindow(timestamp, timestamp + self.gap)]
 
     def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
@@ -311,7 +309,7 @@ class DynamicEventTimeSessionWindows(_TimeWindowMerging):
 
     def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[TimeWindow]:
         if timestamp is None or timestamp <= LONG_MIN:
-            raise _no_timestamp("DynamicEventTimeSessionWindows")
+            raise _no_timestamp(self)
         return [TimeWindow(timestamp, timestamp + _dynamic_gap(self.extractor, element))]
 
     def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:

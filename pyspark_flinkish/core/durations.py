@@ -99,8 +99,5 @@ def to_millis(name: str, value: TimeLike) -> int:
         return (value.days * 86_400 + value.seconds) * 1000 + value.microseconds // 1000
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    msg = (
-        f"{name} must be a Duration, Time, datetime.timedelta or an int of milliseconds; "
-        f"got {type(value).__name__} {value!r}"
-    )
+    msg = f"{name} must be a Duration, Time, datetime.timedelta or an int of milliseconds; got {type(value).__name__} {value!r}"
     raise InvalidTypeError(msg)

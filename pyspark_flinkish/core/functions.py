@@ -233,10 +233,9 @@ class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
         def output(self, output_tag: Any, value: Any) -> None: ...
 
     @abstractmethod
-    def process(self, key: KEY, context: ProcessWindowFunction.Context, elements: Iterable[IN]) -> Optional[Iterable[OUT]]:
-        ...
+    def process(self, key: KEY, context: ProcessWindowFunction.Context, elements: Iterable[IN]) -> Optional[Iterable[OUT]]: ...
 
-    def clear(self, context: ProcessWindowFunction.Context) -> None:  # noqa: B027 - optional hook
+    def clear(self, context: ProcessWindowFunction.Context) -> None:
         pass
 
 

@@ -509,7 +509,12 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.wm_output = _GeneratorOutput(self)
 
     def process_element(self, record: StreamRecord) -> None:
-        ts = call_user(self.strategy.extract_timestamp, f"{self.name}: timestamp assigner on {record.value!r}", record.value, record.timestamp)
+        ts = call_user(
+            self.strategy.extract_timestamp,
+            f"{self.name}: timestamp assigner on {record.value!r}",
+            record.value,
+            record.timestamp,
+        )
         out = StreamRecord(record.value, ts)
         self.output.collect(out)
         if ts is not None:

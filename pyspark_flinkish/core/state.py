@@ -13,7 +13,7 @@ for Value/Reducing/Aggregating, per element for List, per entry for Map.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import (
     Any,
     Callable,
@@ -336,7 +336,7 @@ class KeyedStateBackend:
             raise StateError(msg)
         self.descriptors[descriptor.name] = descriptor
 
-    def create_state(self, descriptor: StateDescriptor, namespace: Hashable = VOID_NAMESPACE) -> "InternalState":
+    def create_state(self, descriptor: StateDescriptor, namespace: Hashable = VOID_NAMESPACE) -> InternalState:
         self.register(descriptor)
         cls = _STATE_CLASSES[descriptor.kind]
         return cls(self, descriptor, namespace)  # type: ignore[no-any-return]

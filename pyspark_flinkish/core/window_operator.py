@@ -95,7 +95,9 @@ class MergingWindowSet:
     def stored(self) -> List[Tuple[Window, Window]]:
         return list(self.mapping.items())
 
-    def add_window(self, new_window: Window, merge_function: Callable[[Window, List[Window], Window, List[Window]], None]) -> Window:
+    def add_window(
+        self, new_window: Window, merge_function: Callable[[Window, List[Window], Window, List[Window]], None]
+    ) -> Window:
         windows = list(self.mapping) + [new_window]
         merge_results: List[Tuple[Window, List[Window]]] = []
         self.assigner.merge_windows(windows, lambda members, result: merge_results.append((result, list(members))))
@@ -168,7 +170,8 @@ class _TriggerContext(OnMergeContext):
 
     # -- trigger calls, with the user-code error wrapping
     def _where(self, what: str) -> str:
-        return f"{self.op.name}: trigger {self.op.trigger!r}.{what} (key={self.op.backend.get_current_key()!r}, window={self.window!r})"
+        key = self.op.backend.get_current_key()
+        return f"{self.op.name}: trigger {self.op.trigger!r}.{what} (key={key!r}, window={self.window!r})"
 
     def on_element(self, record: StreamRecord) -> TriggerResult:
         return call_user(self.op.trigger.on_element, self._where("on_element"), record.value, record.timestamp, self.window, self)  # type: ignore[no-any-return]
@@ -345,13 +348,18 @@ class WindowOperator(KeyedOperator):
     # ------------------------------------------------------------------------------ elements
     def process_keyed(self, key: Any, record: StreamRecord) -> None:
         windows = call_user(
-            self.assigner.assign_windows, f"{self.name}: {self.assigner!r}.assign_windows", record.value, record.timestamp, self.assigner_ctx
+            self.assigner.assign_windows,
+            f"{self.name}: {self.assigner!r}.assign_windows",
+            record.value,
+            record.timestamp,
+            self.assigner_ctx,
         )
         skipped = True
         tctx = self.trigger_ctx
         if self.merging:
             mws = self._merging_set()
             for window in windows:
+
                 def merge(result: Window, merged: List[Window], state_result: Window, merged_state: List[Window]) -> None:
                     tctx.window = result
                     tctx.on_merge(merged)

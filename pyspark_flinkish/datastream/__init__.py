@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
+from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .functions import (
     AggregateFunction,
     FilterFunction,
@@ -24,7 +25,6 @@ from .functions import (
     TimerService,
     WindowFunction,
 )
-from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 from .stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
 from .window import MergingWindowAssigner, TimeWindow, Trigger, TriggerResult, Window, WindowAssigner

@@ -123,9 +123,7 @@ class DataStream:
     def _one_input(
         self, name: str, factory: Callable[[], Any], output_type: Any = None, keyed: bool = False, **spec: Any
     ) -> Transformation:
-        return Transformation(
-            "operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec
-        )
+        return Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
 
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
         fn = _method(func, "map", "map()'s function", "MapFunction")
@@ -156,7 +154,9 @@ class DataStream:
         t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, op="process")
         return DataStream(self._env, t)
 
-    def key_by(self, key_selector: Union[KeySelector, Callable[[Any], Any]], key_type: Optional[TypeInformation] = None) -> KeyedStream:
+    def key_by(
+        self, key_selector: Union[KeySelector, Callable[[Any], Any]], key_type: Optional[TypeInformation] = None
+    ) -> KeyedStream:
         fn = _method(key_selector, "get_key", "key_by()'s key selector", "KeySelector")
         return KeyedStream(self._env, self._t, fn, key_type)
 
@@ -188,7 +188,9 @@ class DataStream:
         if not isinstance(output_tag, OutputTag):
             msg = f"get_side_output needs an OutputTag; got {type(output_tag).__name__}"
             raise InvalidTypeError(msg)
-        t = Transformation("side_output", f"SideOutput({output_tag.tag_id})", [self._t], tag=output_tag, output_type=output_tag.type_info)
+        t = Transformation(
+            "side_output", f"SideOutput({output_tag.tag_id})", [self._t], tag=output_tag, output_type=output_tag.type_info
+        )
         return DataStream(self._env, t)
 
     # ------------------------------------------------------------------ sinks
@@ -376,7 +378,9 @@ class WindowedStream:
         return self
 
     # ------------------------------------------------------------------ window functions
-    def _build(self, name: str, contents: WindowContents, window_function: Any, user_functions: List[Any], output_type: Any) -> DataStream:
+    def _build(
+        self, name: str, contents: WindowContents, window_function: Any, user_functions: List[Any], output_type: Any
+    ) -> DataStream:
         keyed = self._keyed
         assigner = self._assigner
         trigger = self._trigger if self._trigger is not None else assigner.get_default_trigger()
@@ -417,7 +421,10 @@ class WindowedStream:
             return window_function
         if isinstance(window_function, WindowFunction) or callable(window_function):
             return WindowFunctionAdapter(window_function)
-        msg = f"the window function must be a ProcessWindowFunction, a WindowFunction or a callable; got {type(window_function).__name__}"
+        msg = (
+            "the window function must be a ProcessWindowFunction, a WindowFunction or a callable; "
+            f"got {type(window_function).__name__}"
+        )
         raise InvalidTypeError(msg)
 
     def reduce(
@@ -445,14 +452,20 @@ class WindowedStream:
                 msg = f"aggregate() needs an AggregateFunction; {type(aggregate_function).__name__} has no {m}()"
                 raise InvalidTypeError(msg)
         wf = self._window_fn(window_function)
-        return self._build("Window(aggregate)", WindowContents("aggregate", agg_fn=aggregate_function), wf, [aggregate_function, wf], output_type)
+        return self._build(
+            "Window(aggregate)", WindowContents("aggregate", agg_fn=aggregate_function), wf, [aggregate_function, wf], output_type
+        )
 
-    def process(self, process_window_function: ProcessWindowFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
+    def process(
+        self, process_window_function: ProcessWindowFunction, output_type: Optional[TypeInformation] = None
+    ) -> DataStream:  # type: ignore[type-arg]
         """Call ``process(key, context, elements)`` with all of the window's elements at each firing."""
         if not callable(getattr(process_window_function, "process", None)):
             msg = f"process() needs a ProcessWindowFunction; got {type(process_window_function).__name__}"
             raise InvalidTypeError(msg)
-        return self._build("Window(process)", WindowContents("list"), process_window_function, [process_window_function], output_type)
+        return self._build(
+            "Window(process)", WindowContents("list"), process_window_function, [process_window_function], output_type
+        )
 
     def apply(self, window_function: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
         """The legacy ``WindowFunction.apply(key, window, inputs)`` with all of the window's elements."""

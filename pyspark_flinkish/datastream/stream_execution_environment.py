@@ -102,14 +102,19 @@ class StreamExecutionEnvironment:
         source_name: str = "MicroBatches",
     ) -> DataStream:
         """Shorthand for ``from_source(MicroBatchSource(batches, ...), watermark_strategy)``."""
-        source = MicroBatchSource([b if isinstance(b, MicroBatch) else MicroBatch(b) for b in batches], end_of_input, list(partitions))
+        source = MicroBatchSource(
+            [b if isinstance(b, MicroBatch) else MicroBatch(b) for b in batches], end_of_input, list(partitions)
+        )
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
         return self.from_source(source, strategy, source_name)
 
     def from_collection(self, collection: Sequence[Any], type_info: Optional[TypeInformation] = None) -> DataStream:
         """A bounded stream of ``collection`` without timestamps, in one micro-batch."""
         t = Transformation(
-            "source", "Collection", source=CollectionSource(list(collection)), watermark_strategy=WatermarkStrategy.no_watermarks(),
+            "source",
+            "Collection",
+            source=CollectionSource(list(collection)),
+            watermark_strategy=WatermarkStrategy.no_watermarks(),
             output_type=type_info,
         )
         return DataStream(self, t)
@@ -118,7 +123,9 @@ class StreamExecutionEnvironment:
     def _add_sink(self, t: Transformation) -> None:
         self._sinks.append(t)
 
-    def execute(self, job_name: str = "pyspark_flinkish job", progress: Optional[Callable[[Any], None]] = None) -> JobExecutionResult:
+    def execute(
+        self, job_name: str = "pyspark_flinkish job", progress: Optional[Callable[[Any], None]] = None
+    ) -> JobExecutionResult:
         """Run every sink's pipeline to the end of its sources.
 
         ``progress``, if given, is called after every micro-batch with a
@@ -127,7 +134,10 @@ class StreamExecutionEnvironment:
         return self._execute(job_name, progress=progress)
 
     def _execute(
-        self, job_name: Optional[str], extra_sinks: Sequence[Transformation] = (), progress: Optional[Callable[[Any], None]] = None
+        self,
+        job_name: Optional[str],
+        extra_sinks: Sequence[Transformation] = (),
+        progress: Optional[Callable[[Any], None]] = None,
     ) -> JobExecutionResult:
         from ..local.executor import LocalExecutor
 

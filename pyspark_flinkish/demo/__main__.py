@@ -42,8 +42,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     streams["late"].add_sink(late.append)
     streams["alerts"].add_sink(alerts.append)
 
-    print(f"game demo: {args.players} players, {args.minutes} min, {sum(len(b.elements) for b in batches)} events, "
-          f"{len(batches)} micro-batches of 30 s, 4 partitions (partition 3 silent 10-16 min)")
+    print(
+        f"game demo: {args.players} players, {args.minutes} min, {sum(len(b.elements) for b in batches)} events, "
+        f"{len(batches)} micro-batches of 30 s, 4 partitions (partition 3 silent 10-16 min)"
+    )
     print("batch  events  watermark per partition (p0 p1 p2 p3)      source wm  fired  late  alerts   (counts are totals)")
 
     def progress(p: Any) -> None:
@@ -52,8 +54,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         parts = p.source_watermarks["game-events"]
         wms = " ".join(f"{_fmt_wm(parts[k]):>7}" for k in sorted(parts))
         window_wm = next(v for k, v in p.operator_watermarks.items() if "Window" in k)
-        print(f"{p.batch:5d}  {p.input_records:6d}  {wms}   {_fmt_wm(window_wm):>9}  {p.total('windows_fired'):5d}"
-              f"  {p.total('late_records_side_output'):4d}  {len(alerts):6d}")
+        print(
+            f"{p.batch:5d}  {p.input_records:6d}  {wms}   {_fmt_wm(window_wm):>9}  {p.total('windows_fired'):5d}"
+            f"  {p.total('late_records_side_output'):4d}  {len(alerts):6d}"
+        )
 
     result = env.execute("game-sessions", progress=progress)
 
@@ -62,14 +66,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     updated = sum(n - 1 for n in complete.values() if n > 1)
     print()
     print(f"summary after {result.batches} micro-batches:")
-    print(f"  session results emitted : {len(sessions)} ({early} early, {len(complete)} sessions completed, "
-          f"{updated} updates from late data)")
+    print(
+        f"  session results emitted : {len(sessions)} ({early} early, {len(complete)} sessions completed, "
+        f"{updated} updates from late data)"
+    )
     print(f"  late events (side output): {len(late)}")
     print(f"  inactivity alerts       : {len(alerts)}")
     best = max(sessions, key=lambda s: s["score"], default=None)
     if best is not None:
-        print(f"  best session            : {best['player']} scored {best['score']} in {best['events']} events "
-              f"({(best['end'] - best['start']) / MINUTE:.1f} min)")
+        print(
+            f"  best session            : {best['player']} scored {best['score']} in {best['events']} events "
+            f"({(best['end'] - best['start']) / MINUTE:.1f} min)"
+        )
     return 0
 
 

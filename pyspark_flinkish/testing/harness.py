@@ -100,7 +100,9 @@ class OneInputHarness:
 class KeyedProcessHarness(OneInputHarness):
     """A harness around a ``KeyedProcessFunction``."""
 
-    def __init__(self, function: KeyedProcessFunction, key_selector: Callable[[Any], Any], clock: Optional[ManualClock] = None) -> None:  # type: ignore[type-arg]
+    def __init__(
+        self, function: KeyedProcessFunction, key_selector: Callable[[Any], Any], clock: Optional[ManualClock] = None
+    ) -> None:  # type: ignore[type-arg]
         super().__init__(KeyedProcessOperator("KeyedProcess", key_selector, function), clock)
 
 
@@ -135,14 +137,20 @@ class WindowHarness(OneInputHarness):
         return cls(op, clock)
 
     @classmethod
-    def process(cls, assigner: Any, process_window_function: Any, key_selector: Callable[[Any], Any], **options: Any) -> WindowHarness:
+    def process(
+        cls, assigner: Any, process_window_function: Any, key_selector: Callable[[Any], Any], **options: Any
+    ) -> WindowHarness:
         """Window with ``process(ProcessWindowFunction)`` (all elements buffered)."""
         return cls._make(assigner, WindowContents("list"), process_window_function, key_selector, **options)
 
     @classmethod
     def reduce(
-        cls, assigner: Any, reduce_function: Callable[[Any, Any], Any], key_selector: Callable[[Any], Any],
-        window_function: Any = None, **options: Any,
+        cls,
+        assigner: Any,
+        reduce_function: Callable[[Any, Any], Any],
+        key_selector: Callable[[Any], Any],
+        window_function: Any = None,
+        **options: Any,
     ) -> WindowHarness:
         fn = getattr(reduce_function, "reduce", reduce_function)
         wf = window_function if window_function is not None else PassThroughWindowFunction()
@@ -150,7 +158,12 @@ class WindowHarness(OneInputHarness):
 
     @classmethod
     def aggregate(
-        cls, assigner: Any, aggregate_function: Any, key_selector: Callable[[Any], Any], window_function: Any = None, **options: Any,
+        cls,
+        assigner: Any,
+        aggregate_function: Any,
+        key_selector: Callable[[Any], Any],
+        window_function: Any = None,
+        **options: Any,
     ) -> WindowHarness:
         wf = window_function if window_function is not None else PassThroughWindowFunction()
         return cls._make(assigner, WindowContents("aggregate", agg_fn=aggregate_function), wf, key_selector, **options)

@@ -105,7 +105,7 @@ class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
         start = TimeWindow.get_window_start_with_offset(timestamp, self.offset % self.size, self.size)
         return [TimeWindow(start, start + self.size)]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -137,7 +137,7 @@ class TumblingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
         start = TimeWindow.get_window_start_with_offset(now, self.offset % self.size, self.size)
         return [TimeWindow(start, start + self.size)]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -193,7 +193,7 @@ class SlidingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
             raise _no_timestamp(self)
         return _sliding(timestamp, self.size, self.slide, self.offset)
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -219,7 +219,7 @@ class SlidingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
     def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[TimeWindow]:
         return _sliding(context.get_current_processing_time(), self.size, self.slide, self.offset)
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -287,7 +287,7 @@ class EventTimeSessionWindows(_TimeWindowMerging):
             raise _no_timestamp(self)
         return [TimeWindow(timestamp, timestamp + self.gap)]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -312,7 +312,7 @@ class DynamicEventTimeSessionWindows(_TimeWindowMerging):
             raise _no_timestamp(self)
         return [TimeWindow(timestamp, timestamp + _dynamic_gap(self.extractor, element))]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -340,7 +340,7 @@ class ProcessingTimeSessionWindows(_TimeWindowMerging):
         now = context.get_current_processing_time()
         return [TimeWindow(now, now + self.gap)]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -364,7 +364,7 @@ class DynamicProcessingTimeSessionWindows(_TimeWindowMerging):
         now = context.get_current_processing_time()
         return [TimeWindow(now, now + _dynamic_gap(self.extractor, element))]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, TimeWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -395,7 +395,7 @@ class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
     def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[GlobalWindow]:
         return [GlobalWindow()]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, GlobalWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return EndOfStreamTrigger() if self.end_of_stream else NeverTrigger()
 
     def is_event_time(self) -> bool:

@@ -289,8 +289,8 @@ class WindowOperator(KeyedOperator):
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
-        self.window_state = self.backend.create_state(self.contents.descriptor(self.evictor is not None))
-        self.merging_state = self.backend.create_state(ValueStateDescriptor(MERGING_SET))
+        self.window_state: Any = self.backend.create_state(self.contents.descriptor(self.evictor is not None))
+        self.merging_state: Any = self.backend.create_state(ValueStateDescriptor(MERGING_SET))
         self.trigger_ctx = _TriggerContext(self)
         self.process_ctx = _ProcessContext(self)
         self.assigner_ctx = _AssignerContext(self)

@@ -258,7 +258,7 @@ class LocalExecutor:
                 continue
             blobs = {k: encode_snapshot(s) for k in old.active_keys() if (s := old.snapshot_key(k)) is not None}
             old.close()
-            fresh = t.factory()  # type: ignore[misc]
+            fresh: Any = t.factory()  # type: ignore[misc]
             fresh.open(node, self.clock)
             fresh.restore_watermark(old.current_watermark)
             for key, blob in blobs.items():

@@ -33,14 +33,14 @@ test: setup
 # pytest exit code 5 (nothing collected) is a failure here: these tests must exist.
 test-jvm-free: setup
 	env -u JAVA_HOME PATH="$(CURDIR)/$(VENV)/bin" PYSPARK_FLINKISH_ASSERT_NO_JAVA=1 \
-		$(VPY) -m pytest -q jvm-free-tests
+		$(VPY) -m pytest -q --timeout=120 jvm-free-tests
 
 # Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error.
 test-integration: setup
 	@if [ -z "$$(find tests -type f \( -name 'test_*.py' -o -name '*_test.py' \) 2>/dev/null | head -1)" ]; then \
 		echo "no integration tests yet"; \
 	else \
-		rc=0; $(VPY) -m pytest -q tests || rc=$$?; \
+		rc=0; $(VPY) -m pytest -q --timeout=900 tests || rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no integration tests collected"; rc=0; fi; \
 		exit $$rc; \
 	fi

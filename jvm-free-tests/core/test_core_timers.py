@@ -136,7 +136,7 @@ def test_timer_registered_during_firing_fires_in_same_advance() -> None:
     s.reg("a", 10)
 
     def on_event(ts: int, key: Any, ns: Hashable) -> None:
-        if ts == 10:
+        if ts == 10 and key == "a":
             s.reg("a", 12)  # <= W: same loop
             s.reg("b", 10)  # == current timer's ts, other key: same loop
             s.reg("a", 7)  # in the past: still <= W, same loop
@@ -226,7 +226,8 @@ def test_per_key_timers_restore_and_drop() -> None:
     s.ts.advance_watermark(200)
     s.ts.advance_processing_time(200)
     assert s.fired[1:] == [("event", 10, "a", "y"), ("event", 30, "a", "x"), ("proc", 7, "a", "n")]
-    assert len(s.ts.event_timers) == 0 and len(s.ts.processing_timers) == 0
+    assert len(s.ts.event_timers) == 0
+    assert len(s.ts.processing_timers) == 0
 
 
 def test_restore_over_existing_key_does_not_duplicate() -> None:

@@ -157,7 +157,8 @@ def test_for_generator_custom_punctuated() -> None:
     assert s.generates_watermarks is True
     g1 = s.create_watermark_generator(ManualClock(0))
     g2 = s.create_watermark_generator(ManualClock(0))
-    assert isinstance(g1, Punctuated) and g1 is not g2  # one generator per partition
+    assert isinstance(g1, Punctuated)
+    assert g1 is not g2
     out = RecordingOutput()
     g1.on_event("x", 5, out)
     g1.on_event("P", 7, out)
@@ -192,13 +193,16 @@ def test_with_builders_return_new_strategies() -> None:
     base = WatermarkStrategy.for_bounded_out_of_orderness(5)
     idle = base.with_idleness(100)
     assert idle is not base
-    assert base.idleness_ms is None and idle.idleness_ms == 100
+    assert base.idleness_ms is None
+    assert idle.idleness_ms == 100
     assigned = base.with_timestamp_assigner(lambda v, ts: v * 10)
     assert assigned is not base
-    assert base.timestamp_assigner is None and assigned.timestamp_assigner is not None
+    assert base.timestamp_assigner is None
+    assert assigned.timestamp_assigner is not None
     assert assigned.idleness_ms is None
     both = idle.with_timestamp_assigner(lambda v: v * 10)
-    assert both.idleness_ms == 100 and both.timestamp_assigner is not None
+    assert both.idleness_ms == 100
+    assert both.timestamp_assigner is not None
     assert idle.timestamp_assigner is None
     # base still generates an un-wrapped generator; idle wraps
     clock = ManualClock(0)

@@ -23,7 +23,7 @@ from .functions import (
     TimeDomain,
     TimerService,
 )
-from .javamath import LONG_MIN
+from .javamath import LONG_MAX, LONG_MIN
 from .records import Output, OutputTag, StreamRecord, emit_results
 from .state import (
     VOID_NAMESPACE,
@@ -293,6 +293,8 @@ class KeyedOperator(StreamOperator):
         self.output.emit_watermark(watermark)
 
     def advance_processing_time(self, now: int) -> None:
+        if self.current_watermark == LONG_MAX:
+            return  # end of input reached this operator: Flink quiesces its processing-time service
         self.timers.advance_processing_time(now)
 
     def _fire_event_timer(self, ts: int, key: Any, namespace: Hashable) -> None:
@@ -417,7 +419,7 @@ class KeyedProcessOperator(KeyedOperator):
         ctx = self._ctx
         ctx.ts, ctx.domain = ts, domain
         results = call_user(self.function.on_timer, f"{self.name}: on_timer({ts}) (key={key!r})", ts, ctx)
-        emit_results(self.output, results, out_ts)
+        emit_results(self.output, results, out_ts, side_timestamp=ts)
 
     def on_event_time(self, ts: int, key: Any, namespace: Hashable) -> None:
         self._on_timer(ts, key, TimeDomain.EVENT_TIME, ts)

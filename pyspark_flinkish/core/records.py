@@ -52,8 +52,15 @@ class Output(Protocol):
     def emit_idle(self, idle: bool) -> None: ...
 
 
-def emit_results(output: Output, results: Optional[Iterable[Any]], timestamp: Optional[int]) -> None:
-    """Send what a user function returned or yielded: ``(OutputTag, value)`` pairs to side outputs."""
+def emit_results(
+    output: Output, results: Optional[Iterable[Any]], timestamp: Optional[int], side_timestamp: Optional[int] = None
+) -> None:
+    """Send what a user function returned or yielded: ``(OutputTag, value)`` pairs to side outputs.
+
+    Side outputs carry ``side_timestamp`` when given (a processing-time timer's outputs have no timestamp,
+    but its side outputs carry the timer time, as in Flink), else ``timestamp``.
+    """
+    side_ts = timestamp if side_timestamp is None else side_timestamp
     if results is None:
         return
     if isinstance(results, (str, bytes, dict)) or not hasattr(results, "__iter__"):
@@ -64,6 +71,6 @@ def emit_results(output: Output, results: Optional[Iterable[Any]], timestamp: Op
         raise InvalidTypeError(msg)
     for item in results:
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            output.collect_side(item[0], StreamRecord(item[1], timestamp))
+            output.collect_side(item[0], StreamRecord(item[1], side_ts))
         else:
             output.collect(StreamRecord(item, timestamp))

@@ -358,22 +358,25 @@ class StatusWatermarkValve:
         return None
 
     def input_idle(self, channel: int, idle: bool) -> tuple:  # type: ignore[type-arg]
-        """Returns ``(new_watermark or None, output idle status change or None)``."""
+        """Returns ``(new_watermark or None, output idle status change or None)``, as Flink's valve."""
         new_wm: Optional[int] = None
         status: Optional[bool] = None
         if idle and not self.idle[channel]:
             self.idle[channel] = True
             self.aligned[channel] = False
+            held_min = self.watermarks[channel] == self.last_output
             if all(self.idle):
-                # the last channel went idle: flush the max, then mark the output idle
-                top = max(self.watermarks)
-                if top > self.last_output:
-                    self.last_output = top
-                    new_wm = top
+                # every channel is idle now: flush the max across all channels, but only if the channel
+                # that just went idle held the minimum (otherwise the min has advanced already)
+                if held_min:
+                    top = max(self.watermarks)
+                    if top > self.last_output:
+                        self.last_output = top
+                        new_wm = top
                 if not self.output_idle:
                     self.output_idle = True
                     status = True
-            else:
+            elif held_min:
                 new_wm = self._min_over_aligned()
         elif not idle and self.idle[channel]:
             self.idle[channel] = False

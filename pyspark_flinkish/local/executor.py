@@ -153,7 +153,10 @@ class _SourceRunner:
                     self.node.emit_idle(False)
                 if new is not None:
                     self._emit(new)
-        if index >= len(self.source.batches) - 1 and self.source.end_of_input:
+
+    def finish_if_done(self, index: int) -> None:
+        """After the last batch's periodic emission everywhere: a bounded source emits end of input."""
+        if not self.finished and index >= len(self.source.batches) - 1 and self.source.end_of_input:
             self.finished = True
             if self.idle:
                 self.idle = False
@@ -284,3 +287,5 @@ class LocalExecutor:
                 runner.periodic_emit(index)
             elif node.operator is not None:
                 node.operator.on_periodic_emit()
+        for runner in self.sources:
+            runner.finish_if_done(index)

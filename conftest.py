@@ -36,20 +36,12 @@ REPO_ROOT = Path(__file__).resolve().parent
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One local SparkSession (``local[2]``) shared by every test of the session, stopped at the end."""
-    # Python workers must use this interpreter (the venv), not whatever ``python3`` is on PATH.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from pyspark_flinkish.spark import session as flinkish_session
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("pyspark_flinkish-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    # the package's own session helper: workers use this interpreter, UTC, few shuffle partitions
+    session = flinkish_session("pyspark_flinkish-tests", master="local[2]", shuffle_partitions=2,
+                               spark__default__parallelism="2")
+    session.sparkContext.setLogLevel("ERROR")
     try:
         yield session
     finally:

@@ -6,10 +6,24 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from .runner import differences, run_local
 from .scenario import ScenarioError, discover, load
+
+
+def _run_on_spark(scenarios: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """All scenarios as one streaming query on a local SparkSession (foreachBatch executor)."""
+    import tempfile
+
+    from pyspark_flinkish.spark import session
+
+    from .runner import run_spark_all
+
+    spark = session("flinkish-conformance", shuffle_partitions=2)
+    spark.sparkContext.setLogLevel("ERROR")
+    with tempfile.TemporaryDirectory(prefix="flinkish-conformance-") as checkpoint:
+        return run_spark_all(spark, scenarios, checkpoint)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -25,11 +39,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("-k", dest="pattern", default=None, help="only scenarios whose name contains this")
     args = parser.parse_args(argv)
 
-    if args.engine != "local":
-        print("error: --engine spark is not available in this build; use --engine local", file=sys.stderr)
-        return 2
-    if args.backend is not None:
+    if args.engine == "local" and args.backend is not None:
         print("error: --backend applies to --engine spark only", file=sys.stderr)
+        return 2
+    if args.engine == "spark" and args.backend not in (None, "foreach_batch"):
+        print(f"error: --backend {args.backend} is not available in this build; use foreach_batch", file=sys.stderr)
         return 2
     if not args.scenario_dir.is_dir():
         print(f"error: {args.scenario_dir} is not a directory", file=sys.stderr)
@@ -40,14 +54,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     passed = failed = 0
+    scenarios = {}
     for path in paths:
         try:
-            scenario = load(path)
-            actual = run_local(scenario)
+            scenarios[path] = load(path)
         except ScenarioError as exc:
             print(f"ERROR {path.stem}: invalid scenario: {exc}")
             failed += 1
-            continue
+    spark_results = _run_on_spark(list(scenarios.values())) if args.engine == "spark" else {}
+    for path, scenario in scenarios.items():
+        actual = spark_results[scenario["name"]] if args.engine == "spark" else run_local(scenario)
         (args.out / f"{scenario['name']}.actual.json").write_text(json.dumps(actual, indent=1) + "\n")
         if args.expected is None:
             print(f"RAN  {scenario['name']}: {len(actual['main'])} main, {len(actual['late'])} late")

@@ -48,6 +48,27 @@ def run_local(scenario: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     return canonical({"main": main_out, "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in late_out]})
 
 
+def run_spark_all(spark: Any, scenarios: List[Dict[str, Any]], checkpoint: str) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
+    """Run many scenarios as ONE Spark streaming query (foreachBatch executor): every scenario is its own
+    pipeline of the same environment, batch ``i`` of every scenario is Spark micro-batch ``i``."""
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    outputs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
+    for scenario in scenarios:
+        main_out: List[Dict[str, Any]] = []
+        late_out: List[Dict[str, Any]] = []
+        main, late = build(env, scenario)
+        main.add_sink(main_out.append)
+        if late is not None:
+            late.add_sink(late_out.append)
+        outputs[scenario["name"]] = {"main": main_out, "late": late_out}
+    handle = env.execute("conformance", checkpoint_location=checkpoint, trigger={"availableNow": True})
+    handle.await_termination()
+    return {
+        name: canonical({"main": out["main"], "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in out["late"]]})
+        for name, out in outputs.items()
+    }
+
+
 def differences(actual: Dict[str, List[Any]], expected: Dict[str, List[Any]]) -> List[str]:
     """Human-readable differences between two outputs compared as multisets ([] if equal)."""
     problems = []

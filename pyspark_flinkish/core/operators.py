@@ -273,6 +273,7 @@ class KeyedOperator(StreamOperator):
         self.key_selector = key_selector
         self.backend: KeyedStateBackend = None  # type: ignore[assignment]
         self.timers: InternalTimerService = None  # type: ignore[assignment]
+        self.firing_timer: Optional[int] = None  # timestamp of the timer being fired, if any
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
@@ -299,11 +300,19 @@ class KeyedOperator(StreamOperator):
 
     def _fire_event_timer(self, ts: int, key: Any, namespace: Hashable) -> None:
         self.backend.set_current_key(key)
-        self.on_event_time(ts, key, namespace)
+        self.firing_timer = ts
+        try:
+            self.on_event_time(ts, key, namespace)
+        finally:
+            self.firing_timer = None
 
     def _fire_processing_timer(self, ts: int, key: Any, namespace: Hashable) -> None:
         self.backend.set_current_key(key)
-        self.on_processing_time(ts, key, namespace)
+        self.firing_timer = ts
+        try:
+            self.on_processing_time(ts, key, namespace)
+        finally:
+            self.firing_timer = None
 
     def on_event_time(self, ts: int, key: Any, namespace: Hashable) -> None:
         raise NotImplementedError

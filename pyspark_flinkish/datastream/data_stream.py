@@ -208,6 +208,22 @@ class DataStream:
         self._env._add_sink(t)
         return DataStreamSink(t)
 
+    def foreach_batch(self, function: Callable[[Any, int], None]) -> DataStreamSink:
+        """Spark only: call ``function(dataframe, batch_id)`` with this stream's records of every micro-batch,
+        as a DataFrame typed by the stream's ``output_type`` (write it idempotently per ``batch_id`` for
+        exactly-once results, e.g. with Delta's ``txnAppId``/``txnVersion``)."""
+        if not callable(function):
+            msg = f"foreach_batch needs a callable (dataframe, batch_id); got {type(function).__name__}"
+            raise InvalidTypeError(msg)
+        if not hasattr(self._env, "spark"):
+            from ..core.errors import UnsupportedFeatureError
+
+            msg = "foreach_batch needs a Spark environment: StreamExecutionEnvironment.get_execution_environment(spark)"
+            raise UnsupportedFeatureError(msg)
+        t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec={"foreach_batch": function})
+        self._env._add_sink(t)
+        return DataStreamSink(t)
+
     def sink_to(self, sink: Any) -> DataStreamSink:
         """Send every element to a sink object with ``write(value)`` (or a callable)."""
         write = getattr(sink, "write", None)
@@ -263,7 +279,12 @@ class KeyedStream(DataStream):
             raise InvalidTypeError(msg)
         ks = self._key_selector
         t = self._one_input(
-            "KeyedProcess", lambda: KeyedProcessOperator("KeyedProcess", ks, func), output_type, keyed=True, op="keyed_process"
+            "KeyedProcess",
+            lambda: KeyedProcessOperator("KeyedProcess", ks, func),
+            output_type,
+            keyed=True,
+            op="keyed_process",
+            key_selector=ks,
         )
         return DataStream(self._env, t)
 
@@ -401,6 +422,7 @@ class WindowedStream:
             output_type,
             keyed=True,
             op="window",
+            key_selector=ks,
             assigner=assigner,
             trigger=trigger,
             evictor=evictor,

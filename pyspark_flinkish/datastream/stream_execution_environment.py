@@ -48,14 +48,16 @@ class StreamExecutionEnvironment:
         self.last_result: Optional[JobExecutionResult] = None
 
     @staticmethod
-    def get_execution_environment(spark: Any = None, clock: Optional[Clock] = None) -> StreamExecutionEnvironment:
-        """The JVM-free local environment. (Given a SparkSession, Spark execution is required, which this
-        build does not provide yet: it raises rather than silently running locally.)"""
+    def get_execution_environment(spark: Any = None, clock: Optional[Clock] = None, **options: Any) -> StreamExecutionEnvironment:
+        """Without arguments: the JVM-free local environment. With a SparkSession: a
+        :class:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment` that runs the same pipeline as a
+        Spark Structured Streaming query (``options`` such as ``state_partitions`` go to it)."""
         if spark is not None:
-            msg = (
-                "running pipelines on a SparkSession is not available in this build; "
-                "call get_execution_environment() without a session for the JVM-free engine"
-            )
+            from ..spark.environment import SparkStreamExecutionEnvironment
+
+            return SparkStreamExecutionEnvironment(spark, clock=clock, **options)
+        if options:
+            msg = f"options {sorted(options)} apply to the Spark environment only"
             raise UnsupportedFeatureError(msg)
         return StreamExecutionEnvironment(clock=clock)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 from ..core.clock import Clock, ManualClock
 from ..core.errors import FlinkishError
 from ..core.javamath import LONG_MAX, LONG_MIN
-from ..core.operators import StreamOperator
+from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermarks import SplitWatermarks, StatusWatermarkValve
 from ..datastream.plan import Transformation, topological
@@ -108,19 +108,31 @@ class _Node:
                 self.emit_idle(status)
 
 
-class _SourceRunner:
-    """Emits a MicroBatchSource's batches, with timestamps and per-partition watermarks."""
+class SourceRunner:
+    """A source's watermarks: per-partition generators (or explicit per-batch watermarks), idleness, and
+    end of input. Shared by the JVM-free engine and the Spark driver, which feeds it statistics."""
 
     def __init__(self, node: _Node, clock: Clock) -> None:
         self.node = node
         self.source = node.t.source
         self.strategy = node.t.watermark_strategy
         self.splits = SplitWatermarks(self.strategy, clock)
-        for p in self.source.partitions:
+        for p in getattr(self.source, "partitions", ()):
             self.splits.add_partition(p)
         self.current = LONG_MIN
         self.idle = False
         self.finished = False
+
+    @property
+    def explicit(self) -> bool:
+        return bool(getattr(self.source, "explicit_watermarks", False))
+
+    def observe(self, partition: Hashable, value: Any, timestamp: Optional[int]) -> None:
+        """An element of ``partition`` was emitted (its generator sees it if it has a timestamp)."""
+        if timestamp is not None:
+            self.splits.on_event(partition, value, timestamp)
+        else:
+            self.splits.add_partition(partition)
 
     def emit_batch(self, index: int) -> None:
         if index >= len(self.source.batches):
@@ -129,42 +141,48 @@ class _SourceRunner:
         node = self.node
         for i, value in enumerate(batch.elements):
             ts = self.strategy.extract_timestamp(value, None)
-            partition = batch.partition_of(i)
-            if ts is not None:
-                self.splits.on_event(partition, value, ts)
-            else:
-                self.splits.add_partition(partition)
+            self.observe(batch.partition_of(i), value, ts)
             node.collect(StreamRecord(value, ts))
 
     def periodic_emit(self, index: int) -> None:
+        """End of micro-batch ``index``: the explicit watermark of that batch, or the generated one."""
+        if self.finished or index >= len(self.source.batches):
+            return
+        self.emit_periodic(self.source.batches[index].watermark if self.explicit else None)
+
+    def emit_periodic(self, explicit_watermark: Optional[int]) -> None:
         if self.finished:
             return
-        if index < len(self.source.batches):
-            batch = self.source.batches[index]
-            if self.source.explicit_watermarks:
-                self._emit(batch.watermark)
-            else:
-                new = self.splits.on_periodic_emit()
-                if self.splits.idle and not self.idle:
-                    self.idle = True
-                    self.node.emit_idle(True)
-                elif not self.splits.idle and self.idle and new is not None:
-                    self.idle = False
-                    self.node.emit_idle(False)
-                if new is not None:
-                    self._emit(new)
+        if self.explicit:
+            if explicit_watermark is not None:
+                self._emit(explicit_watermark)
+            return
+        new = self.splits.on_periodic_emit()
+        if self.splits.idle and not self.idle:
+            self.idle = True
+            self.node.emit_idle(True)
+        elif not self.splits.idle and self.idle and new is not None:
+            self.idle = False
+            self.node.emit_idle(False)
+        if new is not None:
+            self._emit(new)
 
     def finish_if_done(self, index: int) -> None:
         """After the last batch's periodic emission everywhere: a bounded source emits end of input."""
-        if not self.finished and index >= len(self.source.batches) - 1 and self.source.end_of_input:
-            self.finished = True
-            if self.idle:
-                self.idle = False
-                self.node.emit_idle(False)
-            self._emit(LONG_MAX)
+        if index >= len(self.source.batches) - 1 and self.source.end_of_input:
+            self.end_input()
+
+    def end_input(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if self.idle:
+            self.idle = False
+            self.node.emit_idle(False)
+        self._emit(LONG_MAX)
 
     def partition_watermarks(self) -> Dict[Hashable, Optional[int]]:
-        if self.source.explicit_watermarks:
+        if self.explicit:
             return {p: self.current for p in self.source.partitions}
         return self.splits.partition_watermarks()
 
@@ -183,6 +201,7 @@ class LocalExecutor:
         clock: Clock,
         restore_every_batch: bool = False,
         progress: Optional[Callable[[BatchProgress], None]] = None,
+        watermarks_only: bool = False,
     ) -> None:
         self.clock = clock
         self.restore_every_batch = restore_every_batch
@@ -191,6 +210,8 @@ class LocalExecutor:
         self.nodes: Dict[int, _Node] = {}
         for t in self.order:
             op = t.factory() if t.factory is not None else None
+            if watermarks_only and op is not None and not isinstance(op, TimestampsAndWatermarksOperator):
+                op = StreamOperator(op.name)  # the Spark driver tracks watermarks only: forward them
             self.nodes[t.id] = _Node(t, op)
         for t in self.order:
             node = self.nodes[t.id]
@@ -201,7 +222,8 @@ class LocalExecutor:
                     parent.side.setdefault(t.tag, []).append((node, ch))  # type: ignore[arg-type]
                 else:
                     parent.main.append((node, ch))
-        self.sources = [_SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
+        self.sources = [SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
+        self.runners = {t.id: r for t, r in zip([t for t in self.order if t.kind == "source"], self.sources)}
 
     def run(self, job_name: str) -> Any:
         from ..datastream.stream_execution_environment import JobExecutionResult

@@ -1,0 +1,576 @@
+"""The Spark environment and its foreachBatch executor (the driver side).
+
+Each Spark micro-batch of the job's streaming query is one micro-batch of Flink's execution model
+(``docs/execution-model.md``). For batch ``N`` the driver:
+
+1. restores its watermark bookkeeping as of batch ``N-1`` (in memory, or from
+   ``<checkpoint>/flinkish/driver`` after a restart, so that a replayed batch starts from the same point);
+2. runs the *route* job: source rows go through the stateless operators on the executors, which report
+   per-partition statistics (max timestamp, count) for watermark generation;
+3. computes every operator's new watermark with the same core classes as the JVM-free engine (per-partition
+   generators, idleness, valves, end of input);
+4. runs keyed operators level by level: ``groupBy(operator, state partition).applyInPandas`` restores each
+   partition's keyed state (version ``N-1``), processes its records in Flink's order at the previous
+   watermark, advances to the new one (firing timers) and writes state version ``N``;
+5. hands every sink its records, then records its own state for batch ``N``.
+
+State never passes through the driver; only watermark statistics (a few rows per partition) do.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import os
+import pickle
+import tempfile
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ..core.clock import Clock
+from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
+from ..core.operators import TimestampsAndWatermarksOperator
+from ..core.watermarks import WatermarkStrategy
+from ..datastream.data_stream import DataStream
+from ..datastream.plan import Transformation
+from ..datastream.sources import MicroBatchSource
+from ..datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
+from ..local.executor import LocalExecutor
+from . import state_store
+from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, run_keyed_partition
+
+SOURCE_DDL = "src string, value binary, ts long, part string, ord array<long>, batch long, marker boolean"
+
+
+@dataclass
+class _DataFrameSource:
+    """A streaming DataFrame as a source: how rows become elements, timestamps, partitions and order."""
+
+    df: Any
+    timestamp_column: Optional[str]
+    partition_column: Optional[str]
+    order_columns: Sequence[str]
+    partitions: Sequence[Any]
+    end_of_input: bool = False
+    explicit_watermarks: bool = False
+
+
+class SparkJobHandle:
+    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks."""
+
+    def __init__(self, query: Any, driver: _ForeachBatchDriver) -> None:
+        self.query = query
+        self.driver = driver
+
+    def await_termination(self, timeout: Optional[float] = None) -> Optional[bool]:
+        result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+        self.driver.raise_if_failed()
+        return result  # type: ignore[no-any-return]
+
+    def process_all_available(self) -> None:
+        self.query.processAllAvailable()
+        self.driver.raise_if_failed()
+
+    def stop(self) -> None:
+        self.query.stop()
+
+    @property
+    def last_progress(self) -> Any:
+        return self.query.lastProgress
+
+    @property
+    def is_active(self) -> bool:
+        return bool(self.query.isActive)
+
+    def watermarks(self) -> Dict[str, int]:
+        """Each operator's current watermark after the last completed micro-batch."""
+        return self.driver.operator_watermarks()
+
+
+class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
+    """Runs pipelines as Spark Structured Streaming queries (the foreachBatch executor).
+
+    Args:
+        spark: the SparkSession.
+        clock: processing-time clock of the driver (default: wall clock); read once per micro-batch.
+        state_partitions: number of keyed-state partitions (default: ``spark.sql.shuffle.partitions``).
+            It is fixed by the first run of a checkpoint.
+    """
+
+    def __init__(self, spark: Any, clock: Optional[Clock] = None, state_partitions: Optional[int] = None) -> None:
+        super().__init__(clock)
+        self.spark = spark
+        self.state_partitions = state_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+    # -------------------------------------------------------------------- sources
+    def from_dataframe(
+        self,
+        df: Any,
+        watermark_strategy: Optional[WatermarkStrategy] = None,
+        timestamp_column: Optional[str] = None,
+        partition_column: Optional[str] = None,
+        order_columns: Sequence[str] = (),
+        partitions: Sequence[Any] = (),
+        source_name: str = "DataFrame",
+    ) -> DataStream:
+        """A stream of ``pyspark.sql.Row`` elements from a (streaming) DataFrame.
+
+        ``timestamp_column`` (a timestamp or epoch-millisecond long column) gives event time, else the
+        strategy's timestamp assigner does; ``partition_column`` (e.g. Kafka's ``partition``) splits the input
+        into source partitions with their own watermark generators; ``order_columns`` (e.g. ``partition``,
+        ``offset``) give the processing order within a micro-batch; ``partitions`` lists partitions known up
+        front (a silent one holds the watermark back unless the strategy has idleness, as in Flink).
+        """
+        strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
+        for col in [c for c in (timestamp_column, partition_column, *order_columns) if c is not None]:
+            if col not in df.columns:
+                msg = f"from_dataframe: column {col!r} is not in the DataFrame (columns: {df.columns})"
+                raise InvalidTypeError(msg)
+        src = _DataFrameSource(df, timestamp_column, partition_column, list(order_columns), list(partitions))
+        t = Transformation("source", source_name, source=src, watermark_strategy=strategy)
+        return DataStream(self, t)
+
+    # -------------------------------------------------------------------- execution
+    def execute(  # type: ignore[override]
+        self,
+        job_name: str = "pyspark_flinkish job",
+        checkpoint_location: Optional[str] = None,
+        trigger: Optional[Dict[str, Any]] = None,
+        progress: Optional[Callable[[Any], None]] = None,
+    ) -> SparkJobHandle:
+        """Start the pipeline as a streaming query; ``checkpoint_location`` is required (it holds Spark's
+        offsets and this package's keyed state and watermarks). ``trigger`` is passed to Spark's
+        ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``)."""
+        if not checkpoint_location:
+            msg = "execute() on Spark needs checkpoint_location=...: it holds offsets, keyed state and watermarks"
+            raise InvalidPipelineError(msg)
+        return self._start(job_name, list(self._sinks), checkpoint_location, trigger, progress)
+
+    def _execute(
+        self, job_name: Optional[str], extra_sinks: Sequence[Transformation] = (), progress: Optional[Callable[[Any], None]] = None
+    ) -> JobExecutionResult:
+        """Bounded run (``execute_and_collect``): process everything available, then stop."""
+        checkpoint = tempfile.mkdtemp(prefix="flinkish-collect-")
+        handle = self._start(job_name or "pyspark_flinkish job", list(self._sinks) + list(extra_sinks), checkpoint, {"availableNow": True}, progress)
+        handle.await_termination()
+        return JobExecutionResult(job_name or "pyspark_flinkish job", handle.driver.batches_run, {})
+
+    def _start(
+        self,
+        job_name: str,
+        sinks: List[Transformation],
+        checkpoint: str,
+        trigger: Optional[Dict[str, Any]],
+        progress: Optional[Callable[[Any], None]],
+    ) -> SparkJobHandle:
+        if not sinks:
+            msg = "no sinks: add_sink(...), foreach_batch(...), print() or execute_and_collect() before execute()"
+            raise InvalidPipelineError(msg)
+        driver = _ForeachBatchDriver(self, sinks, checkpoint, progress)
+        stream = driver.input_stream()
+        writer = stream.writeStream.foreachBatch(driver).option("checkpointLocation", os.path.join(checkpoint, "spark"))
+        writer = writer.queryName(_query_name(job_name))
+        if trigger:
+            writer = writer.trigger(**trigger)
+        return SparkJobHandle(writer.start(), driver)
+
+
+def _query_name(job_name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in job_name)[:60] + "_" + uuid.uuid4().hex[:6]
+
+
+class _ForeachBatchDriver:
+    """The ``foreachBatch`` function: one call per Spark micro-batch."""
+
+    def __init__(
+        self, env: SparkStreamExecutionEnvironment, sinks: List[Transformation], checkpoint: str, progress: Optional[Callable[[Any], None]]
+    ) -> None:
+        self.env = env
+        self.spark = env.spark
+        self.plan = ExecPlan(sinks)
+        self.checkpoint = checkpoint
+        self.state_root = os.path.join(checkpoint, "flinkish", "state")
+        self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
+        self.progress = progress
+        self.failure: Optional[BaseException] = None
+        self.batches_run = 0
+        self.partitions = self._partitions()
+        self.sinks = sinks
+        self.watermark_graph = self._new_graph()
+        self.last_batch: Optional[int] = None
+        self.exec_plan = copy.copy(self.plan)  # what the executors get: no source data, no DataFrames
+        self.exec_plan.transformations = []
+        for node in self.plan.nodes:
+            if node.kind == "source":
+                self._check_source(self.plan.transformations[node.index])
+
+    # -- set-up
+    def _new_graph(self) -> LocalExecutor:
+        """The watermark bookkeeping: the JVM-free engine's graph with watermark-only operators."""
+        graph = LocalExecutor(self.sinks, self.env.clock, watermarks_only=True)
+        for t in graph.order:
+            node = graph.nodes[t.id]
+            if node.operator is not None:
+                node.operator.open(node, self.env.clock)
+        return graph
+
+    def _partitions(self) -> int:
+        meta = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
+        if os.path.exists(meta):
+            with open(meta, "rb") as f:
+                stored = pickle.load(f)  # noqa: S301 - written by this job
+            if stored["state_partitions"] != self.env.state_partitions:
+                pass  # the checkpoint wins: state is partitioned by it
+            return int(stored["state_partitions"])
+        os.makedirs(os.path.dirname(meta), exist_ok=True)
+        with open(meta, "wb") as f:
+            pickle.dump({"state_partitions": self.env.state_partitions, "format": 1}, f)
+        return self.env.state_partitions
+
+    def _check_source(self, t: Transformation) -> None:
+        strategy = t.watermark_strategy
+        desc = repr(strategy)
+        if "generator(" in desc:
+            msg = (
+                "custom WatermarkGenerators are not supported on Spark yet: the driver generates watermarks from "
+                "per-partition statistics. Use for_bounded_out_of_orderness / for_monotonous_timestamps."
+            )
+            raise UnsupportedFeatureError(msg)
+
+    def input_stream(self) -> Any:
+        """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns)."""
+        frames = []
+        replay = [t for t in self.plan.transformations if t.kind == "source" and isinstance(t.source, MicroBatchSource)]
+        if replay:
+            frames.append(self._replay_stream(replay))
+        for t in self.plan.transformations:
+            if t.kind == "source" and isinstance(t.source, _DataFrameSource):
+                frames.append(_dataframe_rows(t, self.plan.nodes[self.plan.transformations.index(t)].uid))
+        stream = frames[0]
+        for f in frames[1:]:
+            stream = stream.unionByName(f)
+        return stream
+
+    def _replay_stream(self, sources: List[Transformation]) -> Any:
+        """Replay sources as a file stream: file ``i`` holds every source's batch ``i`` (plus markers, and
+        one last end-of-input file), and ``maxFilesPerTrigger=1`` makes each file one micro-batch."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        directory = os.path.join(self.checkpoint, "flinkish", "replay")
+        if not os.path.isdir(directory):
+            tmp = directory + ".tmp-" + uuid.uuid4().hex[:6]
+            os.makedirs(tmp)
+            n = max(len(t.source.batches) for t in sources)
+            for i in range(n + 1):
+                rows: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
+                for t in sources:
+                    uid = self.plan.nodes[self.plan.transformations.index(t)].uid
+                    batches = t.source.batches
+                    elements = batches[i].elements if i < len(batches) else []
+                    for j, value in enumerate(elements):
+                        ts = t.watermark_strategy.extract_timestamp(value, None)
+                        part = batches[i].partition_of(j)
+                        for c, v in zip(rows, (uid, dumps(value), ts, repr(part), [i, j], i, False)):
+                            rows[c].append(v)
+                    for c, v in zip(rows, (uid, None, None, None, [i, -1], i, True)):
+                        rows[c].append(v)
+                table = pa.table(
+                    {
+                        "src": pa.array(rows["src"], pa.string()),
+                        "value": pa.array(rows["value"], pa.binary()),
+                        "ts": pa.array(rows["ts"], pa.int64()),
+                        "part": pa.array(rows["part"], pa.string()),
+                        "ord": pa.array(rows["ord"], pa.list_(pa.int64())),
+                        "batch": pa.array(rows["batch"], pa.int64()),
+                        "marker": pa.array(rows["marker"], pa.bool_()),
+                    }
+                )
+                path = os.path.join(tmp, f"batch-{i:09d}.parquet")
+                pq.write_table(table, path)
+                os.utime(path, (1_000_000 + i, 1_000_000 + i))
+            os.rename(tmp, directory)
+        return (
+            self.spark.readStream.schema(SOURCE_DDL)
+            .option("maxFilesPerTrigger", 1)
+            .parquet(directory)
+        )
+
+    # -- driver state per batch
+    def _state_path(self, batch_id: int) -> str:
+        return os.path.join(self.driver_root, f"b={batch_id:012d}.pkl")
+
+    def _graph_state(self) -> Dict[str, Any]:
+        g = self.watermark_graph
+        nodes = {}
+        for t in g.order:
+            n = g.nodes[t.id]
+            op_state = None
+            if n.operator is not None:
+                op = n.operator
+                op_state = {"wm": op.current_watermark}
+                if isinstance(op, TimestampsAndWatermarksOperator):
+                    op_state.update(generator=op.generator, current=op.wm_output.current, idle=op.wm_output.idle)
+            nodes[t.id] = {"valve": n.valve, "op": op_state}
+        runners = {tid: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
+                   for tid, r in g.runners.items()}
+        return {"nodes": nodes, "runners": runners}
+
+    def _restore_graph(self, state: Dict[str, Any]) -> None:
+        g = self.watermark_graph
+        for t in g.order:
+            n = g.nodes[t.id]
+            saved = state["nodes"][t.id]
+            n.valve = saved["valve"]
+            if n.operator is not None and saved["op"] is not None:
+                n.operator.current_watermark = saved["op"]["wm"]
+                if isinstance(n.operator, TimestampsAndWatermarksOperator):
+                    n.operator.generator = saved["op"]["generator"]
+                    n.operator.wm_output.current = saved["op"]["current"]
+                    n.operator.wm_output.idle = saved["op"]["idle"]
+        for tid, r in g.runners.items():
+            saved = state["runners"][tid]
+            r.splits, r.current, r.idle, r.finished = saved["splits"], saved["current"], saved["idle"], saved["finished"]
+
+    def _open(self, batch_id: int) -> int:
+        """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1)."""
+        if self.last_batch is not None and self.last_batch == batch_id - 1:
+            return self.last_batch
+        self.watermark_graph = self._new_graph()
+        if not os.path.isdir(self.driver_root):
+            return -1
+        saved = sorted(p for p in os.listdir(self.driver_root) if p.startswith("b=") and int(p[2:14]) < batch_id)
+        if not saved:
+            if batch_id > 0 and glob.glob(os.path.join(self.state_root, "op=*")):
+                msg = f"driver state before batch {batch_id} is missing in {self.driver_root}: the checkpoint is incomplete"
+                raise StateError(msg)
+            return -1
+
+        with open(os.path.join(self.driver_root, saved[-1]), "rb") as f:
+            self._restore_graph(pickle.load(f))  # noqa: S301 - written by this job
+        return int(saved[-1][2:14])
+
+    def _commit(self, batch_id: int) -> None:
+        from pyspark import cloudpickle
+
+        os.makedirs(self.driver_root, exist_ok=True)
+        path = self._state_path(batch_id)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(cloudpickle.dumps(self._graph_state(), protocol=4))
+        os.replace(tmp, path)
+        self.last_batch = batch_id
+        for old in os.listdir(self.driver_root):
+            if old.startswith("b=") and old.endswith(".pkl") and int(old[2:14]) < batch_id - 2:
+                os.remove(os.path.join(self.driver_root, old))
+        state_store.prune(self.state_root, batch_id - 2)
+
+    def operator_watermarks(self) -> Dict[str, int]:
+        g = self.watermark_graph
+        return {f"{i}:{t.name}": g.nodes[t.id].operator.current_watermark  # type: ignore[union-attr]
+                for i, t in enumerate(g.order) if g.nodes[t.id].operator is not None}
+
+    def raise_if_failed(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    # -- one micro-batch
+    def __call__(self, df: Any, batch_id: int) -> None:
+        try:
+            self._run(df, batch_id)
+        except BaseException as exc:
+            self.failure = exc
+            raise
+
+    def _wm_now(self) -> Dict[int, int]:
+        g = self.watermark_graph
+        out = {}
+        for i, t in enumerate(g.order):
+            op = g.nodes[t.id].operator
+            if op is not None:
+                out[i] = op.current_watermark
+        return out
+
+    def _run(self, df: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        prev_version = self._open(batch_id)
+        plan, parts = self.exec_plan, self.partitions
+        now = self.env.clock.now()
+        wm_prev = self._wm_now()
+        source_index = {plan.nodes[i].uid: i for i in plan.sources}
+        driver_plan = self.plan
+
+        routed = df.mapInPandas(
+            lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
+        ).persist()
+        stats = routed.filter(F.col("kind") == "stat").collect()
+        batch_index = self._advance_watermarks(stats)
+        wm_new = self._wm_now()
+
+        outputs = [routed.filter(F.col("kind") == "rec")]
+        materialized = [routed]
+        for level in plan.levels:
+            nodes = plan.keyed_at(level)
+            pending = outputs[0]
+            for o in outputs[1:]:
+                pending = pending.unionByName(o)
+            pending = pending.filter(F.col("dest").isin(nodes))
+            heartbeats = self.spark.createDataFrame(
+                [("hb", n, sp) for n in nodes for sp in range(parts)], "kind string, dest int, sp int"
+            )
+            for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
+                heartbeats = heartbeats.withColumn(c, F.lit(None).cast(routed.schema[c].dataType))
+            state_root = self.state_root
+            keyed = (
+                pending.unionByName(heartbeats)
+                .groupBy("dest", "sp")
+                .applyInPandas(
+                    lambda pdf: run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version),
+                    ROW_DDL,
+                )
+                .persist()
+            )
+            keyed.count()
+            outputs.append(keyed)
+            materialized.append(keyed)
+
+        by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
+        for o in outputs:
+            for r in o.filter(F.col("dest").isin(plan.sinks)).select("dest", "value", "ord").collect():
+                by_sink[int(r["dest"])].append(r)
+        for sink_index, rows in by_sink.items():
+            rows.sort(key=lambda r: list(r["ord"]))
+            self._deliver(driver_plan.transformations[sink_index], rows, batch_id)
+        for m in materialized:
+            m.unpersist()
+        self._commit(batch_id)
+        self.batches_run += 1
+        if self.progress is not None:
+            self.progress({"batch_id": batch_id, "replay_batch": batch_index, "watermarks": self.operator_watermarks()})
+
+    def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
+        """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
+        batch index seen (if any). The last (empty) replay file marks the end of input."""
+        g = self.watermark_graph
+        by_source: Dict[int, List[Any]] = {}
+        for row in stats:
+            by_source.setdefault(int(row["dest"]), []).append(row)
+        batch_index = None
+        for i, t in enumerate(g.order):
+            node = g.nodes[t.id]
+            for row in by_source.get(i, ()):
+                if row["stat_batch"] is not None and row["stat_batch"] >= 0:
+                    batch_index = int(row["stat_batch"])
+                if t.kind == "source":
+                    if row["part"] is None:
+                        continue  # a batch marker: no partition, no event
+                    part = _part(t, row["part"])
+                    if row["stat_count"]:
+                        g.runners[t.id].observe(part, None, int(row["stat_max"]))
+                    else:
+                        g.runners[t.id].splits.add_partition(part)
+                elif isinstance(node.operator, TimestampsAndWatermarksOperator) and row["stat_count"]:
+                    node.operator.generator.on_event(None, int(row["stat_max"]), node.operator.wm_output)
+        for t in g.order:
+            node = g.nodes[t.id]
+            runner = g.runners.get(t.id)
+            if runner is not None:
+                source = t.source
+                if isinstance(source, MicroBatchSource):
+                    if batch_index is None:
+                        continue
+                    if batch_index < len(source.batches):
+                        runner.periodic_emit(batch_index)
+                else:
+                    runner.emit_periodic(None)
+            elif node.operator is not None:
+                node.operator.on_periodic_emit()
+        for t in g.order:
+            runner = g.runners.get(t.id)
+            if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
+                if batch_index >= len(t.source.batches) and t.source.end_of_input:
+                    runner.end_input()
+        return batch_index
+
+    def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:
+        values = [loads(r["value"]) for r in rows]
+        spec = t.spec
+        if "foreach_batch" in spec:
+            spec["foreach_batch"](self._values_frame(t, values), batch_id)
+        else:
+            for v in values:
+                t.sink(v)
+
+    def _values_frame(self, t: Transformation, values: List[Any]) -> Any:
+        from .types import to_rows, to_spark_type
+
+        output_type = t.inputs[0].output_type
+        schema = to_spark_type(output_type)
+        return self.spark.createDataFrame(to_rows(values, output_type), schema)
+
+
+def _part(t: Transformation, text: Optional[str]) -> Any:
+    if text is None:
+        return None
+    for p in getattr(t.source, "partitions", ()):
+        if repr(p) == text or str(p) == text:
+            return p
+    return text
+
+
+def _dataframe_rows(t: Transformation, uid: str) -> Any:
+    """Convert a streaming DataFrame source to the common source rows (on the executors)."""
+    from pyspark.sql import functions as F
+
+    src: _DataFrameSource = t.source
+    strategy = t.watermark_strategy
+    df = src.df.withColumn("__flinkish_seq", F.monotonically_increasing_id())
+    columns = [c for c in src.df.columns]
+    ts_col, part_col, order_cols = src.timestamp_column, src.partition_column, list(src.order_columns)
+
+    def convert(frames: Any) -> Any:
+        import pandas as pd
+        from pyspark.sql import Row
+
+        for pdf in frames:
+            out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
+            records = pdf.to_dict("records")
+            for rec in records:
+                element = Row(**{c: _py(rec[c]) for c in columns})
+                if ts_col is not None:
+                    raw = rec[ts_col]
+                    ts = None if raw is None or (not isinstance(raw, int) and pd.isna(raw)) else _to_millis(raw)
+                else:
+                    ts = strategy.extract_timestamp(element, None)
+                order = [int(rec[c]) for c in order_cols] if order_cols else [int(rec["__flinkish_seq"])]
+                part = None if part_col is None else str(rec[part_col])
+                for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
+                    out[c].append(v)
+            frame = pd.DataFrame(out)
+            frame["ts"] = frame["ts"].astype("Int64")
+            yield frame
+
+    return df.mapInPandas(convert, SOURCE_DDL)
+
+
+def _py(value: Any) -> Any:
+    if hasattr(value, "item") and not isinstance(value, (bytes, str)):
+        try:
+            return value.item()
+        except (ValueError, AttributeError):
+            return value
+    return value
+
+
+def _to_millis(value: Any) -> int:
+    import pandas as pd
+
+    if isinstance(value, pd.Timestamp):
+        return int(value.value // 1_000_000)
+    if hasattr(value, "timestamp"):
+        return int(round(value.timestamp() * 1000))
+    return int(value)
+
+

@@ -1,0 +1,344 @@
+"""The executable form of a pipeline for Spark: plan nodes, routing and the Python work done on executors.
+
+Nothing here imports pyspark: these functions run inside ``mapInPandas`` / ``applyInPandas`` tasks and are
+tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_COLUMNS`:
+
+* ``kind``: ``rec`` (a record for node ``dest``), ``stat`` (watermark statistics) or ``hb`` (a heartbeat that
+  makes every state partition of a keyed operator run in every batch, so that its timers fire);
+* ``dest``: the plan node the record goes to (a keyed operator or a sink); ``sp``: the state partition;
+* ``key``: the encoded key (keyed destinations); ``value``: the cloudpickled element; ``ts``: its timestamp;
+* ``ord``: the record's position in Flink's processing order within the batch (compared as a list);
+* ``part``, ``stat_max``, ``stat_count``, ``stat_batch``: statistics for watermark generation.
+
+Order (``ord``) mirrors the JVM-free engine's depth-first order: ``[0, level, ts, sp, n, ...]`` for outputs of
+processing-time timers at the batch start, ``[1, <source order>, ...]`` for source records and what they
+cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the batch's watermark.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_value
+from ..core.errors import UnsupportedFeatureError
+from ..core.operators import KeyedOperator, StreamOperator, TimestampsAndWatermarksOperator
+from ..core.records import OutputTag, StreamRecord
+from ..datastream.plan import Transformation, topological
+from . import state_store
+
+ROW_COLUMNS = ["kind", "dest", "sp", "key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"]
+ROW_DDL = (
+    "kind string, dest int, sp int, key binary, value binary, ts long, ord array<long>, part string, "
+    "stat_max long, stat_count long, stat_batch long"
+)
+
+
+def dumps(value: Any) -> bytes:
+    from pyspark import cloudpickle  # pure-Python module shipped with pyspark; no JVM
+
+    return cloudpickle.dumps(value, protocol=4)  # type: ignore[no-any-return]
+
+
+def loads(data: bytes) -> Any:
+    import pickle
+
+    return pickle.loads(data)  # noqa: S301 - elements of this job, written by this job
+
+
+def encode_key(key: Any) -> bytes:
+    return json.dumps(encode_value(key), separators=(",", ":"), sort_keys=False).encode("utf-8")
+
+
+def decode_key(data: bytes) -> Any:
+    return decode_value(json.loads(data.decode("utf-8")))
+
+
+def state_partition(key_bytes: bytes, partitions: int) -> int:
+    return zlib.crc32(key_bytes) % partitions
+
+
+@dataclass
+class Node:
+    """One plan node as executors see it (no source data, only what running it needs)."""
+
+    index: int
+    kind: str  # source | operator | union | side_output | sink
+    uid: str
+    factory: Optional[Callable[[], StreamOperator]]
+    keyed: bool
+    key_selector: Optional[Callable[[Any], Any]]
+    main: List[int] = field(default_factory=list)
+    side: Dict[OutputTag, List[int]] = field(default_factory=dict)
+    level: int = 0  # keyed operators: 1 + the deepest keyed ancestor
+    generates_watermarks: bool = False  # assign_timestamps_and_watermarks
+
+
+class ExecPlan:
+    """The pipeline's nodes in topological order, with routing edges."""
+
+    def __init__(self, sinks: List[Transformation]) -> None:
+        order = topological(sinks)
+        self.transformations = order
+        index = {t.id: i for i, t in enumerate(order)}
+        self.nodes: List[Node] = []
+        for i, t in enumerate(order):
+            uid = t.uid or f"{i:03d}-{t.kind}-{t.name}".replace("/", "_").replace(" ", "_").replace("(", "_").replace(")", "")
+            self.nodes.append(
+                Node(
+                    index=i,
+                    kind=t.kind,
+                    uid=uid,
+                    factory=t.factory,
+                    keyed=t.keyed,
+                    key_selector=t.spec.get("key_selector"),
+                    generates_watermarks=t.spec.get("op") == "timestamps",
+                )
+            )
+        for i, t in enumerate(order):
+            for parent in t.inputs:
+                p = self.nodes[index[parent.id]]
+                if t.kind == "side_output":
+                    p.side.setdefault(t.tag, []).append(i)  # type: ignore[arg-type]
+                else:
+                    p.main.append(i)
+        for i, t in enumerate(order):  # levels of keyed operators
+            node = self.nodes[i]
+            parents = [self.nodes[index[p.id]] for p in t.inputs]
+            deepest = max((p.level for p in parents), default=0)
+            node.level = deepest + 1 if node.keyed else deepest
+        for node in self.nodes:
+            if node.kind == "operator" and not node.keyed and node.generates_watermarks and node.level > 0:
+                msg = (
+                    "assign_timestamps_and_watermarks after a keyed operator is not supported on Spark yet; "
+                    "assign timestamps at the source (from_source's WatermarkStrategy) instead"
+                )
+                raise UnsupportedFeatureError(msg)
+        self.sources = [n.index for n in self.nodes if n.kind == "source"]
+        self.sinks = [n.index for n in self.nodes if n.kind == "sink"]
+        self.levels = sorted({n.level for n in self.nodes if n.keyed})
+
+    def keyed_at(self, level: int) -> List[int]:
+        return [n.index for n in self.nodes if n.keyed and n.level == level]
+
+    def parents(self, index: int) -> List[int]:
+        return [n.index for n in self.nodes if index in n.main or any(index in v for v in n.side.values())]
+
+
+class _FixedClock:
+    def __init__(self, now: int) -> None:
+        self._now = now
+
+    def now(self) -> int:
+        return self._now
+
+
+class ChainRunner:
+    """Runs the stateless operators of a chain depth-first on an executor (like the JVM-free engine),
+    turning what reaches a keyed operator or a sink into output rows."""
+
+    def __init__(self, plan: ExecPlan, watermarks: Dict[int, int], now: int, partitions: int) -> None:
+        self.plan = plan
+        self.watermarks = watermarks
+        self.now = now
+        self.partitions = partitions
+        self.rows: List[Dict[str, Any]] = []
+        self.stats: Dict[Tuple[int, Optional[str]], List[int]] = {}
+        self._ops: Dict[int, StreamOperator] = {}
+
+    def _operator(self, index: int) -> StreamOperator:
+        op = self._ops.get(index)
+        if op is None:
+            node = self.plan.nodes[index]
+            op = node.factory()  # type: ignore[misc]
+            op.open(_ChainOutput(self, index), _FixedClock(self.now))
+            op.current_watermark = self.watermarks.get(index, op.current_watermark)
+            self._ops[index] = op
+        return op
+
+    def stat(self, node: int, part: Optional[str], ts: Optional[int], batch: int = -1) -> None:
+        entry = self.stats.setdefault((node, part), [-(2**63), 0, batch])
+        if ts is not None:
+            entry[0] = max(entry[0], ts)
+            entry[1] += 1
+        entry[2] = max(entry[2], batch)
+
+    def push(self, index: int, record: StreamRecord, order: List[int]) -> None:
+        node = self.plan.nodes[index]
+        if node.kind == "sink":
+            self.rows.append({"kind": "rec", "dest": index, "sp": -1, "key": None, "value": dumps(record.value),
+                              "ts": record.timestamp, "ord": order})
+            return
+        if node.keyed:
+            key = node.key_selector(record.value)  # type: ignore[misc]
+            kb = encode_key(key)
+            self.rows.append({"kind": "rec", "dest": index, "sp": state_partition(kb, self.partitions), "key": kb,
+                              "value": dumps(record.value), "ts": record.timestamp, "ord": order})
+            return
+        if node.kind in ("union", "side_output"):
+            self.forward(index, record, order)
+            return
+        op = self._operator(index)
+        out: _ChainOutput = op.output  # type: ignore[assignment]
+        out.base, out.n = order, 0
+        op.process_element(record)
+        if node.generates_watermarks:
+            # the operator's generator runs on the driver: report what it saw (timestamps after assignment)
+            for rec in out.assigned:
+                self.stat(index, "", rec)
+            out.assigned.clear()
+
+    def forward(self, index: int, record: StreamRecord, order: List[int]) -> None:
+        for consumer in self.plan.nodes[index].main:
+            self.push(consumer, record, order)
+
+    def forward_side(self, index: int, tag: OutputTag, record: StreamRecord, order: List[int]) -> None:
+        for consumer in self.plan.nodes[index].side.get(tag, ()):
+            self.push(consumer, record, order)
+
+
+class _ChainOutput:
+    """Output of one operator inside a :class:`ChainRunner`: numbers emissions below ``base``."""
+
+    def __init__(self, runner: ChainRunner, index: int) -> None:
+        self.runner = runner
+        self.index = index
+        self.base: List[int] = []
+        self.n = 0
+        self.assigned: List[Optional[int]] = []
+
+    def _order(self) -> List[int]:
+        self.n += 1
+        return [*self.base, self.n]
+
+    def collect(self, record: StreamRecord) -> None:
+        if self.runner.plan.nodes[self.index].generates_watermarks:
+            self.assigned.append(record.timestamp)
+        self.runner.forward(self.index, record, self._order())
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        self.runner.forward_side(self.index, tag, record, self._order())
+
+    def emit_watermark(self, watermark: int) -> None:
+        return None  # watermarks are computed by the driver
+
+    def emit_idle(self, idle: bool) -> None:
+        return None
+
+
+class _KeyedOutput(_ChainOutput):
+    """Output of a keyed operator: orders by phase (element / timer) as described in the module docstring."""
+
+    def __init__(self, runner: ChainRunner, index: int, op: KeyedOperator, sp: int) -> None:
+        super().__init__(runner, index)
+        self.op = op
+        self.sp = sp
+        self.phase: Optional[int] = None  # None: element phase (order below the input record's)
+
+    def _order(self) -> List[int]:
+        self.n += 1
+        if self.phase is None:
+            return [*self.base, self.n]
+        level = self.runner.plan.nodes[self.index].level
+        ts = self.op.firing_timer if self.op.firing_timer is not None else 0
+        return [self.phase, level, ts, self.sp, self.n]
+
+
+def route_partition(
+    plan: ExecPlan, frames: Iterable[Any], watermarks: Dict[int, int], now: int, partitions: int,
+    source_index: Dict[str, int],
+) -> Iterator[Any]:
+    """``mapInPandas`` body for source rows (columns ``src``, ``value``, ``ts``, ``part``, ``ord``, ``batch``,
+    ``marker``): runs the stateless chain of each record and yields routed rows and statistics rows."""
+    import pandas as pd
+
+    runner = ChainRunner(plan, watermarks, now, partitions)
+    for pdf in frames:
+        for src, value, ts, part, order, batch, marker in zip(
+            pdf["src"], pdf["value"], pdf["ts"], pdf["part"], pdf["ord"], pdf["batch"], pdf["marker"]
+        ):
+            node = source_index[src]
+            ts_val = None if ts is None or pd.isna(ts) else int(ts)
+            batch_val = -1 if batch is None or pd.isna(batch) else int(batch)
+            part_val = None if part is None else str(part)
+            if marker:
+                runner.stat(node, None, None, batch_val)
+                continue
+            runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val)
+            runner.forward(node, StreamRecord(loads(value), ts_val), [1, *[int(x) for x in order]])
+    rows = runner.rows + [
+        {"kind": "stat", "dest": node, "sp": -1, "part": part, "stat_max": mx, "stat_count": n, "stat_batch": b}
+        for (node, part), (mx, n, b) in runner.stats.items()
+    ]
+    yield _frame(rows)
+
+
+def _frame(rows: List[Dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=ROW_COLUMNS)
+    for col in ("kind", "key", "value", "ord", "part"):
+        df[col] = pd.Series([None if isinstance(v, float) else v for v in df[col]], dtype=object)
+    for col in ("dest", "sp"):
+        df[col] = df[col].astype("int32")
+    for col in ("ts", "stat_max", "stat_count", "stat_batch"):
+        df[col] = df[col].astype("Int64")
+    return df
+
+
+def run_keyed_partition(
+    plan: ExecPlan,
+    pdf: Any,
+    watermarks_prev: Dict[int, int],
+    watermarks_new: Dict[int, int],
+    now: int,
+    partitions: int,
+    state_root: str,
+    batch_id: int,
+    prev_version: int,
+) -> Any:
+    """``applyInPandas`` body for one (keyed operator, state partition): restore, process, fire, snapshot."""
+    index = int(pdf["dest"].iloc[0])
+    sp = int(pdf["sp"].iloc[0])
+    node = plan.nodes[index]
+    runner = ChainRunner(plan, watermarks_prev, now, partitions)
+    op: KeyedOperator = node.factory()  # type: ignore[assignment,misc]
+    out = _KeyedOutput(runner, index, op, sp)
+    op.open(out, _FixedClock(now))
+    for key_bytes, snapshot in state_store.read(state_root, node.uid, sp, prev_version):
+        op.restore_key(decode_key(key_bytes), decode_snapshot(snapshot))
+    op.restore_watermark(watermarks_prev[index])
+
+    records = [
+        ([int(x) for x in o], v, None if t is None or t != t else int(t))
+        for kind, o, v, t in zip(pdf["kind"], pdf["ord"], pdf["value"], pdf["ts"])
+        if kind == "rec"
+    ]
+    records.sort(key=lambda r: r[0])
+    early = [r for r in records if r[0][0] == 0]
+    late = [r for r in records if r[0][0] != 0]
+
+    def process(batch: List[Tuple[List[int], bytes, Optional[int]]]) -> None:
+        for order, value, ts in batch:
+            out.base, out.n, out.phase = order, 0, None
+            op.process_element(StreamRecord(loads(value), ts))
+
+    process(early)
+    out.phase = 0
+    op.advance_processing_time(now)
+    process(late)
+    out.phase = 2
+    if watermarks_new[index] > watermarks_prev[index]:
+        op.process_watermark(watermarks_new[index])
+    op.close()
+
+    rows = []
+    for key in op.active_keys():
+        snap = op.snapshot_key(key)
+        if snap is not None:
+            rows.append((encode_key(key), encode_snapshot(snap)))
+    rows.sort()
+    state_store.write(state_root, node.uid, sp, batch_id, rows)
+    return _frame(runner.rows)

@@ -62,7 +62,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"ERROR {path.stem}: invalid scenario: {exc}")
             failed += 1
     spark_results = _run_on_spark(list(scenarios.values())) if args.engine == "spark" else {}
-    for path, scenario in scenarios.items():
+    for scenario in scenarios.values():
         actual = spark_results[scenario["name"]] if args.engine == "spark" else run_local(scenario)
         (args.out / f"{scenario['name']}.actual.json").write_text(json.dumps(actual, indent=1) + "\n")
         if args.expected is None:

@@ -64,7 +64,9 @@ def run_spark_all(spark: Any, scenarios: List[Dict[str, Any]], checkpoint: str) 
     handle = env.execute("conformance", checkpoint_location=checkpoint, trigger={"availableNow": True})
     handle.await_termination()
     return {
-        name: canonical({"main": out["main"], "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in out["late"]]})
+        name: canonical(
+            {"main": out["main"], "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in out["late"]]}
+        )
         for name, out in outputs.items()
     }
 

@@ -148,11 +148,20 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         return self._start(job_name, list(self._sinks), checkpoint_location, trigger, progress)
 
     def _execute(
-        self, job_name: Optional[str], extra_sinks: Sequence[Transformation] = (), progress: Optional[Callable[[Any], None]] = None
+        self,
+        job_name: Optional[str],
+        extra_sinks: Sequence[Transformation] = (),
+        progress: Optional[Callable[[Any], None]] = None,
     ) -> JobExecutionResult:
         """Bounded run (``execute_and_collect``): process everything available, then stop."""
         checkpoint = tempfile.mkdtemp(prefix="flinkish-collect-")
-        handle = self._start(job_name or "pyspark_flinkish job", list(self._sinks) + list(extra_sinks), checkpoint, {"availableNow": True}, progress)
+        handle = self._start(
+            job_name or "pyspark_flinkish job",
+            list(self._sinks) + list(extra_sinks),
+            checkpoint,
+            {"availableNow": True},
+            progress,
+        )
         handle.await_termination()
         return JobExecutionResult(job_name or "pyspark_flinkish job", handle.driver.batches_run, {})
 
@@ -184,7 +193,11 @@ class _ForeachBatchDriver:
     """The ``foreachBatch`` function: one call per Spark micro-batch."""
 
     def __init__(
-        self, env: SparkStreamExecutionEnvironment, sinks: List[Transformation], checkpoint: str, progress: Optional[Callable[[Any], None]]
+        self,
+        env: SparkStreamExecutionEnvironment,
+        sinks: List[Transformation],
+        checkpoint: str,
+        progress: Optional[Callable[[Any], None]],
     ) -> None:
         self.env = env
         self.spark = env.spark
@@ -219,7 +232,7 @@ class _ForeachBatchDriver:
         meta = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
         if os.path.exists(meta):
             with open(meta, "rb") as f:
-                stored = pickle.load(f)  # noqa: S301 - written by this job
+                stored = pickle.load(f)
             if stored["state_partitions"] != self.env.state_partitions:
                 pass  # the checkpoint wins: state is partitioned by it
             return int(stored["state_partitions"])
@@ -291,11 +304,7 @@ class _ForeachBatchDriver:
                 pq.write_table(table, path)
                 os.utime(path, (1_000_000 + i, 1_000_000 + i))
             os.rename(tmp, directory)
-        return (
-            self.spark.readStream.schema(SOURCE_DDL)
-            .option("maxFilesPerTrigger", 1)
-            .parquet(directory)
-        )
+        return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
 
     # -- driver state per batch
     def _state_path(self, batch_id: int) -> str:
@@ -313,8 +322,10 @@ class _ForeachBatchDriver:
                 if isinstance(op, TimestampsAndWatermarksOperator):
                     op_state.update(generator=op.generator, current=op.wm_output.current, idle=op.wm_output.idle)
             nodes[t.id] = {"valve": n.valve, "op": op_state}
-        runners = {tid: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
-                   for tid, r in g.runners.items()}
+        runners = {
+            tid: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
+            for tid, r in g.runners.items()
+        }
         return {"nodes": nodes, "runners": runners}
 
     def _restore_graph(self, state: Dict[str, Any]) -> None:
@@ -348,7 +359,7 @@ class _ForeachBatchDriver:
             return -1
 
         with open(os.path.join(self.driver_root, saved[-1]), "rb") as f:
-            self._restore_graph(pickle.load(f))  # noqa: S301 - written by this job
+            self._restore_graph(pickle.load(f))
         return int(saved[-1][2:14])
 
     def _commit(self, batch_id: int) -> None:
@@ -368,8 +379,11 @@ class _ForeachBatchDriver:
 
     def operator_watermarks(self) -> Dict[str, int]:
         g = self.watermark_graph
-        return {f"{i}:{t.name}": g.nodes[t.id].operator.current_watermark  # type: ignore[union-attr]
-                for i, t in enumerate(g.order) if g.nodes[t.id].operator is not None}
+        return {
+            f"{i}:{t.name}": g.nodes[t.id].operator.current_watermark  # type: ignore[union-attr]
+            for i, t in enumerate(g.order)
+            if g.nodes[t.id].operator is not None
+        }
 
     def raise_if_failed(self) -> None:
         if self.failure is not None:
@@ -427,7 +441,7 @@ class _ForeachBatchDriver:
                 pending.unionByName(heartbeats)
                 .groupBy("dest", "sp")
                 .applyInPandas(
-                    lambda pdf: run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version),
+                    _keyed(plan, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version),
                     ROW_DDL,
                 )
                 .persist()
@@ -511,6 +525,18 @@ class _ForeachBatchDriver:
         return self.spark.createDataFrame(to_rows(values, output_type), schema)
 
 
+def _keyed(
+    plan: ExecPlan, wm_prev: Dict[int, int], wm_new: Dict[int, int], now: int, parts: int, state_root: str, batch_id: int,
+    prev_version: int,
+) -> Callable[[Any], Any]:
+    """The applyInPandas function of one batch's keyed level, with its arguments bound now (not by loop reference)."""
+
+    def keyed(pdf):  # type: ignore[no-untyped-def]
+        return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
+
+    return keyed
+
+
 def _part(t: Transformation, text: Optional[str]) -> Any:
     if text is None:
         return None
@@ -522,18 +548,20 @@ def _part(t: Transformation, text: Optional[str]) -> Any:
 
 def _dataframe_rows(t: Transformation, uid: str) -> Any:
     """Convert a streaming DataFrame source to the common source rows (on the executors)."""
-    from pyspark.sql import functions as F
-
     src: _DataFrameSource = t.source
     strategy = t.watermark_strategy
-    df = src.df.withColumn("__flinkish_seq", F.monotonically_increasing_id())
-    columns = [c for c in src.df.columns]
+    df = src.df
+    columns = list(src.df.columns)
     ts_col, part_col, order_cols = src.timestamp_column, src.partition_column, list(src.order_columns)
 
     def convert(frames: Any) -> Any:
         import pandas as pd
+        from pyspark import TaskContext
         from pyspark.sql import Row
 
+        context = TaskContext.get()
+        task_partition = context.partitionId() if context is not None else 0
+        position = 0
         for pdf in frames:
             out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
             records = pdf.to_dict("records")
@@ -544,7 +572,9 @@ def _dataframe_rows(t: Transformation, uid: str) -> Any:
                     ts = None if raw is None or (not isinstance(raw, int) and pd.isna(raw)) else _to_millis(raw)
                 else:
                     ts = strategy.extract_timestamp(element, None)
-                order = [int(rec[c]) for c in order_cols] if order_cols else [int(rec["__flinkish_seq"])]
+                # without order columns: the row's position in its input split (stable when a batch is replayed)
+                order = [int(rec[c]) for c in order_cols] if order_cols else [task_partition, position]
+                position += 1
                 part = None if part_col is None else str(rec[part_col])
                 for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
                     out[c].append(v)
@@ -572,5 +602,3 @@ def _to_millis(value: Any) -> int:
     if hasattr(value, "timestamp"):
         return int(round(value.timestamp() * 1000))
     return int(value)
-
-

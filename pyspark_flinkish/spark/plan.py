@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 
 from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_value
 from ..core.errors import UnsupportedFeatureError
-from ..core.operators import KeyedOperator, StreamOperator, TimestampsAndWatermarksOperator
+from ..core.operators import KeyedOperator, StreamOperator
 from ..core.records import OutputTag, StreamRecord
 from ..datastream.plan import Transformation, topological
 from . import state_store
@@ -45,7 +45,7 @@ def dumps(value: Any) -> bytes:
 def loads(data: bytes) -> Any:
     import pickle
 
-    return pickle.loads(data)  # noqa: S301 - elements of this job, written by this job
+    return pickle.loads(data)
 
 
 def encode_key(key: Any) -> bytes:
@@ -168,14 +168,32 @@ class ChainRunner:
     def push(self, index: int, record: StreamRecord, order: List[int]) -> None:
         node = self.plan.nodes[index]
         if node.kind == "sink":
-            self.rows.append({"kind": "rec", "dest": index, "sp": -1, "key": None, "value": dumps(record.value),
-                              "ts": record.timestamp, "ord": order})
+            self.rows.append(
+                {
+                    "kind": "rec",
+                    "dest": index,
+                    "sp": -1,
+                    "key": None,
+                    "value": dumps(record.value),
+                    "ts": record.timestamp,
+                    "ord": order,
+                }
+            )
             return
         if node.keyed:
             key = node.key_selector(record.value)  # type: ignore[misc]
             kb = encode_key(key)
-            self.rows.append({"kind": "rec", "dest": index, "sp": state_partition(kb, self.partitions), "key": kb,
-                              "value": dumps(record.value), "ts": record.timestamp, "ord": order})
+            self.rows.append(
+                {
+                    "kind": "rec",
+                    "dest": index,
+                    "sp": state_partition(kb, self.partitions),
+                    "key": kb,
+                    "value": dumps(record.value),
+                    "ts": record.timestamp,
+                    "ord": order,
+                }
+            )
             return
         if node.kind in ("union", "side_output"):
             self.forward(index, record, order)
@@ -247,7 +265,11 @@ class _KeyedOutput(_ChainOutput):
 
 
 def route_partition(
-    plan: ExecPlan, frames: Iterable[Any], watermarks: Dict[int, int], now: int, partitions: int,
+    plan: ExecPlan,
+    frames: Iterable[Any],
+    watermarks: Dict[int, int],
+    now: int,
+    partitions: int,
     source_index: Dict[str, int],
 ) -> Iterator[Any]:
     """``mapInPandas`` body for source rows (columns ``src``, ``value``, ``ts``, ``part``, ``ord``, ``batch``,

@@ -8,8 +8,15 @@ from ..core.errors import InvalidTypeError
 from ..core.typeinfo import TypeInformation
 
 _BASIC = {
-    "STRING": "StringType", "BOOLEAN": "BooleanType", "BYTE": "ByteType", "SHORT": "ShortType", "INT": "IntegerType",
-    "LONG": "LongType", "FLOAT": "FloatType", "DOUBLE": "DoubleType", "SQL_TIMESTAMP": "TimestampType",
+    "STRING": "StringType",
+    "BOOLEAN": "BooleanType",
+    "BYTE": "ByteType",
+    "SHORT": "ShortType",
+    "INT": "IntegerType",
+    "LONG": "LongType",
+    "FLOAT": "FloatType",
+    "DOUBLE": "DoubleType",
+    "SQL_TIMESTAMP": "TimestampType",
     "PICKLED_BYTE_ARRAY": "BinaryType",
 }
 

@@ -41,9 +41,24 @@ def test_cli_spark_engine(tmp_path: Path, conformance_dir: Path) -> None:
     for name in ("edge_session_bridge_late", "pub_007", "pub_026"):
         (scen / f"{name}.json").write_text((conformance_dir / "scenarios" / f"{name}.json").read_text())
     proc = subprocess.run(
-        [sys.executable, "-m", "pyspark_flinkish.conformance", str(scen), "--engine", "spark", "--backend", "foreach_batch",
-         "--out", str(tmp_path / "out"), "--expected", str(conformance_dir / "expected")],
-        capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pyspark_flinkish.conformance",
+            str(scen),
+            "--engine",
+            "spark",
+            "--backend",
+            "foreach_batch",
+            "--out",
+            str(tmp_path / "out"),
+            "--expected",
+            str(conformance_dir / "expected"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "3 passed, 0 failed"

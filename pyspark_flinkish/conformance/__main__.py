@@ -12,17 +12,22 @@ from .runner import differences, run_local
 from .scenario import ScenarioError, discover, load
 
 
-def _run_on_spark(scenarios: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """All scenarios as one streaming query on a local SparkSession (foreachBatch executor)."""
+def _run_on_spark(scenarios: List[Dict[str, Any]], backend: Optional[str], rejected: Dict[str, str]) -> Dict[str, Any]:
+    """On a local SparkSession: the foreachBatch executor runs all scenarios as one streaming query; the
+    applyInPandasWithState executor runs one query per scenario it accepts and rejects the rest up front."""
     import tempfile
 
     from pyspark_flinkish.spark import session
 
-    from .runner import run_spark_all
+    from .runner import run_spark_all, run_spark_stateful_all
 
     spark = session("flinkish-conformance", shuffle_partitions=2)
     spark.sparkContext.setLogLevel("ERROR")
     with tempfile.TemporaryDirectory(prefix="flinkish-conformance-") as checkpoint:
+        if backend == "apply_in_pandas_with_state":
+            results, rejections = run_spark_stateful_all(spark, scenarios, checkpoint)
+            rejected.update(rejections)
+            return results
         return run_spark_all(spark, scenarios, checkpoint)
 
 
@@ -42,9 +47,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.engine == "local" and args.backend is not None:
         print("error: --backend applies to --engine spark only", file=sys.stderr)
         return 2
-    if args.engine == "spark" and args.backend not in (None, "foreach_batch"):
-        print(f"error: --backend {args.backend} is not available in this build; use foreach_batch", file=sys.stderr)
-        return 2
+
     if not args.scenario_dir.is_dir():
         print(f"error: {args.scenario_dir} is not a directory", file=sys.stderr)
         return 2
@@ -61,8 +64,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         except ScenarioError as exc:
             print(f"ERROR {path.stem}: invalid scenario: {exc}")
             failed += 1
-    spark_results = _run_on_spark(list(scenarios.values())) if args.engine == "spark" else {}
+    skipped = 0
+    rejected: Dict[str, str] = {}
+    spark_results = _run_on_spark(list(scenarios.values()), args.backend, rejected) if args.engine == "spark" else {}
     for scenario in scenarios.values():
+        if scenario["name"] in rejected:
+            skipped += 1
+            print(f"SKIP {scenario['name']}: {rejected[scenario['name']]}")
+            continue
         actual = spark_results[scenario["name"]] if args.engine == "spark" else run_local(scenario)
         (args.out / f"{scenario['name']}.actual.json").write_text(json.dumps(actual, indent=1) + "\n")
         if args.expected is None:
@@ -83,7 +92,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             passed += 1
             print(f"PASS {scenario['name']}")
     if args.expected is not None:
-        print(f"{passed} passed, {failed} failed")
+        print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0
 
 

@@ -118,14 +118,35 @@ def evictor_of(spec: Dict[str, Any]) -> Any:
     return TimeEvictor.of(spec["window_size"], do_evict_after=spec["do_evict_after"])
 
 
-def build(env: StreamExecutionEnvironment, scenario: Dict[str, Any]) -> Tuple[DataStream, Optional[DataStream]]:
-    """The scenario's pipeline on ``env``: returns (main output stream, late side-output stream or None)."""
+def generated_bound(scenario: Dict[str, Any]) -> Optional[int]:
+    """The out-of-orderness bound the scenario's watermarks were generated with, if they were."""
+    generation = scenario.get("watermark_generation") or {}
+    if generation.get("mode") == "bounded_out_of_orderness" and isinstance(generation.get("bound"), int):
+        return int(generation["bound"])
+    return None
+
+
+def build(
+    env: StreamExecutionEnvironment, scenario: Dict[str, Any], generate_watermarks: bool = False
+) -> Tuple[DataStream, Optional[DataStream]]:
+    """The scenario's pipeline on ``env``: returns (main output stream, late side-output stream or None).
+
+    By default the source replays the scenario's explicit watermarks. With ``generate_watermarks`` the
+    source generates them with ``for_bounded_out_of_orderness(bound)`` instead (for scenarios whose
+    ``watermark_generation`` says that is how they were made), as an executor without explicit
+    watermarks needs.
+    """
     window = scenario["window"]
+    bound = generated_bound(scenario) if generate_watermarks else None
+    if generate_watermarks and bound is None:
+        msg = f"{scenario['name']}: its watermarks were hand-picked, not generated; they can only be replayed"
+        raise ValueError(msg)
     source = MicroBatchSource(
-        [MicroBatch(b["events"], watermark=b["watermark"]) for b in scenario["batches"]],
+        [MicroBatch(b["events"], watermark=None if generate_watermarks else b["watermark"]) for b in scenario["batches"]],
         end_of_input=scenario["end_of_input"],
     )
-    strategy = WatermarkStrategy.no_watermarks().with_timestamp_assigner(lambda event, _ts: event["ts"])
+    base = WatermarkStrategy.for_bounded_out_of_orderness(bound) if bound is not None else WatermarkStrategy.no_watermarks()
+    strategy = base.with_timestamp_assigner(lambda event, _ts: event["ts"])
     keyed = env.from_source(source, strategy, scenario["name"]).key_by(lambda event: event["key"])
 
     assigner = window["assigner"]

@@ -71,6 +71,45 @@ def run_spark_all(spark: Any, scenarios: List[Dict[str, Any]], checkpoint: str) 
     }
 
 
+def start_spark_stateful(spark: Any, scenario: Dict[str, Any], checkpoint: str) -> Tuple[Any, Dict[str, List[Any]]]:
+    """Start ``scenario`` on the applyInPandasWithState executor (watermarks generated, see
+    ``pipeline.build``); returns the running handle and the lists its sinks fill."""
+    from .pipeline import generated_bound
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
+    main, late = build(env, scenario, generate_watermarks=generated_bound(scenario) is not None)
+    out: Dict[str, List[Any]] = {"main": [], "late": []}
+    main.add_sink(out["main"].append)
+    if late is not None:
+        late.add_sink(out["late"].append)
+    handle = env.execute(scenario["name"], checkpoint_location=checkpoint, trigger={"availableNow": True})
+    return handle, out
+
+
+def run_spark_stateful_all(
+    spark: Any, scenarios: List[Dict[str, Any]], checkpoint_root: str
+) -> Tuple[Dict[str, Dict[str, List[Dict[str, Any]]]], Dict[str, str]]:
+    """Run every scenario the applyInPandasWithState executor accepts (one query each, all at once); returns
+    (outputs by scenario, rejection message by scenario for those it rejected up front)."""
+    import os
+
+    from pyspark_flinkish.core.errors import UnsupportedFeatureError
+
+    running = {}
+    rejected: Dict[str, str] = {}
+    for scenario in scenarios:
+        try:
+            running[scenario["name"]] = start_spark_stateful(spark, scenario, os.path.join(checkpoint_root, scenario["name"]))
+        except UnsupportedFeatureError as exc:
+            rejected[scenario["name"]] = str(exc)
+    return {name: finish_spark_stateful(*r) for name, r in running.items()}, rejected
+
+
+def finish_spark_stateful(handle: Any, out: Dict[str, List[Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    handle.await_termination()
+    return canonical({"main": out["main"], "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in out["late"]]})
+
+
 def differences(actual: Dict[str, List[Any]], expected: Dict[str, List[Any]]) -> List[str]:
     """Human-readable differences between two outputs compared as multisets ([] if equal)."""
     problems = []

@@ -59,18 +59,20 @@ class _DataFrameSource:
 class SparkJobHandle:
     """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks."""
 
-    def __init__(self, query: Any, driver: _ForeachBatchDriver) -> None:
+    def __init__(self, query: Any, driver: Optional[_ForeachBatchDriver]) -> None:
         self.query = query
         self.driver = driver
 
     def await_termination(self, timeout: Optional[float] = None) -> Optional[bool]:
         result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
-        self.driver.raise_if_failed()
+        if self.driver is not None:
+            self.driver.raise_if_failed()
         return result  # type: ignore[no-any-return]
 
     def process_all_available(self) -> None:
         self.query.processAllAvailable()
-        self.driver.raise_if_failed()
+        if self.driver is not None:
+            self.driver.raise_if_failed()
 
     def stop(self) -> None:
         self.query.stop()
@@ -84,8 +86,8 @@ class SparkJobHandle:
         return bool(self.query.isActive)
 
     def watermarks(self) -> Dict[str, int]:
-        """Each operator's current watermark after the last completed micro-batch."""
-        return self.driver.operator_watermarks()
+        """Each operator's current watermark after the last completed micro-batch (foreachBatch executor)."""
+        return self.driver.operator_watermarks() if self.driver is not None else {}
 
 
 class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
@@ -98,9 +100,15 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             It is fixed by the first run of a checkpoint.
     """
 
-    def __init__(self, spark: Any, clock: Optional[Clock] = None, state_partitions: Optional[int] = None) -> None:
+    def __init__(
+        self, spark: Any, clock: Optional[Clock] = None, state_partitions: Optional[int] = None, backend: str = "foreach_batch"
+    ) -> None:
         super().__init__(clock)
+        if backend not in ("foreach_batch", "apply_in_pandas_with_state"):
+            msg = f"backend must be 'foreach_batch' (default) or 'apply_in_pandas_with_state'; got {backend!r}"
+            raise InvalidPipelineError(msg)
         self.spark = spark
+        self.backend = backend
         self.state_partitions = state_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     # -------------------------------------------------------------------- sources
@@ -145,7 +153,15 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if not checkpoint_location:
             msg = "execute() on Spark needs checkpoint_location=...: it holds offsets, keyed state and watermarks"
             raise InvalidPipelineError(msg)
-        return self._start(job_name, list(self._sinks), checkpoint_location, trigger, progress)
+        if "://" in checkpoint_location and not checkpoint_location.startswith("file://"):
+            msg = (
+                f"checkpoint_location {checkpoint_location!r}: keyed state is written with local file APIs; give a "
+                "path every executor sees as a local path (a shared mount such as /dbfs/... on Databricks)"
+            )
+            raise UnsupportedFeatureError(msg)
+        # executors resolve relative paths against their own working directories: pin it down here
+        checkpoint = os.path.abspath(checkpoint_location.removeprefix("file://"))
+        return self._start(job_name, list(self._sinks), checkpoint, trigger, progress)
 
     def _execute(
         self,
@@ -163,7 +179,40 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             progress,
         )
         handle.await_termination()
-        return JobExecutionResult(job_name or "pyspark_flinkish job", handle.driver.batches_run, {})
+        batches = handle.driver.batches_run if handle.driver is not None else 0
+        return JobExecutionResult(job_name or "pyspark_flinkish job", batches, {})
+
+    def _to_dataframe(self, t: Transformation) -> Any:
+        if self.backend != "apply_in_pandas_with_state":
+            msg = (
+                "to_dataframe() needs get_execution_environment(spark, backend='apply_in_pandas_with_state'); the "
+                "foreachBatch executor delivers through add_sink/foreach_batch"
+            )
+            raise UnsupportedFeatureError(msg)
+        from .stateful import StatefulQueryBuilder
+
+        return StatefulQueryBuilder(self, t).build()
+
+    def _start_stateful(
+        self, job_name: str, sinks: List[Transformation], checkpoint: str, trigger: Optional[Dict[str, Any]]
+    ) -> SparkJobHandle:
+        """One stateful query for all sinks of the pipeline (they must share its source and keyed operator)."""
+        from .stateful import StatefulQueryBuilder
+
+        builder = StatefulQueryBuilder(self, sinks=sinks)
+        df = builder.build(raw=True)
+        by_dest = dict(zip(builder.targets, sinks))
+
+        def deliver(batch: Any, batch_id: int) -> None:
+            rows = sorted(batch.select("dest", "value", "ord").collect(), key=lambda r: list(r["ord"]))
+            for dest, t in by_dest.items():
+                _deliver_values(self.spark, t, [loads(r["value"]) for r in rows if r["dest"] == dest], batch_id)
+
+        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", os.path.join(checkpoint, "spark"))
+        writer = writer.queryName(_query_name(job_name))
+        if trigger:
+            writer = writer.trigger(**trigger)
+        return SparkJobHandle(writer.start(), None)
 
     def _start(
         self,
@@ -176,6 +225,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if not sinks:
             msg = "no sinks: add_sink(...), foreach_batch(...), print() or execute_and_collect() before execute()"
             raise InvalidPipelineError(msg)
+        if self.backend == "apply_in_pandas_with_state":
+            return self._start_stateful(job_name, sinks, checkpoint, trigger)
         driver = _ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream()
         writer = stream.writeStream.foreachBatch(driver).option("checkpointLocation", os.path.join(checkpoint, "spark"))
@@ -509,24 +560,29 @@ class _ForeachBatchDriver:
         return batch_index
 
     def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:
-        values = [loads(r["value"]) for r in rows]
-        spec = t.spec
-        if "foreach_batch" in spec:
-            spec["foreach_batch"](self._values_frame(t, values), batch_id)
-        else:
-            for v in values:
-                t.sink(v)
+        _deliver_values(self.spark, t, [loads(r["value"]) for r in rows], batch_id)
 
-    def _values_frame(self, t: Transformation, values: List[Any]) -> Any:
+
+def _deliver_values(spark: Any, t: Transformation, values: List[Any], batch_id: int) -> None:
+    """Hand a sink its values of one micro-batch: a typed DataFrame for ``foreach_batch``, else one call per value."""
+    if "foreach_batch" in t.spec:
         from .types import to_rows, to_spark_type
 
         output_type = t.inputs[0].output_type
-        schema = to_spark_type(output_type)
-        return self.spark.createDataFrame(to_rows(values, output_type), schema)
+        t.spec["foreach_batch"](spark.createDataFrame(to_rows(values, output_type), to_spark_type(output_type)), batch_id)
+    else:
+        for v in values:
+            t.sink(v)
 
 
 def _keyed(
-    plan: ExecPlan, wm_prev: Dict[int, int], wm_new: Dict[int, int], now: int, parts: int, state_root: str, batch_id: int,
+    plan: ExecPlan,
+    wm_prev: Dict[int, int],
+    wm_new: Dict[int, int],
+    now: int,
+    parts: int,
+    state_root: str,
+    batch_id: int,
     prev_version: int,
 ) -> Callable[[Any], Any]:
     """The applyInPandas function of one batch's keyed level, with its arguments bound now (not by loop reference)."""

@@ -1,0 +1,359 @@
+"""The applyInPandasWithState executor: a pipeline as a Spark stateful operator returning a streaming DataFrame.
+
+``StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")`` builds
+the same pipeline as a plain streaming DataFrame (``DataStream.to_dataframe()``) that can be written to any
+sink, on any Spark cluster (Databricks included). The keyed operator is the core's (one snapshot per key
+in Spark's ``GroupState``); what Spark cannot express is rejected when the DataFrame is built, with an error
+naming the foreachBatch executor (the default), which runs every pipeline.
+
+How Flink's watermark maps onto Spark's
+---------------------------------------
+Spark's watermark in micro-batch ``N`` is ``max(event time up to batch N-1) - delay``. With
+``delay = bound + 1`` that equals Flink's bounded-out-of-orderness watermark ``max_ts - bound - 1`` for one
+generator — the value in force while batch ``N``'s elements are processed, as in Flink. Records reach the
+stateful function with a *null* event-time column (Spark never drops them as late); one *carrier* row per
+input task carries the task's maximum timestamp and is filtered out after the watermark node. Flink's
+lateness rules (per window, allowed lateness, late side output) therefore run in the core, unchanged.
+Event times are shifted by ``2^40`` ms inside Spark so that Spark's initial watermark (0) is unambiguous
+(Flink's ``LONG_MIN``); a key's next event-time timer ``t`` becomes the timeout ``t + shift - 1`` because
+Spark fires a timeout when the watermark is *strictly greater*. A bounded replay source ends with a carrier
+far in the future (Flink's end-of-input watermark ``LONG_MAX``) and one more micro-batch to fire it.
+
+Supported: one source with ``for_bounded_out_of_orderness`` / ``for_monotonous_timestamps`` (no per-partition
+watermarks, no idleness, no explicit watermarks), stateless operators, one keyed operator (window with any
+assigner/trigger/evictor/lateness/late side output, or a ``KeyedProcessFunction`` with event-time timers),
+stateless operators after it. Not supported (error up front): processing time, a second keyed operator,
+``union`` of sources, custom watermark generators; event times must lie between about 1935 and 2220.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from typing import Any, Dict, List, Optional
+
+from ..core.assigners import (
+    DynamicProcessingTimeSessionWindows,
+    ProcessingTimeSessionWindows,
+    SlidingProcessingTimeWindows,
+    TumblingProcessingTimeWindows,
+)
+from ..core.codec import decode_snapshot, encode_snapshot
+from ..core.errors import InvalidPipelineError, UnsupportedFeatureError
+from ..core.javamath import LONG_MAX, LONG_MIN
+from ..core.records import StreamRecord
+from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger, ProcessingTimeTrigger, PurgingTrigger
+from ..datastream.plan import Transformation
+from ..datastream.sources import MicroBatchSource
+from .plan import ChainRunner, ExecPlan, _FixedClock, _KeyedOutput, decode_key, dumps, loads
+
+SHIFT = 2**40
+"""Event times are shifted by this many ms inside Spark (Spark's watermark starts at 0, Flink's at LONG_MIN)."""
+END_OF_INPUT = 9_000_000_000_000
+"""Shifted event time of the end-of-input carrier (below pandas' nanosecond limit of the year 2262)."""
+
+STATE_DDL = "version int, watermark long, payload binary"
+STATE_VERSION = 1
+ROUTED_DDL = "kind string, dest int, key binary, value binary, ts long, ord array<long>, __et timestamp"
+OUTPUT_DDL = "dest int, value binary, ts long, ord array<long>"
+BACKEND = "apply_in_pandas_with_state"
+HINT = "use the foreachBatch executor (get_execution_environment(spark), the default), which runs every pipeline"
+
+
+def _reject(what: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(f"the {BACKEND} executor cannot express {what}; {HINT}")
+
+
+def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
+    """Check the plan against what this backend supports; returns the source, keyed node and delay."""
+    ancestors = _ancestors(plan, target)
+    sources = [i for i in ancestors if plan.nodes[i].kind == "source"]
+    if len(sources) != 1:
+        raise _reject(f"{len(sources)} sources (Spark combines input watermarks by max-delay, Flink by min)")
+    keyed = [i for i in ancestors if plan.nodes[i].keyed]
+    if len(keyed) > 1:
+        raise _reject("a second keyed operator after the first (Spark allows one applyInPandasWithState per query)")
+    source_t = plan.transformations[sources[0]]
+    strategy = source_t.watermark_strategy
+    if isinstance(source_t.source, MicroBatchSource) and source_t.source.explicit_watermarks:
+        raise _reject("explicit per-batch watermarks (Spark derives its watermark from event times)")
+    desc = repr(strategy)
+    if strategy.idleness_ms is not None:
+        raise _reject("idleness (with_idleness): Spark's watermark has no idle inputs")
+    if "bounded_out_of_orderness" in desc:
+        bound = int(desc.split("bounded_out_of_orderness(")[1].split(" ms")[0])
+    elif "monotonous_timestamps" in desc:
+        bound = 0
+    else:
+        raise _reject(f"the watermark strategy {desc} (only bounded out-of-orderness or monotonous timestamps)")
+    if getattr(source_t.source, "partition_column", None):
+        raise _reject("per-partition watermarks (partition_column): Spark's watermark is global")
+    for i in ancestors:
+        t = plan.transformations[i]
+        if t.spec.get("op") == "timestamps":
+            raise _reject("assign_timestamps_and_watermarks (give the WatermarkStrategy to the source)")
+        if t.spec.get("op") == "window":
+            assigner, trigger = t.spec["assigner"], t.spec["trigger"]
+            if isinstance(
+                assigner,
+                (
+                    TumblingProcessingTimeWindows,
+                    SlidingProcessingTimeWindows,
+                    ProcessingTimeSessionWindows,
+                    DynamicProcessingTimeSessionWindows,
+                ),
+            ):
+                raise _reject(f"processing-time windows ({assigner!r}): one query has one timeout kind")
+            nested = trigger
+            while isinstance(nested, PurgingTrigger):
+                nested = nested.nested_trigger
+            if isinstance(nested, (ProcessingTimeTrigger, ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger)):
+                raise _reject(f"processing-time triggers ({trigger!r})")
+    return {"source": sources[0], "keyed": keyed[0] if keyed else None, "delay": bound + 1}
+
+
+def _ancestors(plan: ExecPlan, index: int) -> List[int]:
+    seen: List[int] = []
+    stack = [index]
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.append(i)
+        stack.extend(plan.parents(i))
+    return sorted(seen)
+
+
+def flink_watermark(spark_watermark_ms: int, delay: int) -> int:
+    """Spark's (shifted) watermark as Flink's watermark."""
+    if spark_watermark_ms <= 0:
+        return LONG_MIN
+    if spark_watermark_ms >= END_OF_INPUT - delay:
+        return LONG_MAX
+    return spark_watermark_ms - SHIFT
+
+
+def spark_timeout(flink_time: int, spark_watermark_ms: int, delay: int) -> int:
+    """The timeout that fires when Flink's watermark reaches ``flink_time`` (Spark fires on ``>``)."""
+    shifted = flink_time + SHIFT - 1 if flink_time < END_OF_INPUT - delay - SHIFT else END_OF_INPUT - delay - 1
+    return max(shifted, spark_watermark_ms, 1)
+
+
+def route(plan: ExecPlan, frames: Any, now: int, source_uid: str) -> Any:
+    """``mapInPandas`` over source rows: run the stateless chain; emit records and one carrier per task."""
+    import pandas as pd
+
+    runner = ChainRunner(plan, {}, now, 1)
+    source = next(n.index for n in plan.nodes if n.uid == source_uid)
+    top: Optional[int] = None
+    for pdf in frames:
+        for value, ts, order, marker in zip(pdf["value"], pdf["ts"], pdf["ord"], pdf["marker"]):
+            ts_val = None if ts is None or pd.isna(ts) else int(ts)
+            if marker:
+                if ts_val is not None:  # the end-of-input carrier (already in Spark's shifted time)
+                    top = END_OF_INPUT
+                continue
+            if ts_val is not None:
+                top = ts_val + SHIFT if top is None else max(top, ts_val + SHIFT)
+            runner.forward(source, StreamRecord(loads(value), ts_val), [1, *[int(x) for x in order]])
+    rows = [
+        {"kind": "rec", "dest": r["dest"], "key": r["key"], "value": r["value"], "ts": r["ts"], "ord": r["ord"], "__et": None}
+        for r in runner.rows
+    ]
+    if top is not None:
+        rows.append(
+            {
+                "kind": "carrier",
+                "dest": -1,
+                "key": None,
+                "value": None,
+                "ts": None,
+                "ord": None,
+                "__et": pd.Timestamp(top, unit="ms"),
+            }
+        )
+    df = pd.DataFrame(rows, columns=["kind", "dest", "key", "value", "ts", "ord", "__et"])
+    df["dest"] = df["dest"].astype("int32")
+    df["ts"] = df["ts"].astype("Int64")
+    df["__et"] = pd.to_datetime(df["__et"])
+    yield df
+
+
+def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> Any:
+    """The ``applyInPandasWithState`` function: restore the key's snapshot, fire due timers, process the
+    key's records in order, snapshot, and set the timeout to the next event-time timer."""
+
+    def fn(key: Any, frames: Any, state: Any) -> Any:
+        import pandas as pd
+
+        node = plan.nodes[keyed_index]
+        runner = ChainRunner(plan, {}, now, 1)
+        op = node.factory()  # type: ignore[misc]
+        out = _KeyedOutput(runner, keyed_index, op, 0)
+        op.open(out, _FixedClock(now))
+        key_value = decode_key(key[0])
+        previous = LONG_MIN
+        if state.exists:
+            version, previous, payload = state.get
+            if version != STATE_VERSION:
+                msg = f"state of key {key_value!r} has version {version}; this pyspark_flinkish reads {STATE_VERSION}"
+                raise InvalidPipelineError(msg)
+            op.restore_key(key_value, decode_snapshot(payload))
+        op.restore_watermark(previous)
+        spark_wm = state.getCurrentWatermarkMs()
+        current = flink_watermark(spark_wm, delay)
+        out.phase = 2
+        if current > previous:
+            op.process_watermark(current)  # fires the key's due timers first, as Flink did at the batch end
+        records = []
+        for pdf in frames:
+            records.extend(zip(pdf["ord"], pdf["value"], pdf["ts"]))
+        records.sort(key=lambda r: [int(x) for x in r[0]])
+        for order, value, ts in records:
+            out.base, out.n, out.phase = [int(x) for x in order], 0, None
+            op.process_element(StreamRecord(loads(value), None if ts is None or pd.isna(ts) else int(ts)))
+        op.close()
+        if op.timers.processing_timers.for_key(key_value):
+            raise _reject("processing-time timers (registered by the function)")
+        snapshot = op.snapshot_key(key_value)
+        if snapshot is None:
+            state.remove()
+        else:
+            state.update((STATE_VERSION, max(current, previous), encode_snapshot(snapshot)))
+            timers = op.timers.event_timers.for_key(key_value)
+            if timers:
+                state.setTimeoutTimestamp(spark_timeout(timers[0][0], spark_wm, delay))
+        rows = runner.rows
+        if not rows:
+            return
+        yield pd.DataFrame(
+            {
+                "dest": pd.Series([r["dest"] for r in rows], dtype="int32"),
+                "value": [r["value"] for r in rows],
+                "ts": pd.Series([r["ts"] for r in rows], dtype="Int64"),
+                "ord": [r["ord"] for r in rows],
+            }
+        )
+
+    return fn
+
+
+class StatefulQueryBuilder:
+    """Builds the streaming DataFrame of one stream of a pipeline for this backend."""
+
+    def __init__(self, env: Any, stream_t: Optional[Transformation] = None, sinks: Optional[List[Transformation]] = None) -> None:
+        self.env = env
+        self.spark = env.spark
+        if sinks is None:
+            assert stream_t is not None
+            sinks = [Transformation("sink", "DataFrame", [stream_t], sink=lambda v: None)]
+        self.sinks = sinks
+        self.plan = ExecPlan(sinks)
+        ids = [t.id for t in self.plan.transformations]
+        self.targets = [ids.index(t.id) for t in sinks]
+        infos = [validate(self.plan, target) for target in self.targets]
+        if len({(i["source"], i["keyed"]) for i in infos}) != 1:
+            raise _reject("sinks fed by different sources or keyed operators in one job (give each its own job)")
+        self.info = infos[0]
+        self.output_type = sinks[0].inputs[0].output_type
+
+    def build(self, raw: bool = False) -> Any:
+        """The stream as a streaming DataFrame (``raw``: the internal columns, values still pickled)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        plan, info = self.plan, self.info
+        exec_plan = _for_executors(plan)
+        source_t = plan.transformations[info["source"]]
+        source_uid = plan.nodes[info["source"]].uid
+        now = self.env.clock.now()
+        rows = self._source_rows(source_t, source_uid)
+        routed = rows.mapInPandas(lambda frames: route(exec_plan, frames, now, source_uid), ROUTED_DDL)
+        watermarked = routed.withWatermark("__et", f"{info['delay']} milliseconds")
+        # records are the rows without event time (carriers have it); a filter that does not reference the
+        # event-time column would be pushed below the watermark node and hide the carriers from it
+        records = watermarked.filter(F.col("__et").isNull())
+        keyed = info["keyed"]
+        if keyed is None:
+            out = records.select("dest", "value", "ts", "ord")
+        else:
+            out = records.groupBy("key").applyInPandasWithState(
+                keyed_function(exec_plan, keyed, info["delay"], now),
+                OUTPUT_DDL,
+                STATE_DDL,
+                "append",
+                GroupStateTimeout.EventTimeTimeout,
+            )
+        out = out.filter(F.col("dest").isin(self.targets))
+        return out if raw else _decode(out, self.output_type)
+
+    def _source_rows(self, t: Transformation, uid: str) -> Any:
+        source = t.source
+        if isinstance(source, MicroBatchSource):
+            return self._replay(t, uid)
+        from .environment import _dataframe_rows
+
+        return _dataframe_rows(t, uid)
+
+    def _replay(self, t: Transformation, uid: str) -> Any:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from .environment import SOURCE_DDL
+
+        directory = os.path.join(tempfile.gettempdir(), f"flinkish-replay-{uuid.uuid4().hex}")
+        os.makedirs(directory)
+        batches = t.source.batches
+        files = [
+            [(dumps(v), t.watermark_strategy.extract_timestamp(v, None), [i, j], False) for j, v in enumerate(b.elements)]
+            for i, b in enumerate(batches)
+        ]
+        if t.source.end_of_input:
+            files.append([(None, END_OF_INPUT, [len(batches), 0], True)])
+            files.append([(None, None, [len(batches) + 1, 0], True)])  # one more batch fires the end's timeouts
+        for i, rows in enumerate(files):
+            if not rows:
+                rows = [(None, None, [i, 0], True)]
+            table = pa.table(
+                {
+                    "src": pa.array([uid] * len(rows), pa.string()),
+                    "value": pa.array([r[0] for r in rows], pa.binary()),
+                    "ts": pa.array([r[1] for r in rows], pa.int64()),
+                    "part": pa.array([None] * len(rows), pa.string()),
+                    "ord": pa.array([r[2] for r in rows], pa.list_(pa.int64())),
+                    "batch": pa.array([i] * len(rows), pa.int64()),
+                    "marker": pa.array([r[3] for r in rows], pa.bool_()),
+                }
+            )
+            path = os.path.join(directory, f"batch-{i:09d}.parquet")
+            pq.write_table(table, path)
+            os.utime(path, (1_000_000 + i, 1_000_000 + i))
+        return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
+
+
+def _for_executors(plan: ExecPlan) -> ExecPlan:
+    import copy
+
+    exec_plan = copy.copy(plan)
+    exec_plan.transformations = []
+    return exec_plan
+
+
+def _decode(out: Any, output_type: Any) -> Any:
+    """Typed columns from the output_type (as the foreachBatch sinks), else ``value`` (pickled) and ``timestamp``."""
+    if output_type is None:
+        return out.selectExpr("value", "ts AS timestamp")
+    from .types import to_rows, to_spark_type
+
+    schema = to_spark_type(output_type)
+    names = [f.name for f in schema.fields]
+
+    def decode(frames: Any) -> Any:
+        import pandas as pd
+
+        for pdf in frames:
+            values = [loads(v) for v in pdf["value"]]
+            yield pd.DataFrame(to_rows(values, output_type), columns=names)
+
+    return out.mapInPandas(decode, schema)

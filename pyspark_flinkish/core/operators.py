@@ -11,7 +11,7 @@ executors restore and snapshot the keys of each micro-batch.
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable, Dict, Hashable, List, Optional
+from typing import Any, Callable, Dict, Hashable, List, Optional, Union
 
 from .clock import Clock
 from .errors import InvalidTypeError, UserFunctionError
@@ -38,8 +38,12 @@ from .state import (
 from .timers import InternalTimerService
 
 
-def call_user(fn: Callable[..., Any], where: str, *args: Any) -> Any:
-    """Call user code; wrap its exception in a :class:`UserFunctionError` that says where it happened."""
+def call_user(fn: Callable[..., Any], where: Union[str, Callable[[], str]], *args: Any) -> Any:
+    """Call user code; wrap its exception in a :class:`UserFunctionError` that says where it happened.
+
+    ``where`` may be a callable: it is only formatted when the call fails (a hot path must not pay for
+    formatting keys and windows it will never show).
+    """
     try:
         result = fn(*args)
         if result is not None and hasattr(result, "__next__"):
@@ -48,7 +52,8 @@ def call_user(fn: Callable[..., Any], where: str, *args: Any) -> Any:
     except UserFunctionError:
         raise
     except Exception as exc:
-        msg = f"{where} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        place = where() if callable(where) else where
+        msg = f"{place} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         raise UserFunctionError(msg) from exc
 
 
@@ -138,13 +143,13 @@ class _SimpleRuntimeContext(RuntimeContext):
 def open_function(fn: Any, task_name: str, backend: Optional[KeyedStateBackend] = None) -> None:
     opener = getattr(fn, "open", None)
     if callable(opener):
-        call_user(opener, f"{task_name}: open()", _SimpleRuntimeContext(task_name, backend))
+        call_user(opener, lambda: f"{task_name}: open()", _SimpleRuntimeContext(task_name, backend))
 
 
 def close_function(fn: Any, task_name: str) -> None:
     closer = getattr(fn, "close", None)
     if callable(closer):
-        call_user(closer, f"{task_name}: close()")
+        call_user(closer, lambda: f"{task_name}: close()")
 
 
 # ------------------------------------------------------------------------------ stateless operators
@@ -161,7 +166,7 @@ class MapOperator(StreamOperator):
         open_function(self.function_obj, self.name)
 
     def process_element(self, record: StreamRecord) -> None:
-        value = call_user(self.fn, f"{self.name}: map({record.value!r})", record.value)
+        value = call_user(self.fn, lambda: f"{self.name}: map({record.value!r})", record.value)
         self.output.collect(StreamRecord(value, record.timestamp))
 
     def close(self) -> None:
@@ -170,13 +175,13 @@ class MapOperator(StreamOperator):
 
 class FlatMapOperator(MapOperator):
     def process_element(self, record: StreamRecord) -> None:
-        results = call_user(self.fn, f"{self.name}: flat_map({record.value!r})", record.value)
+        results = call_user(self.fn, lambda: f"{self.name}: flat_map({record.value!r})", record.value)
         emit_results(self.output, results, record.timestamp)
 
 
 class FilterOperator(MapOperator):
     def process_element(self, record: StreamRecord) -> None:
-        if call_user(self.fn, f"{self.name}: filter({record.value!r})", record.value):
+        if call_user(self.fn, lambda: f"{self.name}: filter({record.value!r})", record.value):
             self.output.collect(record)
 
 
@@ -230,7 +235,7 @@ class ProcessOperator(StreamOperator):
     def process_element(self, record: StreamRecord) -> None:
         self._record = record
         try:
-            results = call_user(self.function.process_element, f"{self.name}: process_element", record.value, self._ctx)
+            results = call_user(self.function.process_element, lambda: f"{self.name}: process_element", record.value, self._ctx)
             emit_results(self.output, results, record.timestamp)
         finally:
             self._record = None
@@ -281,7 +286,7 @@ class KeyedOperator(StreamOperator):
         self.timers = InternalTimerService(self.backend.get_current_key, self._fire_event_timer, self._fire_processing_timer)
 
     def process_element(self, record: StreamRecord) -> None:
-        key = call_user(self.key_selector, f"{self.name}: key selector on {record.value!r}", record.value)
+        key = call_user(self.key_selector, lambda: f"{self.name}: key selector on {record.value!r}", record.value)
         self.backend.set_current_key(key)
         self.process_keyed(key, record)
 
@@ -421,13 +426,15 @@ class KeyedProcessOperator(KeyedOperator):
     def process_keyed(self, key: Any, record: StreamRecord) -> None:
         ctx = self._ctx
         ctx.ts, ctx.domain = record.timestamp, None
-        results = call_user(self.function.process_element, f"{self.name}: process_element (key={key!r})", record.value, ctx)
+        results = call_user(
+            self.function.process_element, lambda: f"{self.name}: process_element (key={key!r})", record.value, ctx
+        )
         emit_results(self.output, results, record.timestamp)
 
     def _on_timer(self, ts: int, key: Any, domain: TimeDomain, out_ts: Optional[int]) -> None:
         ctx = self._ctx
         ctx.ts, ctx.domain = ts, domain
-        results = call_user(self.function.on_timer, f"{self.name}: on_timer({ts}) (key={key!r})", ts, ctx)
+        results = call_user(self.function.on_timer, lambda: f"{self.name}: on_timer({ts}) (key={key!r})", ts, ctx)
         emit_results(self.output, results, out_ts, side_timestamp=ts)
 
     def on_event_time(self, ts: int, key: Any, namespace: Hashable) -> None:
@@ -529,7 +536,9 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         out = StreamRecord(record.value, ts)
         self.output.collect(out)
         if ts is not None:
-            call_user(self.generator.on_event, f"{self.name}: watermark generator on_event", record.value, ts, self.wm_output)
+            call_user(
+                self.generator.on_event, lambda: f"{self.name}: watermark generator on_event", record.value, ts, self.wm_output
+            )
 
     def process_watermark(self, watermark: int) -> None:
         from .javamath import LONG_MAX
@@ -542,7 +551,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         return None
 
     def on_periodic_emit(self) -> None:
-        call_user(self.generator.on_periodic_emit, f"{self.name}: watermark generator on_periodic_emit", self.wm_output)
+        call_user(self.generator.on_periodic_emit, lambda: f"{self.name}: watermark generator on_periodic_emit", self.wm_output)
 
     def end_input(self) -> None:
         self.on_periodic_emit()

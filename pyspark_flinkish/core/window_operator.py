@@ -58,19 +58,19 @@ class WindowContents:
             return ReducingStateDescriptor(CONTENTS, self.reduce_fn)
         return AggregatingStateDescriptor(CONTENTS, self.agg_fn)
 
-    def from_values(self, values: List[Any], where: str) -> List[Any]:
+    def from_values(self, values: List[Any], where: Callable[[], str]) -> List[Any]:
         """The window function's input for the evictor's survivors."""
         if self.kind == "list":
             return values
         if self.kind == "reduce":
             current: Any = None
             for v in values:
-                current = v if current is None else call_user(self.reduce_fn, f"{where}: reduce", current, v)  # type: ignore[arg-type]
+                current = v if current is None else call_user(self.reduce_fn, lambda: f"{where()}: reduce", current, v)  # type: ignore[arg-type]
             return [current]
-        acc = call_user(self.agg_fn.create_accumulator, f"{where}: create_accumulator")
+        acc = call_user(self.agg_fn.create_accumulator, lambda: f"{where()}: create_accumulator")
         for v in values:
-            acc = call_user(self.agg_fn.add, f"{where}: add", v, acc)
-        return [call_user(self.agg_fn.get_result, f"{where}: get_result", acc)]
+            acc = call_user(self.agg_fn.add, lambda: f"{where()}: add", v, acc)
+        return [call_user(self.agg_fn.get_result, lambda: f"{where()}: get_result", acc)]
 
 
 class MergingWindowSet:
@@ -169,9 +169,14 @@ class _TriggerContext(OnMergeContext):
         self.op.timers.delete_event_time_timer(self.window, time)
 
     # -- trigger calls, with the user-code error wrapping
-    def _where(self, what: str) -> str:
-        key = self.op.backend.get_current_key()
-        return f"{self.op.name}: trigger {self.op.trigger!r}.{what} (key={key!r}, window={self.window!r})"
+    def _where(self, what: str) -> Callable[[], str]:
+        window = self.window
+
+        def where() -> str:
+            key = self.op.backend.get_current_key()
+            return f"{self.op.name}: trigger {self.op.trigger!r}.{what} (key={key!r}, window={window!r})"
+
+        return where
 
     def on_element(self, record: StreamRecord) -> TriggerResult:
         return call_user(self.op.trigger.on_element, self._where("on_element"), record.value, record.timestamp, self.window, self)  # type: ignore[no-any-return]
@@ -349,7 +354,7 @@ class WindowOperator(KeyedOperator):
     def process_keyed(self, key: Any, record: StreamRecord) -> None:
         windows = call_user(
             self.assigner.assign_windows,
-            f"{self.name}: {self.assigner!r}.assign_windows",
+            lambda: f"{self.name}: {self.assigner!r}.assign_windows",
             record.value,
             record.timestamp,
             self.assigner_ctx,
@@ -417,7 +422,7 @@ class WindowOperator(KeyedOperator):
         if self.evictor is not None:
             self.window_state.add((record.value, record.timestamp))
         else:
-            call_user(self.window_state.add, f"{self.name}: add to window {state_window!r}", record.value)
+            call_user(self.window_state.add, lambda: f"{self.name}: add to window {state_window!r}", record.value)
 
     def _contents(self) -> Any:
         if self.evictor is not None or self.contents.kind == "list":
@@ -462,7 +467,7 @@ class WindowOperator(KeyedOperator):
         self.process_ctx._window = window
         clear = getattr(self.window_function, "clear", None)
         if callable(clear):
-            call_user(clear, f"{self.name}: window function clear (window={window!r})", self.process_ctx)
+            call_user(clear, lambda: f"{self.name}: window function clear (window={window!r})", self.process_ctx)
         if mws is not None:
             mws.retire_window(window)
         self._count("windows_cleaned")
@@ -470,20 +475,23 @@ class WindowOperator(KeyedOperator):
     # ------------------------------------------------------------------------------ firing
     def _emit(self, key: Any, window: Window, contents: Any) -> None:
         self.process_ctx._window = window
-        where = f"{self.name}: window function (key={key!r}, window={window!r})"
+
+        def where() -> str:
+            return f"{self.name}: window function (key={key!r}, window={window!r})"
+
         self._count("windows_fired")
         if self.evictor is None:
             elements = contents if self.contents.kind == "list" else [contents]
             self._call_function(key, elements, where, window)
             return
         buffer = [TimestampedValue(v, t) for v, t in contents]
-        call_user(self.evictor.evict_before, f"{where}: evict_before", buffer, len(buffer), window, self.evictor_ctx)
+        call_user(self.evictor.evict_before, lambda: f"{where()}: evict_before", buffer, len(buffer), window, self.evictor_ctx)
         values = self.contents.from_values([e.value for e in buffer], where)
         self._call_function(key, values, where, window)
-        call_user(self.evictor.evict_after, f"{where}: evict_after", buffer, len(buffer), window, self.evictor_ctx)
+        call_user(self.evictor.evict_after, lambda: f"{where()}: evict_after", buffer, len(buffer), window, self.evictor_ctx)
         self.window_state.update([(e.value, e.timestamp) for e in buffer])
 
-    def _call_function(self, key: Any, elements: List[Any], where: str, window: Window) -> None:
+    def _call_function(self, key: Any, elements: List[Any], where: Callable[[], str], window: Window) -> None:
         results = call_user(self.window_function.process, where, key, self.process_ctx, elements)
         emit_results(self.output, results, window.max_timestamp())
 

@@ -7,7 +7,7 @@ model). The same pipeline code runs on Spark through the Spark executors.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, overload
 
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..core.errors import InvalidTypeError, UnsupportedFeatureError
@@ -16,6 +16,9 @@ from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
 from .plan import Transformation
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
+
+if TYPE_CHECKING:
+    from ..spark.environment import SparkStreamExecutionEnvironment
 
 
 class JobExecutionResult:
@@ -47,8 +50,18 @@ class StreamExecutionEnvironment:
         self._parallelism = 1
         self.last_result: Optional[JobExecutionResult] = None
 
+    @overload
     @staticmethod
-    def get_execution_environment(spark: Any = None, clock: Optional[Clock] = None, **options: Any) -> StreamExecutionEnvironment:
+    def get_execution_environment(spark: None = None, clock: Optional[Clock] = None) -> StreamExecutionEnvironment: ...
+
+    @overload
+    @staticmethod
+    def get_execution_environment(
+        spark: Any, clock: Optional[Clock] = None, **options: Any
+    ) -> SparkStreamExecutionEnvironment: ...
+
+    @staticmethod
+    def get_execution_environment(spark: Any = None, clock: Optional[Clock] = None, **options: Any) -> Any:
         """Without arguments: the JVM-free local environment. With a SparkSession: a
         :class:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment` that runs the same pipeline as a
         Spark Structured Streaming query (``options`` such as ``state_partitions`` go to it)."""

@@ -28,7 +28,10 @@ stateless operators after it. Not supported (error up front): processing time, a
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
+import shutil
 import tempfile
 import uuid
 from typing import Any, Dict, List, Optional
@@ -189,7 +192,7 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
 
         node = plan.nodes[keyed_index]
         runner = ChainRunner(plan, {}, now, 1)
-        op = node.factory()  # type: ignore[misc]
+        op: Any = node.factory()  # type: ignore[misc]
         out = _KeyedOutput(runner, keyed_index, op, 0)
         op.open(out, _FixedClock(now))
         key_value = decode_key(key[0])
@@ -206,7 +209,7 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         out.phase = 2
         if current > previous:
             op.process_watermark(current)  # fires the key's due timers first, as Flink did at the batch end
-        records = []
+        records: List[Any] = []
         for pdf in frames:
             records.extend(zip(pdf["ord"], pdf["value"], pdf["ts"]))
         records.sort(key=lambda r: [int(x) for x in r[0]])
@@ -302,13 +305,22 @@ class StatefulQueryBuilder:
 
         from .environment import SOURCE_DDL
 
-        directory = os.path.join(tempfile.gettempdir(), f"flinkish-replay-{uuid.uuid4().hex}")
-        os.makedirs(directory)
         batches = t.source.batches
-        files = [
+        files: List[List[Any]] = [
             [(dumps(v), t.watermark_strategy.extract_timestamp(v, None), [i, j], False) for j, v in enumerate(b.elements)]
             for i, b in enumerate(batches)
         ]
+        # the directory is named after its contents, so that a restarted query finds the same source files
+        digest = hashlib.sha256(
+            pickle.dumps([[(r[1], r[2]) for r in f] for f in files]) + b"".join(r[0] for f in files for r in f)
+        ).hexdigest()[:24]
+        directory = os.path.join(tempfile.gettempdir(), f"flinkish-replay-{digest}")
+        if os.path.isdir(directory):
+            from .environment import SOURCE_DDL
+
+            return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
+        tmp_dir = f"{directory}.{uuid.uuid4().hex}.tmp"
+        os.makedirs(tmp_dir)
         if t.source.end_of_input:
             files.append([(None, END_OF_INPUT, [len(batches), 0], True)])
             files.append([(None, None, [len(batches) + 1, 0], True)])  # one more batch fires the end's timeouts
@@ -326,9 +338,13 @@ class StatefulQueryBuilder:
                     "marker": pa.array([r[3] for r in rows], pa.bool_()),
                 }
             )
-            path = os.path.join(directory, f"batch-{i:09d}.parquet")
+            path = os.path.join(tmp_dir, f"batch-{i:09d}.parquet")
             pq.write_table(table, path)
             os.utime(path, (1_000_000 + i, 1_000_000 + i))
+        try:
+            os.rename(tmp_dir, directory)
+        except OSError:  # written concurrently by another query of the same source: use that one
+            shutil.rmtree(tmp_dir, ignore_errors=True)
         return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
 
 

@@ -288,8 +288,10 @@ class _ForeachBatchDriver:
                 pass  # the checkpoint wins: state is partitioned by it
             return int(stored["state_partitions"])
         os.makedirs(os.path.dirname(meta), exist_ok=True)
-        with open(meta, "wb") as f:
+        tmp = f"{meta}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as f:
             pickle.dump({"state_partitions": self.env.state_partitions, "format": 1}, f)
+        os.replace(tmp, meta)
         return self.env.state_partitions
 
     def _check_source(self, t: Transformation) -> None:
@@ -458,14 +460,54 @@ class _ForeachBatchDriver:
         return out
 
     def _run(self, df: Any, batch_id: int) -> None:
+        prev_version = self._open(batch_id)
+        steps = self._replay_steps(df)
+        by_sink: Dict[int, List[Any]] = {i: [] for i in self.plan.sinks}
+        materialized: List[Any] = []
+        batch_index: Optional[int] = None
+        version_in = prev_version
+        for step_df in steps:
+            # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
+            # only after a crash between Spark's source log and offset log; each still gets its own watermark)
+            step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
+            version_in = batch_id  # later steps continue from this batch's own state version
+            materialized.extend(step_frames)
+            for sink_index, rows in step_rows.items():
+                rows.sort(key=lambda r: list(r["ord"]))
+                by_sink[sink_index].extend(rows)
+        for sink_index, rows in by_sink.items():  # one delivery per Spark batch id: sinks stay idempotent
+            self._deliver(self.plan.transformations[sink_index], rows, batch_id)
+        for m in materialized:
+            m.unpersist()
+        self._commit(batch_id)
+        self.batches_run += 1
+        if self.progress is not None:
+            self.progress({"batch_id": batch_id, "replay_batch": batch_index, "watermarks": self.operator_watermarks()})
+
+    def _replay_steps(self, df: Any) -> List[Any]:
+        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files."""
         from pyspark.sql import functions as F
 
-        prev_version = self._open(batch_id)
+        if not any(isinstance(t.source, MicroBatchSource) for t in self.plan.transformations if t.kind == "source"):
+            return [df]
+        indices = sorted(int(r["batch"]) for r in df.select("batch").distinct().collect() if r["batch"] is not None)
+        replay = [i for i in indices if i >= 0]
+        if len(replay) <= 1:
+            return [df]
+        first = F.col("batch") == replay[0]
+        steps = [df.filter(first | (F.col("batch") < 0))]  # rows of DataFrame sources go with the first
+        steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
+        return steps
+
+    def _step(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
+        """Route, advance watermarks and run the keyed levels for one Flink micro-batch; returns the sink
+        rows by sink, the persisted frames to release, and the replay batch index."""
+        from pyspark.sql import functions as F
+
         plan, parts = self.exec_plan, self.partitions
         now = self.env.clock.now()
         wm_prev = self._wm_now()
         source_index = {plan.nodes[i].uid: i for i in plan.sources}
-        driver_plan = self.plan
 
         routed = df.mapInPandas(
             lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
@@ -487,14 +529,10 @@ class _ForeachBatchDriver:
             )
             for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
                 heartbeats = heartbeats.withColumn(c, F.lit(None).cast(routed.schema[c].dataType))
-            state_root = self.state_root
             keyed = (
                 pending.unionByName(heartbeats)
                 .groupBy("dest", "sp")
-                .applyInPandas(
-                    _keyed(plan, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version),
-                    ROW_DDL,
-                )
+                .applyInPandas(_keyed(plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, version_in), ROW_DDL)
                 .persist()
             )
             keyed.count()
@@ -505,15 +543,7 @@ class _ForeachBatchDriver:
         for o in outputs:
             for r in o.filter(F.col("dest").isin(plan.sinks)).select("dest", "value", "ord").collect():
                 by_sink[int(r["dest"])].append(r)
-        for sink_index, rows in by_sink.items():
-            rows.sort(key=lambda r: list(r["ord"]))
-            self._deliver(driver_plan.transformations[sink_index], rows, batch_id)
-        for m in materialized:
-            m.unpersist()
-        self._commit(batch_id)
-        self.batches_run += 1
-        if self.progress is not None:
-            self.progress({"batch_id": batch_id, "replay_batch": batch_index, "watermarks": self.operator_watermarks()})
+        return by_sink, materialized, batch_index
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
         """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
@@ -527,7 +557,7 @@ class _ForeachBatchDriver:
             node = g.nodes[t.id]
             for row in by_source.get(i, ()):
                 if row["stat_batch"] is not None and row["stat_batch"] >= 0:
-                    batch_index = int(row["stat_batch"])
+                    batch_index = max(int(row["stat_batch"]), batch_index if batch_index is not None else -1)
                 if t.kind == "source":
                     if row["part"] is None:
                         continue  # a batch marker: no partition, no event

@@ -1,0 +1,697 @@
+"""Throughput benchmark: a 1-minute event-time tumbling count+sum per key, native Spark vs pyspark_flinkish.
+
+Run (from the repository root)::
+
+    .venv/bin/python benchmarks/bench_tumbling.py                 # 2M events, 10k keys, 200k-row batches, 3 repeats
+    .venv/bin/python benchmarks/bench_tumbling.py --quick         # smoke run: 100k events, 1k keys, 20k-row batches
+    .venv/bin/python benchmarks/bench_tumbling.py --json out/bench.json
+
+This is a benchmark, not a test: nothing here passes or fails on speed. It exits non-zero only when the engines
+disagree on the windows (then no ratio is printed).
+
+Input (generated once per run, seeded): ``--events`` rows ``(key, ts, value, seq)`` with keys uniform in
+``[0, --keys)``, event times (epoch ms) spread over one hour with *bounded disorder*: a non-decreasing base time
+minus a uniform lag in ``[0, B]`` (``B = --disorder-ms``), so every event is at most ``B`` ms older than the
+largest timestamp seen before it. ``seq`` is the arrival position (the package's ``order_columns``). The rows are
+written as Parquet, one file per micro-batch of ``--batch-rows`` rows; every engine reads them as a real streaming
+query with ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)``.
+
+Engines (each a fresh streaming query and checkpoint, all in one SparkSession, ``spark.sql.shuffle.partitions=2``):
+
+* ``native``: ``withWatermark(ts, "B+1 milliseconds")`` + ``groupBy(key, window(ts, "1 minute"))``, ``count`` and
+  ``sum``, append mode, memory sink.
+* ``foreach_batch``: ``env.from_dataframe(df, for_bounded_out_of_orderness(B), timestamp_column="ts",
+  order_columns=["seq"])`` → ``key_by`` → ``TumblingEventTimeWindows.of(1 min)`` → ``aggregate(CountSum(),
+  WithWindow())`` → ``add_sink(list.append)`` (the sink runs on the driver, like the memory sink).
+* ``apply_in_pandas_with_state``: the same pipeline on ``get_execution_environment(spark,
+  backend="apply_in_pandas_with_state")`` (one ``applyInPandasWithState`` call per key and micro-batch, the key's
+  snapshot in Spark's ``GroupState``), same ``add_sink``. Reported as ``n/a (not implemented)`` with a package
+  version that has no ``backend`` option.
+* ``foreach_batch_general``: the same executor with list window contents, a Python trigger and a Python
+  ``ProcessWindowFunction`` (the general, non-vectorizable path): ``.trigger(EarlyCountEventTimeTrigger(N))``
+  ``.process(CountSumProcess())``. The trigger is Flink's ``EventTimeTrigger`` plus the early firings of a
+  ``CountTrigger.of(N)`` (``--count-trigger``, default 3). A bare ``CountTrigger`` cannot be compared with the other
+  engines: it never fires on event time (a window with fewer than N elements never fires, and a window's last
+  elements after its last multiple of N are never emitted). With ~3.3 events per key and window at the default
+  size, ``CountTrigger.of(100)`` would never fire at all; N=3 makes early firings happen in most windows.
+  Contents are not purged, so each firing emits the window's running count and sum; the window function flags
+  the firing at the watermark (``current_watermark() >= window.max_timestamp()``) as final, and only final rows
+  are compared. Early firings are counted and reported.
+
+Same watermark on both sides: Flink's bounded out-of-orderness ``B`` gives ``W = max_ts - B - 1``; Spark with
+``withWatermark(ts, "B+1 ms")`` gives ``max_ts - (B+1)``, the same value, computed from the batches before the
+current one in both. Because no event is more than ``B`` ms behind the maximum before it, no event is ever behind
+either watermark: neither engine drops anything (Spark's and Flink's lateness rules differ by 1 ms at a window's
+end, which therefore never matters here).
+
+Emitting every window: native append mode only emits a window once the watermark passes its end, and the package's
+``from_dataframe`` source has no end of input, so both would hold the last windows back. The input therefore ends
+with two one-row *sentinel* files: key ``-1`` at ``max_ts + B + 2 minutes``. After the first one, Flink's
+watermark is past every real window (the package fires them all at the end of that batch); native Spark uses the
+new watermark in the next batch, which the second sentinel file guarantees (whether or not Spark runs a no-data
+batch under availableNow). The sentinel's own window is never emitted and key ``-1`` is ignored. All engines'
+windows ``(key, window start ms, count, sum)`` must equal each other and an independent pandas group-by of the
+generated data before any ratio is printed.
+
+Measurements, per engine and repeat (repeats run the engines in turn, so each ratio pairs runs of one repeat):
+
+* ``wall s``: ``start()`` to the end of ``awaitTermination()`` (query start-up, every batch, the sentinel tail).
+* ``events/s``: steady throughput from ``query.recentProgress``: the data batches except the first (warm-up),
+  events / sum of their ``durationMs.triggerExecution``.
+* ``cpu s``: CPU seconds of this process and its descendants (JVM, Python workers) during the run, from /proc.
+* ``floor``: the per-micro-batch latency floor: median ``triggerExecution`` of tiny batches (``--tiny-files``
+  files of ``--tiny-rows`` rows, the first ``--tiny-skip`` batches excluded) in a separate query per engine.
+
+Ratios are engine / native within one repeat (events/s: higher is better; floor: lower is better); the table gives
+the median and [min-max] over repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.datastream.functions import AggregateFunction, ProcessWindowFunction
+from pyspark_flinkish.datastream.window import (
+    CountTrigger,
+    EventTimeTrigger,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    TumblingEventTimeWindows,
+)
+
+INPUT_DDL = "key long, ts long, value long, seq long"
+WINDOW_MS = 60_000
+SENTINEL_KEY = -1
+ENGINES = ["native", "foreach_batch", "apply_in_pandas_with_state", "foreach_batch_general"]
+
+
+def _not_implemented() -> set:  # type: ignore[type-arg]
+    import inspect
+
+    from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
+
+    has_backend = "backend" in inspect.signature(SparkStreamExecutionEnvironment.__init__).parameters
+    return set() if has_backend else {"apply_in_pandas_with_state"}
+
+
+NOT_IMPLEMENTED = _not_implemented()
+Window = Tuple[int, int, int, int]  # key, window start (ms), count, sum
+
+
+# ----------------------------------------------------------------------------------------------- user functions
+class CountSum(AggregateFunction):  # type: ignore[type-arg]
+    """Incremental (count, sum of value)."""
+
+    def create_accumulator(self) -> Tuple[int, int]:
+        return (0, 0)
+
+    def add(self, value: Any, accumulator: Tuple[int, int]) -> Tuple[int, int]:
+        return (accumulator[0] + 1, accumulator[1] + value.value)
+
+    def get_result(self, accumulator: Tuple[int, int]) -> Tuple[int, int]:
+        return accumulator
+
+    def merge(self, a: Tuple[int, int], b: Tuple[int, int]) -> Tuple[int, int]:
+        return (a[0] + b[0], a[1] + b[1])
+
+
+class WithWindow(ProcessWindowFunction):  # type: ignore[type-arg]
+    """Attaches key and window start to the pre-aggregated (count, sum)."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        count, total = next(iter(elements))
+        yield (key, context.window().start, count, total)
+
+
+class CountSumProcess(ProcessWindowFunction):  # type: ignore[type-arg]
+    """The general path: all of the window's elements, counted and summed in Python at each firing."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        count = total = 0
+        for e in elements:
+            count += 1
+            total += e.value
+        window = context.window()
+        yield (key, window.start, count, total, context.current_watermark() >= window.max_timestamp())
+
+
+class EarlyCountEventTimeTrigger(Trigger):  # type: ignore[type-arg]
+    """``EventTimeTrigger`` plus ``CountTrigger.of(n)``'s early firings (neither purges)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.counter = CountTrigger.of(count)
+        self.time = EventTimeTrigger.create()
+
+    def _config(self) -> tuple:  # type: ignore[type-arg]
+        return (self.count,)
+
+    def on_element(self, element: Any, timestamp: int, window: TimeWindow, ctx: Any) -> TriggerResult:
+        by_count = self.counter.on_element(element, timestamp, window, ctx)
+        by_time = self.time.on_element(element, timestamp, window, ctx)
+        return TriggerResult.FIRE if by_count.is_fire() or by_time.is_fire() else TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: TimeWindow, ctx: Any) -> TriggerResult:
+        return self.time.on_event_time(time, window, ctx)
+
+    def on_processing_time(self, time: int, window: TimeWindow, ctx: Any) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def clear(self, window: TimeWindow, ctx: Any) -> None:
+        self.counter.clear(window, ctx)
+        self.time.clear(window, ctx)
+
+    def __repr__(self) -> str:
+        return f"EarlyCountEventTimeTrigger({self.count})"
+
+
+if __name__ != "__main__":  # imported (e.g. by the profiler): ship this module's classes to workers by value
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+# ----------------------------------------------------------------------------------------------- input
+@dataclass
+class InputInfo:
+    directory: str
+    events: int
+    data_files: int
+    sentinel_files: int
+    min_ts: int
+    max_ts: int
+    sentinel_ts: int
+    expected: List[Window]
+
+
+def _write(directory: str, index: int, frame: Dict[str, np.ndarray]) -> None:
+    table = pa.table({c: pa.array(frame[c], pa.int64()) for c in ("key", "ts", "value", "seq")})
+    path = os.path.join(directory, f"batch-{index:06d}.parquet")
+    pq.write_table(table, path)
+    os.utime(path, (1_000_000 + index, 1_000_000 + index))  # the file source orders files by modification time
+
+
+def generate(directory: str, events: int, keys: int, batch_rows: int, disorder_ms: int, seed: int) -> InputInfo:
+    """The benchmark input: one Parquet file per micro-batch, then two sentinel files (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    t0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a minute boundary
+    span = 3_600_000
+    base = t0 + np.sort(rng.integers(0, span, events, dtype=np.int64))
+    ts = base - rng.integers(0, disorder_ms + 1, events, dtype=np.int64)
+    key = rng.integers(0, keys, events, dtype=np.int64)
+    value = rng.integers(0, 1000, events, dtype=np.int64)
+    seq = np.arange(events, dtype=np.int64)
+    # bounded disorder: nothing is more than B behind the maximum before it
+    prev_max = np.maximum.accumulate(ts)[:-1]
+    assert events < 2 or bool(np.all(ts[1:] >= prev_max - disorder_ms))
+    os.makedirs(directory, exist_ok=True)
+    files = 0
+    for start in range(0, events, batch_rows):
+        sl = slice(start, start + batch_rows)
+        _write(directory, files, {"key": key[sl], "ts": ts[sl], "value": value[sl], "seq": seq[sl]})
+        files += 1
+    max_ts = int(ts.max())
+    sentinel = max_ts + disorder_ms + 2 * WINDOW_MS
+    for i in range(2):
+        one = np.array([0], dtype=np.int64)
+        _write(directory, files + i, {"key": one + SENTINEL_KEY, "ts": one + sentinel, "value": one, "seq": one + events + i})
+    frame = pd.DataFrame({"key": key, "start": ts - ts % WINDOW_MS, "value": value})
+    agg = frame.groupby(["key", "start"], sort=True)["value"].agg(["count", "sum"]).reset_index()
+    expected = list(zip(*(agg[c].astype(int).tolist() for c in ("key", "start", "count", "sum"))))
+    return InputInfo(directory, events, files, 2, int(ts.min()), max_ts, sentinel, expected)  # type: ignore[arg-type]
+
+
+def generate_tiny(directory: str, files: int, rows: int, keys: int, seed: int) -> None:
+    """Tiny micro-batches for the latency floor: ``rows`` events per file, 1 s of event time per file."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(directory, exist_ok=True)
+    t0 = 1_767_225_600_000
+    for i in range(files):
+        ts = t0 + i * 1000 + np.sort(rng.integers(0, 1000, rows, dtype=np.int64))
+        frame = {
+            "key": rng.integers(0, keys, rows, dtype=np.int64),
+            "ts": ts,
+            "value": rng.integers(0, 1000, rows, dtype=np.int64),
+            "seq": np.arange(i * rows, (i + 1) * rows, dtype=np.int64),
+        }
+        _write(directory, i, frame)
+
+
+# ----------------------------------------------------------------------------------------------- measuring
+def _tree_cpu() -> float:
+    """CPU seconds (user+system, including reaped children) of this process and all its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: Dict[int, List[int]] = {}
+    stats: Dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        pid, ppid = int(name), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        stats[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, 0.0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def _progress(query: Any) -> List[Dict[str, Any]]:
+    out = []
+    for p in query.recentProgress:
+        if not isinstance(p, dict):
+            p = json.loads(p.json)
+        out.append(
+            {"batchId": p["batchId"], "rows": int(p["numInputRows"]), "ms": int(p["durationMs"].get("triggerExecution", 0))}
+        )
+    return sorted(out, key=lambda p: p["batchId"])
+
+
+@dataclass
+class Run:
+    engine: str
+    repeat: int
+    events: int
+    wall_s: float
+    cpu_s: float
+    steady_events_per_s: Optional[float]
+    batches: List[Dict[str, Any]] = field(default_factory=list)
+    windows: int = 0
+    early_firings: int = 0
+    floor_ms: Optional[float] = None
+    floor_batches: List[Dict[str, Any]] = field(default_factory=list)
+    load_avg: List[float] = field(default_factory=list)  # 1-minute load average before and after the run
+
+
+def _steady(progress: List[Dict[str, Any]], data_files: int) -> Optional[float]:
+    data = [p for p in progress if p["rows"] > 0][:data_files]
+    steady = data[1:]
+    ms = sum(p["ms"] for p in steady)
+    return sum(p["rows"] for p in steady) / (ms / 1000) if steady and ms > 0 else None
+
+
+def _floor(progress: List[Dict[str, Any]], skip: int) -> Optional[float]:
+    data = [p for p in progress if p["rows"] > 0][skip:]
+    return float(statistics.median(p["ms"] for p in data)) if data else None
+
+
+# ----------------------------------------------------------------------------------------------- engines
+def _source(spark: Any, directory: str) -> Any:
+    return spark.readStream.schema(INPUT_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
+
+
+def run_native(spark: Any, directory: str, disorder_ms: int, work: str, timeout_s: float) -> Tuple[Any, List[Window], float]:
+    """Returns (query, windows, wall seconds)."""
+    from pyspark.sql import functions as F
+
+    name = "bench_native_" + uuid.uuid4().hex[:8]
+    windows = (
+        _source(spark, directory)
+        .withColumn("et", F.timestamp_millis("ts"))
+        .withWatermark("et", f"{disorder_ms + 1} milliseconds")
+        .groupBy("key", F.window("et", "1 minute"))
+        .agg(F.count(F.lit(1)).alias("count"), F.sum("value").alias("sum"))
+        .select("key", F.unix_millis(F.col("window.start")).alias("start"), "count", "sum")
+    )
+    writer = (
+        windows.writeStream.format("memory")
+        .queryName(name)
+        .outputMode("append")
+        .option("checkpointLocation", os.path.join(work, name))
+        .trigger(availableNow=True)
+    )
+    t = time.perf_counter()
+    query = writer.start()
+    finished = query.awaitTermination(timeout_s)
+    wall = time.perf_counter() - t
+    if not finished:
+        query.stop()
+        raise TimeoutError(f"native query did not finish in {timeout_s} s")
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    rows = [tuple(int(x) for x in r) for r in spark.sql(f"select key, start, count, sum from {name}").collect()]
+    spark.catalog.dropTempView(name)
+    return query, rows, wall
+
+
+def run_flinkish(
+    spark: Any,
+    directory: str,
+    disorder_ms: int,
+    work: str,
+    timeout_s: float,
+    general: bool,
+    count_trigger: int,
+    backend: str = "foreach_batch",
+) -> Tuple[Any, List[Window], float, int]:
+    """Returns (query, final windows, wall seconds, early firings)."""
+    options = {} if backend == "foreach_batch" else {"backend": backend}
+    env = StreamExecutionEnvironment.get_execution_environment(spark, **options)
+    stream = env.from_dataframe(
+        _source(spark, directory),
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(disorder_ms)),
+        timestamp_column="ts",
+        order_columns=["seq"],
+    )
+    windowed = stream.key_by(lambda r: r.key).window(TumblingEventTimeWindows.of(Duration.of_minutes(1)))
+    out: List[Any] = []
+    if general:
+        windowed.trigger(EarlyCountEventTimeTrigger(count_trigger)).process(
+            CountSumProcess(), output_type=Types.TUPLE([Types.LONG()] * 4 + [Types.BOOLEAN()])
+        ).add_sink(out.append)
+    else:
+        windowed.aggregate(CountSum(), WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4)).add_sink(out.append)
+    name = "bench_flinkish_" + uuid.uuid4().hex[:8]
+    t = time.perf_counter()
+    handle = env.execute(name, checkpoint_location=os.path.join(work, name), trigger={"availableNow": True})
+    finished = handle.query.awaitTermination(timeout_s)
+    wall = time.perf_counter() - t
+    if not finished:
+        handle.stop()
+        raise TimeoutError(f"pyspark_flinkish query did not finish in {timeout_s} s")
+    if handle.driver is not None:
+        handle.driver.raise_if_failed()
+    if handle.query.exception() is not None:
+        raise RuntimeError(str(handle.query.exception()))
+    early = 0
+    if general:
+        early = sum(1 for r in out if not r[4])
+        rows = [tuple(int(x) for x in r[:4]) for r in out if r[4]]
+    else:
+        rows = [tuple(int(x) for x in r) for r in out]
+    return handle.query, rows, wall, early  # type: ignore[return-value]
+
+
+def run_engine(
+    engine: str, spark: Any, directory: str, args: argparse.Namespace, work: str
+) -> Tuple[Any, List[Window], float, int]:
+    if engine == "native":
+        q, rows, wall = run_native(spark, directory, args.disorder_ms, work, args.timeout_s)
+        return q, rows, wall, 0
+    backend = "apply_in_pandas_with_state" if engine == "apply_in_pandas_with_state" else "foreach_batch"
+    general = engine == "foreach_batch_general"
+    return run_flinkish(spark, directory, args.disorder_ms, work, args.timeout_s, general, args.count_trigger, backend)
+
+
+# ----------------------------------------------------------------------------------------------- comparing and reporting
+def _real(rows: List[Window]) -> List[Window]:
+    return sorted(r for r in rows if r[0] != SENTINEL_KEY)
+
+
+def check_windows(engine: str, rows: List[Window], expected: List[Window]) -> Optional[str]:
+    got = _real(rows)
+    if got == expected:
+        return None
+    g, e = set(got), set(expected)
+    dup = len(got) - len(g)
+    return (
+        f"{engine}: {len(got)} windows, expected {len(expected)}; missing {len(e - g)} (e.g. {sorted(e - g)[:3]}), "
+        f"unexpected {len(g - e)} (e.g. {sorted(g - e)[:3]}), duplicates {dup}"
+    )
+
+
+def _spread(values: List[float], fmt: str) -> str:
+    if not values:
+        return "n/a"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return format(med, fmt)
+    return f"{format(med, fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
+
+
+def summarize(runs: List[Run], engines: List[str]) -> List[Dict[str, Any]]:
+    by = {(r.engine, r.repeat): r for r in runs}
+    repeats = sorted({r.repeat for r in runs})
+    table = []
+    for engine in engines:
+        mine = [by[(engine, i)] for i in repeats if (engine, i) in by]
+        row: Dict[str, Any] = {"engine": engine}
+        if engine in NOT_IMPLEMENTED or not mine:
+            row["na"] = "n/a (not implemented)" if engine in NOT_IMPLEMENTED else "n/a (not run)"
+            table.append(row)
+            continue
+        ratios, floor_ratios, cpu_ratios = [], [], []
+        for r in mine:
+            native = by.get(("native", r.repeat))
+            if native is None:
+                continue
+            if r.steady_events_per_s and native.steady_events_per_s:
+                ratios.append(r.steady_events_per_s / native.steady_events_per_s)
+            if r.floor_ms and native.floor_ms:
+                floor_ratios.append(r.floor_ms / native.floor_ms)
+            if r.cpu_s > 0 and native.cpu_s > 0:
+                cpu_ratios.append((r.events / r.cpu_s) / (native.events / native.cpu_s))
+        row.update(
+            events=mine[0].events,
+            wall_s=[r.wall_s for r in mine],
+            cpu_s=[r.cpu_s for r in mine],
+            events_per_s=[r.steady_events_per_s for r in mine if r.steady_events_per_s],
+            ratio=ratios,
+            events_per_cpu_s_ratio=cpu_ratios,
+            floor_ms=[r.floor_ms for r in mine if r.floor_ms],
+            floor_ratio=floor_ratios,
+            windows=mine[0].windows,
+            early_firings=mine[0].early_firings,
+        )
+        table.append(row)
+    return table
+
+
+def print_table(table: List[Dict[str, Any]]) -> None:
+    head = ["engine", "events", "wall s", "events/s (steady)", "ratio vs native", "ev/CPU-s ratio", "floor ms", "floor ratio"]
+    lines = []
+    for row in table:
+        if "na" in row:
+            lines.append([row["engine"], row["na"], "", "", "", "", "", ""])
+            continue
+        lines.append(
+            [
+                row["engine"],
+                f"{row['events']:,}",
+                _spread(row["wall_s"], ".1f"),
+                _spread(row["events_per_s"], ",.0f"),
+                _spread(row["ratio"], ".3f") + ("x" if row["ratio"] else ""),
+                _spread(row["events_per_cpu_s_ratio"], ".3f") + ("x" if row["events_per_cpu_s_ratio"] else ""),
+                _spread(row["floor_ms"], ".0f"),
+                _spread(row["floor_ratio"], ".2f") + ("x" if row["floor_ratio"] else ""),
+            ]
+        )
+    widths = [max(len(str(x[i])) for x in [head, *lines]) for i in range(len(head))]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for line in lines:
+        print("| " + " | ".join(str(x).ljust(w) for x, w in zip(line, widths)) + " |")
+
+
+# ----------------------------------------------------------------------------------------------- main
+def _java_version() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+        return (out.stderr or out.stdout).splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _git_commit() -> str:
+    import subprocess
+
+    try:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        out = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=30)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--events", type=int, default=2_000_000, help="events in total (default 2,000,000)")
+    p.add_argument("--keys", type=int, default=10_000, help="distinct keys (default 10,000)")
+    p.add_argument("--batch-rows", type=int, default=200_000, help="rows per micro-batch / Parquet file (default 200,000)")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each engine (default 3)")
+    p.add_argument("--quick", action="store_true", help="smoke run: 100k events, 1k keys, 20k-row batches, 1 repeat")
+    p.add_argument("--disorder-ms", type=int, default=5_000, help="bounded out-of-orderness B in ms (default 5000)")
+    p.add_argument("--count-trigger", type=int, default=3, help="early-firing count of the general path (default 3)")
+    p.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated subset of {ENGINES}")
+    p.add_argument("--tiny-files", type=int, default=12, help="tiny micro-batches for the latency floor (default 12)")
+    p.add_argument("--tiny-rows", type=int, default=100, help="rows per tiny micro-batch (default 100)")
+    p.add_argument("--tiny-skip", type=int, default=2, help="first tiny batches excluded from the floor (default 2)")
+    p.add_argument("--no-floor", action="store_true", help="skip the latency-floor runs")
+    p.add_argument("--shuffle-partitions", type=int, default=2, help="spark.sql.shuffle.partitions (default 2)")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--driver-memory", default="6g", help="spark.driver.memory (default 6g)")
+    p.add_argument("--timeout-s", type=float, default=3600, help="give up on one query after this long (default 3600)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--workdir", default=None, help="where to put input and checkpoints (default: a temp dir, removed)")
+    p.add_argument("--json", dest="json_out", default=None, metavar="OUT", help="write the results as JSON here")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.events, args.keys, args.batch_rows, args.repeats = 100_000, 1_000, 20_000, 1
+    args.engine_list = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = set(args.engine_list) - set(ENGINES)
+    if unknown:
+        p.error(f"unknown engines {sorted(unknown)}; choose from {ENGINES}")
+    if "native" not in args.engine_list:
+        p.error("native is needed: every ratio is against it")
+    return args
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    from pyspark_flinkish.spark import session as flinkish_session
+
+    work = args.workdir or tempfile.mkdtemp(prefix="bench-tumbling-")
+    os.makedirs(work, exist_ok=True)
+    print(f"generating {args.events:,} events, {args.keys:,} keys, {args.batch_rows:,}-row batches in {work}", flush=True)
+    t = time.perf_counter()
+    info = generate(os.path.join(work, "input"), args.events, args.keys, args.batch_rows, args.disorder_ms, args.seed)
+    tiny_dir = os.path.join(work, "tiny")
+    generate_tiny(tiny_dir, args.tiny_files, args.tiny_rows, args.keys, args.seed + 1)
+    print(
+        f"  {info.data_files} data files + {info.sentinel_files} sentinel files, {len(info.expected):,} windows "
+        f"expected ({time.perf_counter() - t:.1f} s)",
+        flush=True,
+    )
+
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")  # pandas concat warnings from Spark's workers
+    spark = flinkish_session(
+        "bench_tumbling",
+        master=args.master,
+        shuffle_partitions=args.shuffle_partitions,
+        spark__default__parallelism=str(args.shuffle_partitions),
+        spark__driver__memory=args.driver_memory,
+        spark__sql__streaming__numRecentProgressUpdates="10000",
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    runs: List[Run] = []
+    problems: List[str] = []  # timeouts
+    mismatches: List[str] = []
+    try:
+        # warm-up: one tiny native query so that JVM start-up and first-job costs do not land on repeat 0
+        run_native(spark, tiny_dir, args.disorder_ms, os.path.join(work, "ck"), args.timeout_s)
+        for repeat in range(args.repeats):
+            for engine in args.engine_list:
+                if engine in NOT_IMPLEMENTED:
+                    continue
+                print(f"repeat {repeat}: {engine} ...", end=" ", flush=True)
+                load0 = os.getloadavg()[0]
+                cpu0 = _tree_cpu()
+                try:
+                    query, rows, wall, early = run_engine(engine, spark, info.directory, args, os.path.join(work, "ck"))
+                except TimeoutError as exc:
+                    print(f"timeout ({exc})", flush=True)
+                    problems.append(f"{engine} repeat {repeat}: {exc}")
+                    continue
+                cpu = _tree_cpu() - cpu0
+                progress = _progress(query)
+                run = Run(
+                    engine,
+                    repeat,
+                    args.events,
+                    wall,
+                    cpu,
+                    _steady(progress, info.data_files),
+                    progress,
+                    len(_real(rows)),
+                    early,
+                    load_avg=[load0, os.getloadavg()[0]],
+                )
+                problem = check_windows(engine, rows, info.expected)
+                if problem:
+                    mismatches.append(f"repeat {repeat}: {problem}")
+                if not args.no_floor:
+                    fq = run_engine(engine, spark, tiny_dir, args, os.path.join(work, "ck"))[0]
+                    run.floor_batches = _progress(fq)
+                    run.floor_ms = _floor(run.floor_batches, args.tiny_skip)
+                runs.append(run)
+                eps = f"{run.steady_events_per_s:,.0f} events/s" if run.steady_events_per_s else "n/a events/s"
+                floor = f", floor {run.floor_ms:.0f} ms" if run.floor_ms else ""
+                print(
+                    f"load {load0:.1f}, wall {wall:.1f} s, cpu {cpu:.1f} s, steady {eps}{floor}, {run.windows:,} windows"
+                    + (f" ({early:,} early firings)" if engine == "foreach_batch_general" else "")
+                    + ("" if not problem else "  MISMATCH"),
+                    flush=True,
+                )
+    finally:
+        spark.stop()
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    table = summarize(runs, args.engine_list)
+    result = {
+        "benchmark": "bench_tumbling",
+        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+        "config": {k: v for k, v in vars(args).items() if k != "engine_list"},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "pyspark": __import__("pyspark").__version__,
+            "pandas": pd.__version__,
+            "pyarrow": pa.__version__,
+            "java": _java_version(),
+            "package_commit": _git_commit(),
+        },
+        "input": {
+            "events": info.events,
+            "data_files": info.data_files,
+            "windows": len(info.expected),
+            "min_ts": info.min_ts,
+            "max_ts": info.max_ts,
+            "sentinel_ts": info.sentinel_ts,
+        },
+        "windows_match": not mismatches,
+        "mismatches": mismatches,
+        "problems": problems,
+        "table": table,
+        "runs": [asdict(r) for r in runs],
+    }
+    if args.json_out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json_out)), exist_ok=True)
+        with open(args.json_out, "w") as f:
+            json.dump(result, f, indent=1)
+    if mismatches:
+        print("\nWINDOWS DIFFER: no ratios printed", file=sys.stderr)
+        for p in mismatches:
+            print("  " + p, file=sys.stderr)
+        return 1
+    print(f"\nall engines produced the same {len(info.expected):,} windows (and match a pandas group-by of the input)")
+    for p in problems:
+        print("  note: " + p)
+    print()
+    print_table(table)
+    if args.json_out:
+        print(f"\nwrote {args.json_out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""Where the foreachBatch executor spends its time: one steady micro-batch of ``bench_tumbling``, without a JVM.
+
+Spark's Python workers run ``pyspark_flinkish`` code that a driver-side profiler cannot see, so this script
+replays what the executor does for one micro-batch in this process, calling the package's own functions in the
+order ``_ForeachBatchDriver._run`` does (the Spark parts — Arrow transfer, shuffle, persist, collect — are
+left out and reported by ``bench_tumbling.py`` as the difference to the wall time):
+
+1. ``environment._dataframe_rows`` (mapInPandas on the source DataFrame): input rows -> source rows;
+2. ``plan.route_partition`` (mapInPandas): stateless chain, keys, state partitions, watermark statistics;
+3. ``_ForeachBatchDriver._advance_watermarks`` (driver);
+4. ``plan.run_keyed_partition`` (applyInPandas per keyed operator and state partition, incl. heartbeats);
+5. sink delivery (``pickle.loads`` of every output value, then the sink) and ``_ForeachBatchDriver._commit``.
+
+Batch 0 (fresh state) is run first without profiling; batch 1 (restores batch 0's state) is timed stage by
+stage and profiled with pyinstrument (``pip install pyinstrument``) when it is installed.
+
+``--driver`` instead profiles the driver side of the latency floor: a real Spark query over tiny micro-batches
+(``bench_tumbling``'s tiny input), with pyinstrument started inside the ``foreachBatch`` callback thread for every
+batch after the first two; it shows which Spark jobs and driver steps one micro-batch waits for.
+
+    .venv/bin/python benchmarks/profile_foreach_batch.py [--general] [--batch-rows 200000] [--keys 10000]
+    .venv/bin/python benchmarks/profile_foreach_batch.py --driver
+    .venv/bin/python benchmarks/profile_foreach_batch.py --stateful
+
+``--stateful`` profiles the applyInPandasWithState executor's Python work the same way: ``stateful.route``, then
+``stateful.keyed_function`` once per key with data (and per key whose timeout expired), with a dictionary
+standing in for Spark's ``GroupState``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_tumbling as bench
+
+from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.spark import environment as envmod
+from pyspark_flinkish.spark import plan as planmod
+
+
+class _FakeStreamingFrame:
+    """Stands in for the streaming DataFrame: ``mapInPandas`` hands back the function the executors would run."""
+
+    columns = ["key", "ts", "value", "seq"]
+
+    def mapInPandas(self, fn: Any, schema: str) -> Any:  # noqa: N802 (Spark's name)
+        return fn
+
+
+def _input_frames(batch_rows: int, keys: int, disorder_ms: int, seed: int) -> List[pd.DataFrame]:
+    """Two consecutive batches of the benchmark's input (same generator, same parameters as ``--events 2M``)."""
+    with tempfile.TemporaryDirectory() as d:
+        bench.generate(d, 2 * batch_rows, keys, batch_rows, disorder_ms, seed)
+        import pyarrow.parquet as pq
+
+        return [pq.read_table(os.path.join(d, f"batch-{i:06d}.parquet")).to_pandas() for i in range(2)]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description="profile one micro-batch of the foreachBatch executor (no JVM)")
+    p.add_argument("--batch-rows", type=int, default=200_000)
+    p.add_argument("--keys", type=int, default=10_000)
+    p.add_argument("--disorder-ms", type=int, default=5_000)
+    p.add_argument("--general", action="store_true", help="the general path (Python trigger + ProcessWindowFunction)")
+    p.add_argument("--count-trigger", type=int, default=3)
+    p.add_argument("--arrow-rows", type=int, default=10_000, help="rows per pandas frame (Spark's maxRecordsPerBatch)")
+    p.add_argument("--html", default=None, help="also write pyinstrument's HTML report here")
+    p.add_argument("--stateful", action="store_true", help="the applyInPandasWithState executor instead")
+    p.add_argument("--driver", action="store_true", help="profile the driver over tiny micro-batches on Spark")
+    args = p.parse_args()
+    if args.driver:
+        return profile_driver(args)
+    if args.stateful:
+        return profile_stateful(args)
+
+    frames = _input_frames(args.batch_rows, args.keys, args.disorder_ms, 42)
+    env = envmod.SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
+    stream = env.from_dataframe(
+        _FakeStreamingFrame(),
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(args.disorder_ms)),
+        timestamp_column="ts",
+        order_columns=["seq"],
+    )
+    windowed = stream.key_by(lambda r: r.key).window(TumblingEventTimeWindows.of(Duration.of_minutes(1)))
+    out: List[Any] = []
+    if args.general:
+        windowed.trigger(bench.EarlyCountEventTimeTrigger(args.count_trigger)).process(
+            bench.CountSumProcess(), output_type=Types.TUPLE([Types.LONG()] * 4 + [Types.BOOLEAN()])
+        ).add_sink(out.append)
+    else:
+        windowed.aggregate(bench.CountSum(), bench.WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4)).add_sink(out.append)
+    checkpoint = tempfile.mkdtemp(prefix="flinkish-profile-")
+    driver = envmod._ForeachBatchDriver(env, list(env._sinks), checkpoint, None)
+    src_t = next(t for t in driver.plan.transformations if t.kind == "source")
+    convert = envmod._dataframe_rows(src_t, driver.plan.nodes[driver.plan.transformations.index(src_t)].uid)
+
+    def one_batch(batch_id: int, pdf: pd.DataFrame, timings: Dict[str, float]) -> None:
+        def lap(name: str, t0: float) -> float:
+            t1 = time.perf_counter()
+            timings[name] = timings.get(name, 0.0) + (t1 - t0)
+            return t1
+
+        t = time.perf_counter()
+        prev_version = driver._open(batch_id)
+        plan, parts = driver.exec_plan, driver.partitions
+        now = env.clock.now()
+        wm_prev = driver._wm_now()
+        source_index = {plan.nodes[i].uid: i for i in plan.sources}
+        chunks = [pdf.iloc[i : i + args.arrow_rows] for i in range(0, len(pdf), args.arrow_rows)]
+        t = lap("0 driver: open", t)
+        source_rows = list(convert(iter(chunks)))
+        t = lap("1 source rows (_dataframe_rows.convert)", t)
+        routed = pd.concat(list(planmod.route_partition(plan, iter(source_rows), wm_prev, now, parts, source_index)))
+        t = lap("2 route (route_partition)", t)
+        stats = routed[routed["kind"] == "stat"].to_dict("records")
+        driver._advance_watermarks(stats)
+        wm_new = driver._wm_now()
+        t = lap("3 driver: watermarks", t)
+        outputs = [routed[routed["kind"] == "rec"]]
+        for level in plan.levels:
+            nodes = plan.keyed_at(level)
+            pending = pd.concat(outputs)
+            pending = pending[pending["dest"].isin(nodes)]
+            keyed_out = []
+            for node in nodes:
+                for sp in range(parts):
+                    group = pending[(pending["dest"] == node) & (pending["sp"] == sp)]
+                    hb = pd.DataFrame([{c: None for c in planmod.ROW_COLUMNS} | {"kind": "hb", "dest": node, "sp": sp}])
+                    group = pd.concat([group, hb], ignore_index=True)
+                    keyed_out.append(
+                        planmod.run_keyed_partition(
+                            plan, group, wm_prev, wm_new, now, parts, driver.state_root, batch_id, prev_version
+                        )
+                    )
+            outputs.append(pd.concat(keyed_out))
+        t = lap("4 keyed (run_keyed_partition)", t)
+        sink_rows = pd.concat(outputs)
+        sink_rows = sink_rows[sink_rows["dest"].isin(plan.sinks)]
+        rows = [{"dest": d, "value": v, "ord": o} for d, v, o in zip(sink_rows["dest"], sink_rows["value"], sink_rows["ord"])]
+        rows.sort(key=lambda r: list(r["ord"]))
+        for sink_index in plan.sinks:
+            values = [pickle.loads(r["value"]) for r in rows if r["dest"] == sink_index]
+            driver.plan.transformations[sink_index].sink  # noqa: B018
+            for v in values:
+                driver.plan.transformations[sink_index].sink(v)
+        t = lap("5 sink delivery (loads + sink)", t)
+        driver._commit(batch_id)
+        lap("6 driver: commit", t)
+
+    warm: Dict[str, float] = {}
+    one_batch(0, frames[0], warm)
+    timings: Dict[str, float] = {}
+    profiler = None
+    try:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.001)
+    except ImportError:
+        print("(pyinstrument not installed: stage timings only)")
+    if profiler is not None:
+        profiler.start()
+    t0 = time.perf_counter()
+    one_batch(1, frames[1], timings)
+    total = time.perf_counter() - t0
+    if profiler is not None:
+        profiler.stop()
+    n = len(frames[1])
+    print(
+        f"\nbatch 1: {n:,} events, {len(out):,} windows emitted so far, {total:.2f} s in one process "
+        f"= {n / total:,.0f} events/s on one core ({1e6 * total / n:.1f} us/event)"
+    )
+    for name, s in sorted(timings.items()):
+        print(f"  {name:45s} {s:7.2f} s  {100 * s / total:5.1f} %  {1e6 * s / n:6.1f} us/event")
+    if profiler is not None:
+        print(profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False))
+        if args.html:
+            with open(args.html, "w") as f:
+                f.write(profiler.output_html())
+    return 0
+
+
+class _FakeGroupState:
+    """Spark's ``GroupState`` for one key, backed by a dict entry."""
+
+    def __init__(self, store: Dict[Any, Any], key: Any, watermark_ms: int) -> None:
+        self.store, self.key, self.watermark_ms = store, key, watermark_ms
+
+    @property
+    def exists(self) -> bool:
+        return self.key in self.store
+
+    @property
+    def get(self) -> Any:
+        return self.store[self.key][0]
+
+    def update(self, value: Any) -> None:
+        self.store[self.key] = (value, self.store.get(self.key, (None, None))[1])
+
+    def remove(self) -> None:
+        self.store.pop(self.key, None)
+
+    def setTimeoutTimestamp(self, ts: int) -> None:  # noqa: N802 (Spark's name)
+        self.store[self.key] = (self.store[self.key][0], ts)
+
+    def getCurrentWatermarkMs(self) -> int:  # noqa: N802 (Spark's name)
+        return self.watermark_ms
+
+
+def profile_stateful(args: argparse.Namespace) -> int:
+    from pyspark_flinkish.spark import stateful
+
+    frames = _input_frames(args.batch_rows, args.keys, args.disorder_ms, 42)
+    env = envmod.SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend="apply_in_pandas_with_state")
+    stream = env.from_dataframe(
+        _FakeStreamingFrame(),
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(args.disorder_ms)),
+        timestamp_column="ts",
+        order_columns=["seq"],
+    )
+    windowed = stream.key_by(lambda r: r.key).window(TumblingEventTimeWindows.of(Duration.of_minutes(1)))
+    if args.general:
+        s = windowed.trigger(bench.EarlyCountEventTimeTrigger(args.count_trigger)).process(
+            bench.CountSumProcess(), output_type=Types.TUPLE([Types.LONG()] * 4 + [Types.BOOLEAN()])
+        )
+    else:
+        s = windowed.aggregate(bench.CountSum(), bench.WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4))
+    s.add_sink(lambda v: None)
+    builder = stateful.StatefulQueryBuilder(env, sinks=list(env._sinks))
+    plan = stateful._for_executors(builder.plan)
+    info = builder.info
+    source_t = builder.plan.transformations[info["source"]]
+    source_uid = builder.plan.nodes[info["source"]].uid
+    convert = envmod._dataframe_rows(source_t, source_uid)
+    fn = stateful.keyed_function(plan, info["keyed"], info["delay"], 0)
+    store: Dict[Any, Any] = {}
+    spark_wm = 0
+    outputs = 0
+
+    def one_batch(pdf: pd.DataFrame, timings: Dict[str, float]) -> int:
+        nonlocal spark_wm, outputs
+        chunks = [pdf.iloc[i : i + args.arrow_rows] for i in range(0, len(pdf), args.arrow_rows)]
+        t = time.perf_counter()
+        source_rows = list(convert(iter(chunks)))
+        t1 = time.perf_counter()
+        timings["1 source rows (_dataframe_rows.convert)"] = t1 - t
+        routed = pd.concat(list(stateful.route(plan, iter(source_rows), 0, source_uid)))
+        t2 = time.perf_counter()
+        timings["2 route (stateful.route)"] = t2 - t1
+        carriers = routed[routed["kind"] == "carrier"]
+        records = routed[routed["kind"] == "rec"]
+        groups = {k: g for k, g in records.groupby("key", sort=False)}
+        due = [k for k, (_, timeout) in store.items() if timeout is not None and spark_wm > timeout and k not in groups]
+        t3 = time.perf_counter()
+        timings["3 group by key (Spark's job, here pandas)"] = t3 - t2
+        empty = records.iloc[:0]
+        calls = 0
+        for key in list(groups) + due:
+            frame = groups.get(key, empty)
+            for out in fn((key,), iter([frame[["ord", "value", "ts"]]]), _FakeGroupState(store, key, spark_wm)):
+                outputs += len(out)
+            calls += 1
+        timings["4 keyed_function (one call per key)"] = time.perf_counter() - t3
+        top = int(carriers["__et"].max().value // 1_000_000)
+        spark_wm = max(spark_wm, top - info["delay"])  # Spark's watermark for the next batch
+        return calls
+
+    one_batch(frames[0], {})
+    timings: Dict[str, float] = {}
+    profiler = None
+    try:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.001)
+        profiler.start()
+    except ImportError:
+        print("(pyinstrument not installed: stage timings only)")
+    t0 = time.perf_counter()
+    calls = one_batch(frames[1], timings)
+    total = time.perf_counter() - t0
+    if profiler is not None:
+        profiler.stop()
+    n = len(frames[1])
+    print(
+        f"\nbatch 1: {n:,} events, {calls:,} keyed_function calls, {outputs:,} output rows so far, {total:.2f} s "
+        f"in one process = {n / total:,.0f} events/s on one core ({1e6 * total / n:.1f} us/event)"
+    )
+    for name, sec in sorted(timings.items()):
+        print(f"  {name:45s} {sec:7.2f} s  {100 * sec / total:5.1f} %  {1e6 * sec / n:6.1f} us/event")
+    if profiler is not None:
+        print(profiler.output_text(unicode=False, color=False, show_all=False))
+    return 0
+
+
+def profile_driver(args: argparse.Namespace) -> int:
+    from pyinstrument import Profiler
+
+    from pyspark_flinkish.spark import session as flinkish_session
+
+    profiler = Profiler(interval=0.001)
+    original = envmod._ForeachBatchDriver.__call__
+    durations: List[float] = []
+
+    def profiled(self: Any, df: Any, batch_id: int) -> None:
+        t = time.perf_counter()
+        if batch_id >= 2:
+            profiler.start()
+        try:
+            original(self, df, batch_id)
+        finally:
+            if batch_id >= 2:
+                profiler.stop()
+            durations.append(time.perf_counter() - t)
+
+    envmod._ForeachBatchDriver.__call__ = profiled  # type: ignore[method-assign]
+    work = tempfile.mkdtemp(prefix="flinkish-profile-driver-")
+    bench.generate_tiny(os.path.join(work, "tiny"), 12, 100, args.keys, 43)
+    spark = flinkish_session("profile_driver", shuffle_partitions=2, spark__default__parallelism="2")
+    spark.sparkContext.setLogLevel("ERROR")
+    ns = argparse.Namespace(disorder_ms=args.disorder_ms, timeout_s=600, count_trigger=args.count_trigger)
+    bench.run_engine("native", spark, os.path.join(work, "tiny"), ns, os.path.join(work, "ck"))  # warm-up
+    engine = "foreach_batch_general" if args.general else "foreach_batch"
+    query = bench.run_engine(engine, spark, os.path.join(work, "tiny"), ns, os.path.join(work, "ck"))[0]
+    progress = bench._progress(query)
+    spark.stop()
+    print("foreachBatch callback s per batch:", " ".join(f"{d:.2f}" for d in durations))
+    print("triggerExecution ms per batch:   ", " ".join(str(p["ms"]) for p in progress))
+    print(profiler.output_text(unicode=False, color=False, show_all=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_flinkish.conformance import ScenarioError, differences, discover, load, run_local, validate
-from pyspark_flinkish.conformance.pipeline import build
-from pyspark_flinkish.conformance.runner import canonical
+from pyspark_flinkish.conformance.runner import attach, result
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.local.executor import LocalExecutor
 
@@ -42,14 +41,9 @@ def test_scenario_matches_flink(path: Path) -> None:
 
 def _run_restoring(scenario: dict) -> dict:
     env = StreamExecutionEnvironment.get_execution_environment()
-    main, late = build(env, scenario)
-    main_out: list = []
-    late_out: list = []
-    main.add_sink(main_out.append)
-    if late is not None:
-        late.add_sink(late_out.append)
+    out = attach(env, scenario)
     LocalExecutor(env._sinks, env.clock, restore_every_batch=True).run(scenario["name"])
-    return canonical({"main": main_out, "late": [{k: e[k] for k in ("key", "ts", "value")} for e in late_out]})
+    return result(out)
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])

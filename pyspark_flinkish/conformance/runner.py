@@ -35,40 +35,37 @@ def canonical(output: Dict[str, List[Dict[str, Any]]]) -> Dict[str, List[Dict[st
     return {"main": main, "late": late}
 
 
+def attach(env: StreamExecutionEnvironment, scenario: Dict[str, Any], generate_watermarks: bool = False) -> Dict[str, List[Any]]:
+    """Build ``scenario`` on ``env`` and sink its main and late outputs into the returned lists."""
+    out: Dict[str, List[Any]] = {"main": [], "late": []}
+    main, late = build(env, scenario, generate_watermarks=generate_watermarks)
+    main.add_sink(out["main"].append)
+    if late is not None:
+        late.add_sink(out["late"].append)
+    return out
+
+
+def result(out: Dict[str, List[Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    """The collected outputs in the expected-output format, canonically sorted."""
+    return canonical({"main": out["main"], "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in out["late"]]})
+
+
 def run_local(scenario: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     """Run ``scenario`` on the JVM-free engine; return ``{"main": [...], "late": [...]}`` canonically sorted."""
     env = StreamExecutionEnvironment.get_execution_environment()
-    main_out: List[Dict[str, Any]] = []
-    late_out: List[Dict[str, Any]] = []
-    main, late = build(env, scenario)
-    main.add_sink(main_out.append)
-    if late is not None:
-        late.add_sink(late_out.append)
+    out = attach(env, scenario)
     env.execute(scenario["name"])
-    return canonical({"main": main_out, "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in late_out]})
+    return result(out)
 
 
 def run_spark_all(spark: Any, scenarios: List[Dict[str, Any]], checkpoint: str) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
     """Run many scenarios as ONE Spark streaming query (foreachBatch executor): every scenario is its own
     pipeline of the same environment, batch ``i`` of every scenario is Spark micro-batch ``i``."""
     env = StreamExecutionEnvironment.get_execution_environment(spark)
-    outputs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
-    for scenario in scenarios:
-        main_out: List[Dict[str, Any]] = []
-        late_out: List[Dict[str, Any]] = []
-        main, late = build(env, scenario)
-        main.add_sink(main_out.append)
-        if late is not None:
-            late.add_sink(late_out.append)
-        outputs[scenario["name"]] = {"main": main_out, "late": late_out}
+    outputs = {scenario["name"]: attach(env, scenario) for scenario in scenarios}
     handle = env.execute("conformance", checkpoint_location=checkpoint, trigger={"availableNow": True})
     handle.await_termination()
-    return {
-        name: canonical(
-            {"main": out["main"], "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in out["late"]]}
-        )
-        for name, out in outputs.items()
-    }
+    return {name: result(out) for name, out in outputs.items()}
 
 
 def start_spark_stateful(spark: Any, scenario: Dict[str, Any], checkpoint: str) -> Tuple[Any, Dict[str, List[Any]]]:
@@ -77,11 +74,7 @@ def start_spark_stateful(spark: Any, scenario: Dict[str, Any], checkpoint: str) 
     from .pipeline import generated_bound
 
     env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
-    main, late = build(env, scenario, generate_watermarks=generated_bound(scenario) is not None)
-    out: Dict[str, List[Any]] = {"main": [], "late": []}
-    main.add_sink(out["main"].append)
-    if late is not None:
-        late.add_sink(out["late"].append)
+    out = attach(env, scenario, generate_watermarks=generated_bound(scenario) is not None)
     handle = env.execute(scenario["name"], checkpoint_location=checkpoint, trigger={"availableNow": True})
     return handle, out
 
@@ -107,7 +100,7 @@ def run_spark_stateful_all(
 
 def finish_spark_stateful(handle: Any, out: Dict[str, List[Any]]) -> Dict[str, List[Dict[str, Any]]]:
     handle.await_termination()
-    return canonical({"main": out["main"], "late": [{"key": e["key"], "ts": e["ts"], "value": e["value"]} for e in out["late"]]})
+    return result(out)
 
 
 def differences(actual: Dict[str, List[Any]], expected: Dict[str, List[Any]]) -> List[str]:

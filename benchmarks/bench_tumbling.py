@@ -564,6 +564,52 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
+def _result(
+    args: argparse.Namespace,
+    info: InputInfo,
+    runs: List[Run],
+    table: List[Dict[str, Any]],
+    problems: List[str],
+    mismatches: List[str],
+    complete: bool,
+) -> Dict[str, Any]:
+    return {
+        "complete": complete,
+        "benchmark": "bench_tumbling",
+        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+        "config": {k: v for k, v in vars(args).items() if k != "engine_list"},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "pyspark": __import__("pyspark").__version__,
+            "pandas": pd.__version__,
+            "pyarrow": pa.__version__,
+            "java": _java_version(),
+            "package_commit": _git_commit(),
+        },
+        "input": {
+            "events": info.events,
+            "data_files": info.data_files,
+            "windows": len(info.expected),
+            "min_ts": info.min_ts,
+            "max_ts": info.max_ts,
+            "sentinel_ts": info.sentinel_ts,
+        },
+        "windows_match": not mismatches,
+        "mismatches": mismatches,
+        "problems": problems,
+        "table": table,
+        "runs": [asdict(r) for r in runs],
+    }
+
+
+def _write_json(path: str, result: Dict[str, Any]) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     from pyspark_flinkish.spark import session as flinkish_session
@@ -632,6 +678,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     run.floor_batches = _progress(fq)
                     run.floor_ms = _floor(run.floor_batches, args.tiny_skip)
                 runs.append(run)
+                if args.json_out:  # partial results survive an interrupted run
+                    partial = _result(args, info, runs, summarize(runs, args.engine_list), problems, mismatches, False)
+                    _write_json(args.json_out, partial)
                 eps = f"{run.steady_events_per_s:,.0f} events/s" if run.steady_events_per_s else "n/a events/s"
                 floor = f", floor {run.floor_ms:.0f} ms" if run.floor_ms else ""
                 print(
@@ -646,38 +695,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     table = summarize(runs, args.engine_list)
-    result = {
-        "benchmark": "bench_tumbling",
-        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
-        "config": {k: v for k, v in vars(args).items() if k != "engine_list"},
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "pyspark": __import__("pyspark").__version__,
-            "pandas": pd.__version__,
-            "pyarrow": pa.__version__,
-            "java": _java_version(),
-            "package_commit": _git_commit(),
-        },
-        "input": {
-            "events": info.events,
-            "data_files": info.data_files,
-            "windows": len(info.expected),
-            "min_ts": info.min_ts,
-            "max_ts": info.max_ts,
-            "sentinel_ts": info.sentinel_ts,
-        },
-        "windows_match": not mismatches,
-        "mismatches": mismatches,
-        "problems": problems,
-        "table": table,
-        "runs": [asdict(r) for r in runs],
-    }
+    result = _result(args, info, runs, table, problems, mismatches, complete=True)
     if args.json_out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json_out)), exist_ok=True)
-        with open(args.json_out, "w") as f:
-            json.dump(result, f, indent=1)
+        _write_json(args.json_out, result)
     if mismatches:
         print("\nWINDOWS DIFFER: no ratios printed", file=sys.stderr)
         for p in mismatches:

@@ -352,7 +352,8 @@ def run_native(spark: Any, directory: str, disorder_ms: int, work: str, timeout_
     wall = time.perf_counter() - t
     if not finished:
         query.stop()
-        raise TimeoutError(f"native query did not finish in {timeout_s} s")
+        msg = f"native query did not finish in {timeout_s} s"
+        raise TimeoutError(msg)
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
     rows = [tuple(int(x) for x in r) for r in spark.sql(f"select key, start, count, sum from {name}").collect()]
@@ -394,7 +395,8 @@ def run_flinkish(
     wall = time.perf_counter() - t
     if not finished:
         handle.stop()
-        raise TimeoutError(f"pyspark_flinkish query did not finish in {timeout_s} s")
+        msg = f"pyspark_flinkish query did not finish in {timeout_s} s"
+        raise TimeoutError(msg)
     if handle.driver is not None:
         handle.driver.raise_if_failed()
     if handle.query.exception() is not None:
@@ -564,8 +566,23 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
+def _machine() -> Dict[str, Any]:
+    """Recorded when the run starts (the package commit is the code the run measured)."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "pyspark": __import__("pyspark").__version__,
+        "pandas": pd.__version__,
+        "pyarrow": pa.__version__,
+        "java": _java_version(),
+        "package_commit": _git_commit(),
+    }
+
+
 def _result(
     args: argparse.Namespace,
+    machine: Dict[str, Any],
     info: InputInfo,
     runs: List[Run],
     table: List[Dict[str, Any]],
@@ -578,16 +595,7 @@ def _result(
         "benchmark": "bench_tumbling",
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
         "config": {k: v for k, v in vars(args).items() if k != "engine_list"},
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "pyspark": __import__("pyspark").__version__,
-            "pandas": pd.__version__,
-            "pyarrow": pa.__version__,
-            "java": _java_version(),
-            "package_commit": _git_commit(),
-        },
+        "machine": machine,
         "input": {
             "events": info.events,
             "data_files": info.data_files,
@@ -613,6 +621,8 @@ def _write_json(path: str, result: Dict[str, Any]) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     from pyspark_flinkish.spark import session as flinkish_session
+
+    machine = _machine()
 
     work = args.workdir or tempfile.mkdtemp(prefix="bench-tumbling-")
     os.makedirs(work, exist_ok=True)
@@ -679,7 +689,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     run.floor_ms = _floor(run.floor_batches, args.tiny_skip)
                 runs.append(run)
                 if args.json_out:  # partial results survive an interrupted run
-                    partial = _result(args, info, runs, summarize(runs, args.engine_list), problems, mismatches, False)
+                    partial = _result(args, machine, info, runs, summarize(runs, args.engine_list), problems, mismatches, False)
                     _write_json(args.json_out, partial)
                 eps = f"{run.steady_events_per_s:,.0f} events/s" if run.steady_events_per_s else "n/a events/s"
                 floor = f", floor {run.floor_ms:.0f} ms" if run.floor_ms else ""
@@ -695,7 +705,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     table = summarize(runs, args.engine_list)
-    result = _result(args, info, runs, table, problems, mismatches, complete=True)
+    result = _result(args, machine, info, runs, table, problems, mismatches, complete=True)
     if args.json_out:
         _write_json(args.json_out, result)
     if mismatches:

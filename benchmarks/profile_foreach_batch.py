@@ -51,7 +51,7 @@ from pyspark_flinkish.spark import plan as planmod
 class _FakeStreamingFrame:
     """Stands in for the streaming DataFrame: ``mapInPandas`` hands back the function the executors would run."""
 
-    columns = ["key", "ts", "value", "seq"]
+    columns = ("key", "ts", "value", "seq")
 
     def mapInPandas(self, fn: Any, schema: str) -> Any:  # noqa: N802 (Spark's name)
         return fn
@@ -75,6 +75,7 @@ def main() -> int:
     p.add_argument("--count-trigger", type=int, default=3)
     p.add_argument("--arrow-rows", type=int, default=10_000, help="rows per pandas frame (Spark's maxRecordsPerBatch)")
     p.add_argument("--html", default=None, help="also write pyinstrument's HTML report here")
+    p.add_argument("--no-profiler", action="store_true", help="stage timings only (pyinstrument adds overhead per call)")
     p.add_argument("--stateful", action="store_true", help="the applyInPandasWithState executor instead")
     p.add_argument("--driver", action="store_true", help="profile the driver over tiny micro-batches on Spark")
     args = p.parse_args()
@@ -162,11 +163,13 @@ def main() -> int:
     timings: Dict[str, float] = {}
     profiler = None
     try:
+        if args.no_profiler:
+            raise ImportError
         from pyinstrument import Profiler
 
         profiler = Profiler(interval=0.001)
     except ImportError:
-        print("(pyinstrument not installed: stage timings only)")
+        print("(no pyinstrument profile: stage timings only)")
     if profiler is not None:
         profiler.start()
     t0 = time.perf_counter()
@@ -278,12 +281,14 @@ def profile_stateful(args: argparse.Namespace) -> int:
     timings: Dict[str, float] = {}
     profiler = None
     try:
+        if args.no_profiler:
+            raise ImportError
         from pyinstrument import Profiler
 
         profiler = Profiler(interval=0.001)
         profiler.start()
     except ImportError:
-        print("(pyinstrument not installed: stage timings only)")
+        print("(no pyinstrument profile: stage timings only)")
     t0 = time.perf_counter()
     calls = one_batch(frames[1], timings)
     total = time.perf_counter() - t0

@@ -176,9 +176,12 @@ class WatermarkStrategy:
         timestamp_assigner: Optional[Callable[[Any, int], int]] = None,
         idleness_ms: Optional[int] = None,
         generates: bool = True,
+        bound_ms: Optional[int] = None,
     ) -> None:
         self._factory = generator_factory
         self._description = description
+        self.bound_ms = bound_ms
+        """The out-of-orderness bound of a built-in generator (monotonous: 0); None for custom or none."""
         self.timestamp_assigner = timestamp_assigner
         self.idleness_ms = idleness_ms
         self.generates_watermarks = generates
@@ -187,11 +190,13 @@ class WatermarkStrategy:
     def for_bounded_out_of_orderness(max_out_of_orderness: TimeLike) -> WatermarkStrategy:
         bound = to_millis("max_out_of_orderness", max_out_of_orderness)
         BoundedOutOfOrdernessWatermarks(bound)  # validate now
-        return WatermarkStrategy(lambda: BoundedOutOfOrdernessWatermarks(bound), f"bounded_out_of_orderness({bound} ms)")
+        return WatermarkStrategy(
+            lambda: BoundedOutOfOrdernessWatermarks(bound), f"bounded_out_of_orderness({bound} ms)", bound_ms=bound
+        )
 
     @staticmethod
     def for_monotonous_timestamps() -> WatermarkStrategy:
-        return WatermarkStrategy(AscendingTimestampsWatermarks, "monotonous_timestamps")
+        return WatermarkStrategy(AscendingTimestampsWatermarks, "monotonous_timestamps", bound_ms=0)
 
     @staticmethod
     def no_watermarks() -> WatermarkStrategy:
@@ -218,7 +223,12 @@ class WatermarkStrategy:
 
     def with_timestamp_assigner(self, timestamp_assigner: Any) -> WatermarkStrategy:
         return WatermarkStrategy(
-            self._factory, self._description, _as_assigner(timestamp_assigner), self.idleness_ms, self.generates_watermarks
+            self._factory,
+            self._description,
+            _as_assigner(timestamp_assigner),
+            self.idleness_ms,
+            self.generates_watermarks,
+            self.bound_ms,
         )
 
     def with_idleness(self, idle_timeout: TimeLike) -> WatermarkStrategy:
@@ -226,7 +236,9 @@ class WatermarkStrategy:
         if ms <= 0:
             msg = f"with_idleness needs a timeout > 0 ms; got {ms}"
             raise InvalidArgumentError(msg)
-        return WatermarkStrategy(self._factory, self._description, self.timestamp_assigner, ms, self.generates_watermarks)
+        return WatermarkStrategy(
+            self._factory, self._description, self.timestamp_assigner, ms, self.generates_watermarks, self.bound_ms
+        )
 
     def with_watermark_alignment(self, *args: Any, **kwargs: Any) -> WatermarkStrategy:
         from .errors import UnsupportedFeatureError

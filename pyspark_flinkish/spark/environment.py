@@ -284,9 +284,7 @@ class _ForeachBatchDriver:
         if os.path.exists(meta):
             with open(meta, "rb") as f:
                 stored = pickle.load(f)
-            if stored["state_partitions"] != self.env.state_partitions:
-                pass  # the checkpoint wins: state is partitioned by it
-            return int(stored["state_partitions"])
+            return int(stored["state_partitions"])  # the checkpoint wins: its state is partitioned so
         os.makedirs(os.path.dirname(meta), exist_ok=True)
         tmp = f"{meta}.{uuid.uuid4().hex}.tmp"
         with open(tmp, "wb") as f:
@@ -296,8 +294,7 @@ class _ForeachBatchDriver:
 
     def _check_source(self, t: Transformation) -> None:
         strategy = t.watermark_strategy
-        desc = repr(strategy)
-        if "generator(" in desc:
+        if strategy.generates_watermarks and strategy.bound_ms is None:
             msg = (
                 "custom WatermarkGenerators are not supported on Spark yet: the driver generates watermarks from "
                 "per-partition statistics. Use for_bounded_out_of_orderness / for_monotonous_timestamps."

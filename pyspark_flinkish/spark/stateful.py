@@ -81,15 +81,11 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
     strategy = source_t.watermark_strategy
     if isinstance(source_t.source, MicroBatchSource) and source_t.source.explicit_watermarks:
         raise _reject("explicit per-batch watermarks (Spark derives its watermark from event times)")
-    desc = repr(strategy)
     if strategy.idleness_ms is not None:
         raise _reject("idleness (with_idleness): Spark's watermark has no idle inputs")
-    if "bounded_out_of_orderness" in desc:
-        bound = int(desc.split("bounded_out_of_orderness(")[1].split(" ms")[0])
-    elif "monotonous_timestamps" in desc:
-        bound = 0
-    else:
-        raise _reject(f"the watermark strategy {desc} (only bounded out-of-orderness or monotonous timestamps)")
+    bound = strategy.bound_ms
+    if bound is None:
+        raise _reject(f"the watermark strategy {strategy!r} (only bounded out-of-orderness or monotonous timestamps)")
     if getattr(source_t.source, "partition_column", None):
         raise _reject("per-partition watermarks (partition_column): Spark's watermark is global")
     for i in ancestors:

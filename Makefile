@@ -13,7 +13,8 @@ STAMP := $(VENV)/.installed-$(SETUP_SHA)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test test-jvm-free test-integration conformance demo lint
+
+.PHONY: jars setup test test-jvm-free test-integration conformance demo lint
 
 setup: $(STAMP)
 
@@ -23,6 +24,10 @@ $(STAMP):
 	$(VENV)/bin/pip install -q -e '.[test]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
+
+# Delta, the Kafka connector and a Kafka broker from Maven (`mvn`), into the git-ignored .jars/ (once).
+jars: setup
+	$(VPY) -m pyspark_flinkish.spark.jars
 
 # Run every test, first the JVM-free suite, then the integration suite; stop at the first failure.
 test: setup
@@ -36,7 +41,7 @@ test-jvm-free: setup
 		$(VPY) -m pytest -q --timeout=120 jvm-free-tests
 
 # Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error.
-test-integration: setup
+test-integration: setup jars
 	@if [ -z "$$(find tests -type f \( -name 'test_*.py' -o -name '*_test.py' \) 2>/dev/null | head -1)" ]; then \
 		echo "no integration tests yet"; \
 	else \

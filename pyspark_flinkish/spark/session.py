@@ -7,14 +7,50 @@ import sys
 from typing import Any, Dict, Optional
 
 
-def configure(builder: Any, shuffle_partitions: int = 4, extra: Optional[Dict[str, str]] = None) -> Any:
+def on_databricks() -> bool:
+    """True inside a Databricks runtime, where Delta and the Kafka connector are built in."""
+    return "DATABRICKS_RUNTIME_VERSION" in os.environ
+
+
+def jar_settings(connectors: bool = True) -> Dict[str, str]:
+    """Spark settings that put Delta Lake and the Kafka connector on the classpath, in this order of preference:
+
+    * on Databricks: nothing (both are built in);
+    * jars fetched with ``python -m pyspark_flinkish.spark.jars`` (``make jars``): ``spark.jars`` — works offline;
+    * otherwise: ``spark.jars.packages`` with the same Maven coordinates, resolved by Spark at start-up (needs
+      access to a Maven repository).
+
+    Delta's SQL extension and catalog are set too (except on Databricks).
+    """
+    if not connectors or on_databricks():
+        return {}
+    from pyspark_flinkish.spark import jars
+
+    out = {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    }
+    local = jars.jars("spark")
+    if local:
+        out["spark.jars"] = ",".join(local)
+    else:
+        out["spark.jars.packages"] = ",".join(jars.coordinates("spark"))
+    return out
+
+
+def configure(
+    builder: Any, shuffle_partitions: int = 4, extra: Optional[Dict[str, str]] = None, connectors: bool = True
+) -> Any:
     """Apply the settings pyspark_flinkish relies on to a ``SparkSession.builder``.
 
     Python workers use this interpreter (so pandas and pyarrow are there), the session time zone is UTC, and
-    shuffles use few partitions (Spark's default of 200 makes each small micro-batch take seconds).
+    shuffles use few partitions (Spark's default of 200 makes each small micro-batch take seconds). With
+    ``connectors`` (the default), Delta Lake and the Kafka connector are configured as :func:`jar_settings` says.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    for k, v in jar_settings(connectors).items():
+        builder = builder.config(k, v)
     builder = (
         builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -27,13 +63,27 @@ def configure(builder: Any, shuffle_partitions: int = 4, extra: Optional[Dict[st
     return builder
 
 
-def session(app_name: str = "pyspark_flinkish", master: str = "local[2]", shuffle_partitions: int = 4, **conf: str) -> Any:
-    """Get or create a SparkSession for pyspark_flinkish (``master`` is ignored when a session exists)."""
+def session(
+    app_name: str = "pyspark_flinkish",
+    master: str = "local[2]",
+    shuffle_partitions: int = 4,
+    connectors: bool = True,
+    **conf: str,
+) -> Any:
+    """Get or create a SparkSession for pyspark_flinkish (``master`` is ignored when a session exists).
+
+    On Databricks this returns the notebook's session unchanged apart from the shuffle partitions.
+    """
     from pyspark.sql import SparkSession
 
+    if on_databricks():
+        spark = SparkSession.builder.getOrCreate()
+        spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        return spark
     builder = configure(
         SparkSession.builder.appName(app_name).master(master).config("spark.ui.enabled", "false"),
         shuffle_partitions,
         {k.replace("__", "."): v for k, v in conf.items()},
+        connectors,
     )
     return builder.getOrCreate()

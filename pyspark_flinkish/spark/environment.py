@@ -98,10 +98,19 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         clock: processing-time clock of the driver (default: wall clock); read once per micro-batch.
         state_partitions: number of keyed-state partitions (default: ``spark.sql.shuffle.partitions``).
             It is fixed by the first run of a checkpoint.
+        backend: ``"foreach_batch"`` (default) or ``"apply_in_pandas_with_state"``.
+        vectorize: let the foreachBatch executor run eligible windows batch-wise (tumbling/sliding event time,
+            default trigger, no evictor, reduce/aggregate; see ``docs/spark-executors.md``). It changes speed and
+            the state files' layout, never results; it is fixed by the first run of a checkpoint.
     """
 
     def __init__(
-        self, spark: Any, clock: Optional[Clock] = None, state_partitions: Optional[int] = None, backend: str = "foreach_batch"
+        self,
+        spark: Any,
+        clock: Optional[Clock] = None,
+        state_partitions: Optional[int] = None,
+        backend: str = "foreach_batch",
+        vectorize: bool = True,
     ) -> None:
         super().__init__(clock)
         if backend not in ("foreach_batch", "apply_in_pandas_with_state"):
@@ -109,6 +118,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             raise InvalidPipelineError(msg)
         self.spark = spark
         self.backend = backend
+        self.vectorize = vectorize
         self.state_partitions = state_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     # -------------------------------------------------------------------- sources
@@ -252,7 +262,7 @@ class _ForeachBatchDriver:
     ) -> None:
         self.env = env
         self.spark = env.spark
-        self.plan = ExecPlan(sinks)
+        self.plan = ExecPlan(sinks, vectorize=env.vectorize)
         self.checkpoint = checkpoint
         self.state_root = os.path.join(checkpoint, "flinkish", "state")
         self.driver_root = os.path.join(checkpoint, "flinkish", "driver")

@@ -22,6 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
+from ..core.batch_window import BatchWindowOperator, batch_eligibility
 from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_value
 from ..core.errors import UnsupportedFeatureError
 from ..core.operators import KeyedOperator, StreamOperator
@@ -74,12 +75,13 @@ class Node:
     side: Dict[OutputTag, List[int]] = field(default_factory=dict)
     level: int = 0  # keyed operators: 1 + the deepest keyed ancestor
     generates_watermarks: bool = False  # assign_timestamps_and_watermarks
+    batched: bool = False  # a window run by BatchWindowOperator (core/batch_window.py)
 
 
 class ExecPlan:
     """The pipeline's nodes in topological order, with routing edges."""
 
-    def __init__(self, sinks: List[Transformation]) -> None:
+    def __init__(self, sinks: List[Transformation], vectorize: bool = True) -> None:
         order = topological(sinks)
         self.transformations = order
         index = {t.id: i for i, t in enumerate(order)}
@@ -95,6 +97,7 @@ class ExecPlan:
                     keyed=t.keyed,
                     key_selector=t.spec.get("key_selector"),
                     generates_watermarks=t.spec.get("op") == "timestamps",
+                    batched=vectorize and t.spec.get("op") == "window" and batch_eligibility(t.factory()) is None,
                 )
             )
         for i, t in enumerate(order):
@@ -329,6 +332,10 @@ def run_keyed_partition(
     op: KeyedOperator = node.factory()  # type: ignore[assignment,misc]
     out = _KeyedOutput(runner, index, op, sp)
     op.open(out, _FixedClock(now))
+    if node.batched:
+        wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
+        _run_batched(op, out, pdf, wm_prev, wm_new, state_root, node.uid, sp, batch_id, prev_version)
+        return _frame(runner.rows)
     for key_bytes, snapshot in state_store.read(state_root, node.uid, sp, prev_version):
         op.restore_key(decode_key(key_bytes), decode_snapshot(snapshot))
     op.restore_watermark(watermarks_prev[index])
@@ -364,3 +371,47 @@ def run_keyed_partition(
     rows.sort()
     state_store.write(state_root, node.uid, sp, batch_id, rows)
     return _frame(runner.rows)
+
+
+def _run_batched(
+    op: Any,
+    out: _KeyedOutput,
+    pdf: Any,
+    wm_prev: int,
+    wm_new: int,
+    state_root: str,
+    uid: str,
+    sp: int,
+    batch_id: int,
+    prev_version: int,
+) -> None:
+    """The keyed stage of a window that :class:`BatchWindowOperator` runs: one accumulator per (key, window)
+    in a ``windows`` state file instead of keyed snapshots."""
+    batch = BatchWindowOperator(op)
+    stored = state_store.read_windows(state_root, uid, sp, prev_version)
+    batch.restore(((decode_key(k), s, decode_value(json.loads(a))) for k, s, a in stored), wm_prev)
+    records = sorted(
+        (
+            ([int(x) for x in o], k, v, None if t is None or t != t else int(t))
+            for kind, o, k, v, t in zip(pdf["kind"], pdf["ord"], pdf["key"], pdf["value"], pdf["ts"])
+            if kind == "rec"
+        ),
+        key=lambda r: r[0],
+    )
+    keys: Dict[bytes, Any] = {}
+    for order, kb, value, ts in records:
+        out.base, out.n, out.phase = order, 0, None
+        key = keys.get(kb)
+        if key is None:
+            key = keys[kb] = decode_key(kb)
+        batch.process_element(key, loads(value), ts)
+    out.phase = 2
+    batch.advance_watermark(wm_new)
+    op.close()
+    state_store.write_windows(
+        state_root,
+        uid,
+        sp,
+        batch_id,
+        sorted((encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()),
+    )

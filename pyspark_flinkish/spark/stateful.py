@@ -248,7 +248,7 @@ class StatefulQueryBuilder:
             assert stream_t is not None
             sinks = [Transformation("sink", "DataFrame", [stream_t], sink=lambda v: None)]
         self.sinks = sinks
-        self.plan = ExecPlan(sinks)
+        self.plan = ExecPlan(sinks, vectorize=False)
         ids = [t.id for t in self.plan.transformations]
         self.targets = [ids.index(t.id) for t in sinks]
         infos = [validate(self.plan, target) for target in self.targets]

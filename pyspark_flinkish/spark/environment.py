@@ -37,7 +37,7 @@ from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from ..datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
 from ..local.executor import LocalExecutor
-from . import state_store
+from . import columnar, state_store
 from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, run_keyed_partition
 
 SOURCE_DDL = "src string, value binary, ts long, part string, ord array<long>, batch long, marker boolean"
@@ -273,6 +273,7 @@ class _ForeachBatchDriver:
         self.sinks = sinks
         self.watermark_graph = self._new_graph()
         self.last_batch: Optional[int] = None
+        self.columnar = columnar.detect(self.plan, self.plan.transformations) if env.vectorize else None
         self.exec_plan = copy.copy(self.plan)  # what the executors get: no source data, no DataFrames
         self.exec_plan.transformations = []
         for node in self.plan.nodes:
@@ -312,7 +313,10 @@ class _ForeachBatchDriver:
             raise UnsupportedFeatureError(msg)
 
     def input_stream(self) -> Any:
-        """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns)."""
+        """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns), or the source
+        DataFrame itself on the columnar path."""
+        if self.columnar is not None:
+            return self.plan.transformations[self.columnar.source].source.df
         frames = []
         replay = [t for t in self.plan.transformations if t.kind == "source" and isinstance(t.source, MicroBatchSource)]
         if replay:
@@ -506,9 +510,31 @@ class _ForeachBatchDriver:
         steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
         return steps
 
+    def _step_columnar(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
+        """:meth:`_step` for the columnar path (``spark/columnar.py``): Spark pre-aggregates on-time rows."""
+        cw, plan, parts = self.columnar, self.exec_plan, self.partitions
+        assert cw is not None
+        now = self.env.clock.now()
+        wm_prev = self._wm_now()
+        prepared = columnar.prepared(cw, df, parts).persist()
+        stats = [dict(s, dest=cw.source, part="" if s["part"] is None else s["part"]) for s in columnar.statistics(prepared)]
+        batch_index = self._advance_watermarks(stats)
+        wm_new = self._wm_now()
+        partials, others = columnar.split(cw, prepared, wm_prev[cw.window], parts)
+        args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, version_in)
+        keyed = (
+            partials.groupBy("__sp").cogroup(others.groupBy("__sp")).applyInPandas(_columnar_fn(*args), ROW_DDL).persist()
+        )
+        keyed.count()
+        return self._levels_and_sinks([keyed], [prepared, keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id, version_in) + (
+            batch_index,
+        )
+
     def _step(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
         """Route, advance watermarks and run the keyed levels for one Flink micro-batch; returns the sink
         rows by sink, the persisted frames to release, and the replay batch index."""
+        if self.columnar is not None:
+            return self._step_columnar(df, batch_id, version_in)
         from pyspark.sql import functions as F
 
         plan, parts = self.exec_plan, self.partitions
@@ -524,8 +550,26 @@ class _ForeachBatchDriver:
         wm_new = self._wm_now()
 
         outputs = [routed.filter(F.col("kind") == "rec")]
-        materialized = [routed]
-        for level in plan.levels:
+        return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id, version_in) + (
+            batch_index,
+        )
+
+    def _levels_and_sinks(
+        self,
+        outputs: List[Any],
+        materialized: List[Any],
+        levels: List[int],
+        wm_prev: Dict[int, int],
+        wm_new: Dict[int, int],
+        now: int,
+        batch_id: int,
+        version_in: int,
+    ) -> tuple:  # type: ignore[type-arg]
+        """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows."""
+        from pyspark.sql import functions as F
+
+        plan, parts = self.exec_plan, self.partitions
+        for level in levels:
             nodes = plan.keyed_at(level)
             pending = outputs[0]
             for o in outputs[1:]:
@@ -535,7 +579,7 @@ class _ForeachBatchDriver:
                 [("hb", n, sp) for n in nodes for sp in range(parts)], "kind string, dest int, sp int"
             )
             for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
-                heartbeats = heartbeats.withColumn(c, F.lit(None).cast(routed.schema[c].dataType))
+                heartbeats = heartbeats.withColumn(c, F.lit(None).cast(outputs[0].schema[c].dataType))
             keyed = (
                 pending.unionByName(heartbeats)
                 .groupBy("dest", "sp")
@@ -550,7 +594,7 @@ class _ForeachBatchDriver:
         for o in outputs:
             for r in o.filter(F.col("dest").isin(plan.sinks)).select("dest", "value", "ord").collect():
                 by_sink[int(r["dest"])].append(r)
-        return by_sink, materialized, batch_index
+        return by_sink, materialized
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
         """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
@@ -626,6 +670,15 @@ def _keyed(
 
     def keyed(pdf):  # type: ignore[no-untyped-def]
         return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
+
+    return keyed
+
+
+def _columnar_fn(cw: Any, plan: ExecPlan, *args: Any) -> Callable[[Any, Any], Any]:
+    """The cogroup function of one batch's columnar window, with its arguments bound now."""
+
+    def keyed(partials, others):  # type: ignore[no-untyped-def]
+        return columnar.run_partition(cw, plan, partials, others, *args)
 
     return keyed
 

@@ -1,0 +1,281 @@
+"""The columnar path of the foreachBatch executor: a DataFrame source feeding a window that aggregates fields.
+
+When a pipeline starts ``from_dataframe(df, ..., timestamp_column=...)`` → ``key_by(<fields>)`` →
+``window(Tumbling|SlidingEventTimeWindows)`` [→ ``allowed_lateness`` / ``side_output_late_data``] →
+``aggregate(ColumnAggregate(...), <window function>)``, no element needs to become a Python object on its way
+into the window:
+
+* Spark computes each row's windows (Flink's ``start = ts - floorMod(ts - offset, slide)``, with the
+  assigner's own size, slide and offset), its key columns and its state partition;
+* rows all of whose windows are still on time (``max_ts > W``, the operator's watermark before the batch) are
+  pre-aggregated by Spark per (key, window) — count, sum, min, max, whose ``merge`` is exact;
+* the few other rows (late, or for windows already fired but within the allowed lateness, or without a
+  timestamp) become ``Row`` elements and go through :meth:`BatchWindowOperator.process_element` one by one in
+  processing order, exactly as on the other paths;
+* one ``cogroup(...).applyInPandas`` task per state partition merges the partial accumulators into the
+  partition's window table, processes those rows, advances the watermark (firing and cleaning up windows) and
+  writes the table's next version.
+
+Window firing, the window function, late side output and state layout are those of
+:mod:`pyspark_flinkish.core.batch_window`; this module only decides which rows may be pre-aggregated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..core.aggregates import ColumnAggregate
+from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from ..core.batch_window import BatchWindowOperator
+from ..core.fields import field_selector
+from . import state_store
+from .plan import ChainRunner, ExecPlan, _FixedClock, _frame, _KeyedOutput, decode_key, encode_key
+
+_KEY_TYPES = ("LongType", "IntegerType", "ShortType", "ByteType", "StringType", "BooleanType")
+_INTEGRAL = ("LongType", "IntegerType", "ShortType", "ByteType")
+_NUMERIC = (*_INTEGRAL, "DoubleType", "FloatType")
+
+
+@dataclass
+class ColumnarWindow:
+    """How one DataFrame source and the window it feeds run column-wise (see the module docstring)."""
+
+    source: int  # plan node index of the source
+    window: int  # plan node index of the window
+    columns: List[str]  # the source DataFrame's columns (an element is a Row of all of them)
+    key_columns: List[str]
+    key_integral: List[bool]
+    key_is_tuple: bool
+    parts: List[Tuple[str, Optional[str]]]  # (count|sum|min|max, field)
+    part_integral: List[bool]  # whether a part's accumulator is an int (pandas widens null-bearing ints)
+    size: int
+    slide: int  # == size for tumbling windows
+    offset: int  # already reduced as the assigner does
+    timestamp_column: str
+    timestamp_is_time: bool
+    partition_column: Optional[str]
+    order_columns: List[str]
+
+
+def detect(plan: ExecPlan, transformations: List[Any]) -> Optional[ColumnarWindow]:
+    """The columnar plan when the pipeline has that shape, else None (the general path runs it)."""
+    if len(plan.sources) != 1:
+        return None
+    s = plan.sources[0]
+    src_t = transformations[s]
+    source = src_t.source
+    if type(source).__name__ != "_DataFrameSource" or source.timestamp_column is None:
+        return None
+    src = plan.nodes[s]
+    if len(src.main) != 1 or src.side:
+        return None
+    w = src.main[0]
+    node = plan.nodes[w]
+    if not node.batched or plan.parents(w) != [s]:
+        return None
+    op = node.factory()  # type: ignore[misc]
+    agg = op.contents.agg_fn
+    if op.contents.kind != "aggregate" or type(agg) is not ColumnAggregate:
+        return None
+    traced = field_selector(node.key_selector)  # type: ignore[arg-type]
+    if traced is None:
+        return None
+    schema = {f.name: type(f.dataType).__name__ for f in source.df.schema.fields}
+    columns = list(source.df.columns)
+    key_columns = []
+    for name in traced[0]:
+        if isinstance(name, int):
+            if not 0 <= name < len(columns):
+                return None
+            name = columns[name]
+        if schema.get(name) not in _KEY_TYPES:
+            return None
+        key_columns.append(name)
+    parts = []
+    for p in agg.parts:
+        if p.field is not None:
+            kind = schema.get(p.field)
+            if kind not in (_INTEGRAL if p.op == "sum" else _NUMERIC):
+                return None  # float sums run element by element: bit-identical to Flink's sequential sum
+        parts.append((p.op, p.field))
+    assigner = op.assigner
+    if type(assigner) is TumblingEventTimeWindows:
+        size = slide = assigner.size
+        offset = assigner.offset % assigner.size
+    elif type(assigner) is SlidingEventTimeWindows:
+        size, slide, offset = assigner.size, assigner.slide, assigner.offset
+    else:
+        return None
+    ts_kind = schema.get(source.timestamp_column)
+    if ts_kind not in ("TimestampType", "TimestampNTZType", "LongType", "IntegerType"):
+        return None
+    return ColumnarWindow(
+        source=s,
+        window=w,
+        columns=columns,
+        key_columns=key_columns,
+        key_integral=[schema[c] in _INTEGRAL for c in key_columns],
+        key_is_tuple=traced[1],
+        parts=parts,
+        part_integral=[op in ("count", "sum") or schema[f] in _INTEGRAL for op, f in parts],  # type: ignore[index]
+        size=size,
+        slide=slide,
+        offset=offset,
+        timestamp_column=source.timestamp_column,
+        timestamp_is_time=ts_kind.startswith("Timestamp"),
+        partition_column=source.partition_column,
+        order_columns=list(source.order_columns),
+    )
+
+
+# ----------------------------------------------------------------------------------------- on the driver
+def prepared(cw: ColumnarWindow, df: Any, partitions: int) -> Any:
+    """The batch's rows with ``__ts`` (ms), ``__k<i>`` key columns, ``__ord``, ``__part`` and ``__sp``."""
+    from pyspark.sql import functions as F
+
+    ts = F.col(cw.timestamp_column)
+    ts = F.unix_millis(ts) if cw.timestamp_is_time else ts.cast("long")
+    if cw.order_columns:
+        order = F.array(*[F.col(c).cast("long") for c in cw.order_columns])
+    else:
+        order = F.array(F.spark_partition_id().cast("long"), F.monotonically_increasing_id())
+    keys = [F.col(c).alias(f"__k{i}") for i, c in enumerate(cw.key_columns)]
+    part = F.col(cw.partition_column).cast("string") if cw.partition_column else F.lit(None).cast("string")
+    return df.select(
+        *[F.col(c) for c in cw.columns],
+        ts.alias("__ts"),
+        *keys,
+        order.alias("__ord"),
+        part.alias("__part"),
+        F.pmod(F.xxhash64(*[F.col(c) for c in cw.key_columns]), F.lit(partitions)).cast("int").alias("__sp"),
+    )
+
+
+def statistics(prepared_df: Any) -> List[Dict[str, Any]]:
+    """Per source partition: max timestamp and number of timestamped rows (the watermark generators' input)."""
+    from pyspark.sql import functions as F
+
+    rows = prepared_df.groupBy("__part").agg(F.max("__ts").alias("mx"), F.count("__ts").alias("n")).collect()
+    return [{"part": r["__part"], "stat_max": r["mx"], "stat_count": r["n"], "stat_batch": -1} for r in rows]
+
+
+def split(cw: ColumnarWindow, prepared_df: Any, watermark: int, partitions: int) -> Tuple[Any, Any]:
+    """(partial accumulators per (state partition, key, window) of on-time rows, the other rows), plus one
+    heartbeat row per state partition in the first, so that every partition runs and fires its timers."""
+    from pyspark.sql import functions as F
+
+    ts = F.col("__ts")
+    last = ts - F.pmod(ts - F.lit(cw.offset), F.lit(cw.slide))  # the latest window start (Flink's formula)
+    reach = last - ts + F.lit(cw.size)
+    n = F.when(reach > 0, F.floor((reach - 1) / F.lit(cw.slide)) + 1).otherwise(F.lit(0))
+    first = last - (n - 1) * F.lit(cw.slide)  # the earliest window start
+    on_time = ts.isNotNull() & (n >= 1) & (first + F.lit(cw.size - 1) > F.lit(watermark))
+    flagged = prepared_df.withColumn("__on", F.coalesce(on_time, F.lit(False)))
+    keys = [f"__k{i}" for i in range(len(cw.key_columns))]
+    timely = flagged.filter("__on")
+    if cw.slide == cw.size:
+        timely = timely.withColumn("__start", last)
+    else:
+        steps = F.sequence(F.lit(0).cast("long"), (n - 1).cast("long"))
+        timely = timely.withColumn("__start", F.explode(F.transform(steps, lambda i: last - i * cw.slide)))
+    aggs = []
+    for i, (op, fld) in enumerate(cw.parts):
+        c = F.col(fld) if fld is not None else None
+        if op == "count":
+            aggs.append(F.count(F.lit(1)).alias(f"__a{i}"))
+        elif op == "sum":
+            aggs.append(F.sum(F.coalesce(c, F.lit(0)).cast("long")).alias(f"__a{i}"))
+        elif op == "min":
+            aggs.append(F.min(c).cast("double" if _is_float(prepared_df, fld) else "long").alias(f"__a{i}"))
+        else:
+            aggs.append(F.max(c).cast("double" if _is_float(prepared_df, fld) else "long").alias(f"__a{i}"))
+    partials = timely.groupBy("__sp", *keys, "__start").agg(*aggs).withColumn("__hb", F.lit(False))
+    spark = prepared_df.sparkSession
+    hb = spark.range(partitions).select(F.col("id").cast("int").alias("__sp"))
+    for c in partials.columns:
+        if c not in ("__sp",):
+            hb = hb.withColumn(c, F.lit(None).cast(partials.schema[c].dataType))
+    hb = hb.withColumn("__hb", F.lit(True))
+    others = flagged.filter(~F.col("__on")).drop("__on")
+    return partials.unionByName(hb), others
+
+
+def _is_float(df: Any, fld: Optional[str]) -> bool:
+    return fld is not None and type(df.schema[fld].dataType).__name__ in ("DoubleType", "FloatType")
+
+
+# ----------------------------------------------------------------------------------------- on the executors
+def _pylist(series: Any, integral: bool = False) -> List[Any]:
+    """Python values of a pandas column, with None for nulls; ``integral`` columns that pandas widened to
+    floats (because of nulls) come back as ints."""
+    out = series.astype(object).where(series.notna(), None).tolist()
+    if integral and series.dtype.kind == "f":
+        return [None if v is None else int(v) for v in out]
+    return [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in out]
+
+
+def _keys(cw: ColumnarWindow, pdf: Any) -> List[Any]:
+    cols = [_pylist(pdf[f"__k{i}"], cw.key_integral[i]) for i in range(len(cw.key_columns))]
+    if cw.key_is_tuple:
+        return list(zip(*cols))
+    return cols[0]
+
+
+def run_partition(
+    cw: ColumnarWindow,
+    plan: ExecPlan,
+    partials: Any,
+    others: Any,
+    wm_prev: int,
+    wm_new: int,
+    now: int,
+    parts: int,
+    state_root: str,
+    batch_id: int,
+    prev_version: int,
+) -> Any:
+    """``cogroup(...).applyInPandas`` body for one state partition of the columnar window."""
+    import json
+
+    from pyspark.sql import Row
+
+    from ..core.codec import decode_value, encode_value
+    from .environment import _py
+
+    sp = int(partials["__sp"].iloc[0]) if len(partials) else int(others["__sp"].iloc[0])
+    node = plan.nodes[cw.window]
+    runner = ChainRunner(plan, {cw.window: wm_prev}, now, parts)
+    op = node.factory()  # type: ignore[misc]
+    out = _KeyedOutput(runner, cw.window, op, sp)
+    op.open(out, _FixedClock(now))
+    batch = BatchWindowOperator(op)
+    stored = state_store.read_windows(state_root, node.uid, sp, prev_version)
+    batch.restore(((decode_key(k), s, decode_value(json.loads(a))) for k, s, a in stored), wm_prev)
+
+    # rows that are not all on time: one by one, in processing order
+    if len(others):
+        others = others.assign(__o=others["__ord"].map(lambda o: [int(x) for x in o])).sort_values("__o", kind="stable")
+        keys = _keys(cw, others)
+        values = {c: _pylist(others[c]) for c in cw.columns}
+        for i, (key, ts, order) in enumerate(zip(keys, _pylist(others["__ts"], True), others["__o"])):
+            out.base, out.n, out.phase = [1, *order], 0, None
+            batch.process_element(key, Row(**{c: _py(values[c][i]) for c in cw.columns}), ts)
+    # partial accumulators of on-time rows
+    data = partials[~partials["__hb"].astype(bool)]
+    if len(data):
+        keys = _keys(cw, data)
+        accs = list(zip(*[_pylist(data[f"__a{i}"], cw.part_integral[i]) for i in range(len(cw.parts))]))
+        for key, start, acc in zip(keys, _pylist(data["__start"], True), accs):
+            batch.merge_partial(key, start, acc)
+    out.phase = 2
+    batch.advance_watermark(wm_new)
+    op.close()
+    state_store.write_windows(
+        state_root,
+        node.uid,
+        sp,
+        batch_id,
+        sorted((encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()),
+    )
+    return _frame(runner.rows)

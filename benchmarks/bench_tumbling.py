@@ -21,8 +21,12 @@ Engines (each a fresh streaming query and checkpoint, all in one SparkSession, `
 * ``native``: ``withWatermark(ts, "B+1 milliseconds")`` + ``groupBy(key, window(ts, "1 minute"))``, ``count`` and
   ``sum``, append mode, memory sink.
 * ``foreach_batch``: ``env.from_dataframe(df, for_bounded_out_of_orderness(B), timestamp_column="ts",
-  order_columns=["seq"])`` → ``key_by`` → ``TumblingEventTimeWindows.of(1 min)`` → ``aggregate(CountSum(),
-  WithWindow())`` → ``add_sink(list.append)`` (the sink runs on the driver, like the memory sink).
+  order_columns=["seq"])`` → ``key_by(lambda r: r.key)`` → ``TumblingEventTimeWindows.of(1 min)`` →
+  ``aggregate(ColumnAggregate(Count(), Sum("value")), WithWindow())`` → ``add_sink(list.append)`` (the sink runs on
+  the driver, like the memory sink). This is the columnar path (``spark/columnar.py``): Spark pre-aggregates the
+  on-time rows, Python merges one partial per (key, window) and calls ``WithWindow`` once per window.
+* ``foreach_batch_python_agg``: the same with a user ``AggregateFunction`` (``CountSum``, Python ``add`` per
+  element): every element is a Python ``Row``, windows run batch-wise (``core/batch_window.py``).
 * ``apply_in_pandas_with_state``: the same pipeline on ``get_execution_environment(spark,
   backend="apply_in_pandas_with_state")`` (one ``applyInPandasWithState`` call per key and micro-batch, the key's
   snapshot in Spark's ``GroupState``), same ``add_sink``. Reported as ``n/a (not implemented)`` with a package
@@ -88,6 +92,7 @@ import pyarrow.parquet as pq
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Sum
 from pyspark_flinkish.datastream.functions import AggregateFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.window import (
     CountTrigger,
@@ -101,7 +106,7 @@ from pyspark_flinkish.datastream.window import (
 INPUT_DDL = "key long, ts long, value long, seq long"
 WINDOW_MS = 60_000
 SENTINEL_KEY = -1
-ENGINES = ["native", "foreach_batch", "apply_in_pandas_with_state", "foreach_batch_general"]
+ENGINES = ["native", "foreach_batch", "foreach_batch_python_agg", "apply_in_pandas_with_state", "foreach_batch_general"]
 
 
 def _not_implemented() -> set:  # type: ignore[type-arg]
@@ -370,6 +375,7 @@ def run_flinkish(
     general: bool,
     count_trigger: int,
     backend: str = "foreach_batch",
+    column_aggregate: bool = False,
 ) -> Tuple[Any, List[Window], float, int]:
     """Returns (query, final windows, wall seconds, early firings)."""
     options = {} if backend == "foreach_batch" else {"backend": backend}
@@ -387,7 +393,8 @@ def run_flinkish(
             CountSumProcess(), output_type=Types.TUPLE([Types.LONG()] * 4 + [Types.BOOLEAN()])
         ).add_sink(out.append)
     else:
-        windowed.aggregate(CountSum(), WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4)).add_sink(out.append)
+        agg = ColumnAggregate(Count(), Sum("value")) if column_aggregate else CountSum()
+        windowed.aggregate(agg, WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4)).add_sink(out.append)
     name = "bench_flinkish_" + uuid.uuid4().hex[:8]
     t = time.perf_counter()
     handle = env.execute(name, checkpoint_location=os.path.join(work, name), trigger={"availableNow": True})
@@ -418,7 +425,10 @@ def run_engine(
         return q, rows, wall, 0
     backend = "apply_in_pandas_with_state" if engine == "apply_in_pandas_with_state" else "foreach_batch"
     general = engine == "foreach_batch_general"
-    return run_flinkish(spark, directory, args.disorder_ms, work, args.timeout_s, general, args.count_trigger, backend)
+    column = engine == "foreach_batch"
+    return run_flinkish(
+        spark, directory, args.disorder_ms, work, args.timeout_s, general, args.count_trigger, backend, column
+    )
 
 
 # ----------------------------------------------------------------------------------------------- comparing and reporting

@@ -525,7 +525,8 @@ class _ForeachBatchDriver:
         keyed = (
             partials.groupBy("__sp").cogroup(others.groupBy("__sp")).applyInPandas(_columnar_fn(*args), ROW_DDL).persist()
         )
-        keyed.count()
+        if plan.levels[1:]:
+            keyed.count()  # materialise before later levels read it; otherwise the sinks' collect computes it
         return self._levels_and_sinks([keyed], [prepared, keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id, version_in) + (
             batch_index,
         )

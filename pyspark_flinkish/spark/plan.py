@@ -38,7 +38,7 @@ ROW_DDL = (
 )
 
 
-_SCALARS = (int, str, float, bool, bytes, type(None))
+_SCALARS = frozenset((int, str, float, bool, bytes, type(None)))
 
 
 def _plain(value: Any, depth: int = 0) -> bool:
@@ -46,6 +46,12 @@ def _plain(value: Any, depth: int = 0) -> bool:
     t = type(value)
     if t in _SCALARS:
         return True
+    if t is tuple:
+        for v in value:
+            if type(v) not in _SCALARS:
+                break
+        else:
+            return True
     if depth > 2:
         return False
     if t is tuple or t is list or (t.__name__ == "Row" and t.__module__ == "pyspark.sql.types"):
@@ -326,14 +332,16 @@ def route_partition(
 def _frame(rows: List[Dict[str, Any]]) -> Any:
     import pandas as pd
 
-    df = pd.DataFrame(rows, columns=ROW_COLUMNS)
-    for col in ("kind", "key", "value", "ord", "part"):
-        df[col] = pd.Series([None if isinstance(v, float) else v for v in df[col]], dtype=object)
-    for col in ("dest", "sp"):
-        df[col] = df[col].astype("int32")
-    for col in ("ts", "stat_max", "stat_count", "stat_batch"):
-        df[col] = df[col].astype("Int64")
-    return df
+    columns = {}
+    for col in ROW_COLUMNS:
+        values = [r.get(col) for r in rows]
+        if col in ("dest", "sp"):
+            columns[col] = pd.Series(values, dtype="int32")
+        elif col in ("ts", "stat_max", "stat_count", "stat_batch"):
+            columns[col] = pd.Series(values, dtype="Int64")
+        else:
+            columns[col] = pd.Series(values, dtype=object)
+    return pd.DataFrame(columns, columns=ROW_COLUMNS)
 
 
 def run_keyed_partition(

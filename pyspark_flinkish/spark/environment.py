@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from ..core.clock import Clock
 from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
 from ..core.operators import TimestampsAndWatermarksOperator
-from ..core.watermarks import WatermarkStrategy
+from ..core.watermarks import WatermarkStrategy, WatermarksWithIdleness
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
@@ -393,6 +393,17 @@ class _ForeachBatchDriver:
         for tid, r in g.runners.items():
             saved = state["runners"][tid]
             r.splits, r.current, r.idle, r.finished = saved["splits"], saved["current"], saved["idle"], saved["finished"]
+        # unpickled generators hold a copy of the clock they were pickled with: idleness must read the
+        # environment's clock (a ManualClock set by the caller, or the wall clock)
+        clock = self.env.clock
+        for r in g.runners.values():
+            r.splits.clock = clock
+            for gen in r.splits.generators.values():
+                _rebind_clock(gen, clock)
+        for t in g.order:
+            op = g.nodes[t.id].operator
+            if isinstance(op, TimestampsAndWatermarksOperator):
+                _rebind_clock(op.generator, clock)
 
     def _open(self, batch_id: int) -> int:
         """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1)."""
@@ -618,6 +629,13 @@ def _keyed(
         return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
 
     return keyed
+
+
+def _rebind_clock(generator: Any, clock: Clock) -> None:
+    """Point a (restored) watermark generator's idleness timer at ``clock``."""
+    if isinstance(generator, WatermarksWithIdleness):
+        generator.timer.clock = clock
+        _rebind_clock(generator.generator, clock)
 
 
 def _part(t: Transformation, text: Optional[str]) -> Any:

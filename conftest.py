@@ -20,7 +20,6 @@ asks for the ``spark`` fixture, once per test session.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING

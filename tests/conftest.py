@@ -1,8 +1,13 @@
-"""Integration tests (JVM): Spark, and later Kafka and Delta. Shares the root conftest's ``spark`` fixture."""
+"""Integration tests (JVM): Spark, Kafka and later Delta. Shares the root conftest's ``spark`` fixture; the
+Kafka fixtures (one broker per session) come from :mod:`pyspark_flinkish.testing.fixtures`."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from pyspark_flinkish.testing.fixtures import kafka_broker, kafka_topic
+
+__all__ = ["kafka_broker", "kafka_topic"]
 
 
 def pytest_collection_finish(session: Any) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pyflink_api import EXCLUDED, PYFLINK_METHODS, PYFLINK_NAMES  # noqa: E402
+from pyflink_api import EXCLUDED, PYFLINK_METHODS, PYFLINK_NAMES
 
 CASES = [(module, name) for module, names in PYFLINK_NAMES.items() for name in names]
 

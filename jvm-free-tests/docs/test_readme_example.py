@@ -23,7 +23,7 @@ def test_readme_snippet_prints_what_the_readme_says() -> None:
     code, expected = _example_blocks()
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})  # noqa: S102
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
     assert buffer.getvalue() == expected
 
 

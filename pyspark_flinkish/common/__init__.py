@@ -1,4 +1,4 @@
-"""PyFlink's ``pyflink.common``: time, watermark strategies, type information."""
+"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``SimpleStringSchema``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from ..core.watermarks import (
     WatermarkOutput,
     WatermarkStrategy,
 )
+from .serialization import SimpleStringSchema
 
 __all__ = [
     "Duration",
+    "SimpleStringSchema",
     "Time",
     "TimestampAssigner",
     "TypeInformation",

@@ -92,7 +92,13 @@ class StreamExecutionEnvironment:
     # -------------------------------------------------------------------- sources
     def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str = "Source") -> DataStream:
         """A stream from ``source`` (a :class:`MicroBatchSource`), with timestamps and per-partition
-        watermarks from ``watermark_strategy``."""
+        watermarks from ``watermark_strategy``. A ``KafkaSource`` needs the Spark environment."""
+        if getattr(source, "requires_spark", False):
+            msg = (
+                f"{type(source).__name__} runs on Spark: use StreamExecutionEnvironment.get_execution_environment(spark); "
+                "the JVM-free engine replays MicroBatchSource(...) instead"
+            )
+            raise UnsupportedFeatureError(msg)
         if not isinstance(source, MicroBatchSource):
             msg = f"from_source needs a MicroBatchSource for the local engine; got {type(source).__name__}"
             raise InvalidTypeError(msg)

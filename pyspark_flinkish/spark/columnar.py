@@ -65,7 +65,9 @@ def detect(plan: ExecPlan, transformations: List[Any]) -> Optional[ColumnarWindo
     s = plan.sources[0]
     src_t = transformations[s]
     source = src_t.source
-    if type(source).__name__ != "_DataFrameSource" or source.timestamp_column is None:
+    if type(source).__name__ != "_DataFrameSource" or source.timestamp_column is None or source.element is not None:
+        return None  # elements made by a connector (e.g. Kafka JSON values) need their Python conversion
+    if src_t.watermark_strategy.timestamp_assigner is not None:
         return None
     src = plan.nodes[s]
     if len(src.main) != 1 or src.side:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from ..core.clock import Clock
 from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
 from ..core.operators import TimestampsAndWatermarksOperator
-from ..core.watermarks import WatermarkStrategy
+from ..core.watermarks import WatermarkStrategy, WatermarksWithIdleness
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
@@ -54,6 +54,9 @@ class _DataFrameSource:
     partitions: Sequence[Any]
     end_of_input: bool = False
     explicit_watermarks: bool = False
+    element: Optional[Callable[[Dict[str, Any]], Any]] = None
+    """Makes a row's element from its columns (a dict; runs on the executors); default: a ``Row`` of all columns.
+    An element with ``no_timestamp_assigner = True`` (a malformed record) skips the strategy's timestamp assigner."""
 
 
 class SparkJobHandle:
@@ -139,6 +142,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         into source partitions with their own watermark generators; ``order_columns`` (e.g. ``partition``,
         ``offset``) give the processing order within a micro-batch; ``partitions`` lists partitions known up
         front (a silent one holds the watermark back unless the strategy has idleness, as in Flink).
+
+        A timestamp assigner of the strategy wins over ``timestamp_column`` and gets that column's value as its
+        ``record_timestamp`` (as Flink's Kafka source hands it the record's Kafka timestamp).
         """
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
         for col in [c for c in (timestamp_column, partition_column, *order_columns) if c is not None]:
@@ -148,6 +154,76 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         src = _DataFrameSource(df, timestamp_column, partition_column, list(order_columns), list(partitions))
         t = Transformation("source", source_name, source=src, watermark_strategy=strategy)
         return DataStream(self, t)
+
+    def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str = "Source") -> DataStream:
+        """A stream from a ``MicroBatchSource`` (replayed through a file stream) or a
+        :class:`~pyspark_flinkish.datastream.connectors.kafka.KafkaSource` (Spark's Kafka source, per-partition
+        watermarks)."""
+        from ..datastream.connectors.kafka import KafkaSource
+
+        if isinstance(source, KafkaSource):
+            if not isinstance(watermark_strategy, WatermarkStrategy):
+                msg = f"from_source needs a WatermarkStrategy; got {type(watermark_strategy).__name__}"
+                raise InvalidTypeError(msg)
+            from .kafka import kafka_stream
+
+            return kafka_stream(self, source, watermark_strategy, source_name)
+        return super().from_source(source, watermark_strategy, source_name)
+
+    def from_kafka(
+        self,
+        topics: Any,
+        bootstrap_servers: Optional[str] = None,
+        watermark_strategy: Optional[WatermarkStrategy] = None,
+        *,
+        value_format: str = "json",
+        schema: Any = None,
+        timestamp_field: Optional[str] = None,
+        starting_offsets: Any = "earliest",
+        max_offsets_per_trigger: Optional[int] = None,
+        include_metadata: bool = False,
+        malformed_records_tag: Any = None,
+        partitions: Optional[Sequence[Any]] = None,
+        options: Optional[Dict[str, str]] = None,
+        source_name: str = "Kafka",
+    ) -> DataStream:
+        """A stream of the records of Kafka ``topics`` (a name or a list), with a watermark per Kafka partition.
+
+        Args:
+            topics: topic name(s) to subscribe to.
+            bootstrap_servers: ``host:port,...`` (or ``options={"kafka.bootstrap.servers": ...}``).
+            watermark_strategy: e.g. ``for_bounded_out_of_orderness(...).with_idleness(...)`` (default: none).
+            value_format: ``"json"`` (a ``Row`` per record; needs ``schema``), ``"string"`` or ``"raw"`` (bytes).
+            schema: the JSON value's schema: a Spark DDL string or ``Types.ROW_NAMED([...], [...])``.
+            timestamp_field: event time from this JSON field (epoch ms or a timestamp); default: the record's Kafka
+                timestamp. A timestamp assigner in the strategy wins (it gets that time as ``record_timestamp``).
+            starting_offsets: ``"earliest"`` (default), ``"latest"``, a ``KafkaOffsetsInitializer`` or
+                ``{partition: offset}``; applies to a fresh checkpoint only.
+            max_offsets_per_trigger: at most this many records per micro-batch (backpressure).
+            include_metadata: elements are ``KafkaRecord(topic, partition, offset, timestamp, key, value)``.
+            malformed_records_tag: an ``OutputTag`` for values that cannot be decoded (``MalformedRecord`` with the
+                reason); without it such a record fails the query with a ``MalformedRecordError``.
+            partitions: the topic's partitions (default: listed from the brokers now).
+            options: ``kafka.*`` consumer properties (SSL, SASL, ...) passed to Spark untouched; other keys are
+                Spark Kafka source options (``failOnDataLoss``, ``minPartitions``, ...).
+        """
+        from ..datastream.connectors.kafka import KafkaSource
+
+        source = KafkaSource.from_options(
+            topics,
+            bootstrap_servers,
+            value_format=value_format,
+            schema=schema,
+            timestamp_field=timestamp_field,
+            starting_offsets=starting_offsets,
+            max_offsets_per_trigger=max_offsets_per_trigger,
+            include_metadata=include_metadata,
+            malformed_records_tag=malformed_records_tag,
+            partitions=partitions,
+            options=options,
+        )
+        strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
+        return self.from_source(source, strategy, source_name)
 
     # -------------------------------------------------------------------- execution
     def execute(  # type: ignore[override]
@@ -407,6 +483,17 @@ class _ForeachBatchDriver:
         for tid, r in g.runners.items():
             saved = state["runners"][tid]
             r.splits, r.current, r.idle, r.finished = saved["splits"], saved["current"], saved["idle"], saved["finished"]
+        # unpickled generators hold a copy of the clock they were pickled with: idleness must read the
+        # environment's clock (a ManualClock set by the caller, or the wall clock)
+        clock = self.env.clock
+        for r in g.runners.values():
+            r.splits.clock = clock
+            for gen in r.splits.generators.values():
+                _rebind_clock(gen, clock)
+        for t in g.order:
+            op = g.nodes[t.id].operator
+            if isinstance(op, TimestampsAndWatermarksOperator):
+                _rebind_clock(op.generator, clock)
 
     def _open(self, batch_id: int) -> int:
         """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1)."""
@@ -684,6 +771,13 @@ def _columnar_fn(cw: Any, plan: ExecPlan, *args: Any) -> Callable[[Any, Any], An
     return keyed
 
 
+def _rebind_clock(generator: Any, clock: Clock) -> None:
+    """Point a (restored) watermark generator's idleness timer at ``clock``."""
+    if isinstance(generator, WatermarksWithIdleness):
+        generator.timer.clock = clock
+        _rebind_clock(generator.generator, clock)
+
+
 def _part(t: Transformation, text: Optional[str]) -> Any:
     if text is None:
         return None
@@ -700,6 +794,7 @@ def _dataframe_rows(t: Transformation, uid: str) -> Any:
     df = src.df
     columns = list(src.df.columns)
     ts_col, part_col, order_cols = src.timestamp_column, src.partition_column, list(src.order_columns)
+    make_element = src.element
 
     def convert(frames: Any) -> Any:
         import pandas as pd
@@ -713,12 +808,16 @@ def _dataframe_rows(t: Transformation, uid: str) -> Any:
             out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
             records = pdf.to_dict("records")
             for rec in records:
-                element = Row(**{c: _py(rec[c]) for c in columns})
+                if make_element is not None:
+                    element = make_element(rec)
+                else:
+                    element = Row(**{c: _py(rec[c]) for c in columns})
+                ts = None
                 if ts_col is not None:
                     raw = rec[ts_col]
                     ts = None if raw is None or (not isinstance(raw, int) and pd.isna(raw)) else _to_millis(raw)
-                else:
-                    ts = strategy.extract_timestamp(element, None)
+                if strategy.timestamp_assigner is not None and not getattr(element, "no_timestamp_assigner", False):
+                    ts = strategy.extract_timestamp(element, ts)
                 # without order columns: the row's position in its input split (stable when a batch is replayed)
                 order = [int(rec[c]) for c in order_cols] if order_cols else [task_partition, position]
                 position += 1

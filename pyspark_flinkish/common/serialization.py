@@ -1,0 +1,53 @@
+"""PyFlink's ``pyflink.common.serialization``: how a source turns a record's bytes into an element.
+
+These are descriptions, not code run per record: the Spark executors decode with Spark's own functions.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+from ..core.errors import InvalidArgumentError
+
+__all__ = ["DeserializationSchema", "RawBytesSchema", "SimpleStringSchema"]
+
+
+class DeserializationSchema:
+    """Base of the value formats a source understands (PyFlink's ``DeserializationSchema``)."""
+
+    format_name: str = ""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(vars(self).items()))))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class SimpleStringSchema(DeserializationSchema):
+    """Each record's value decoded as text (``str``); PyFlink's ``SimpleStringSchema(charset='UTF-8')``.
+
+    Differences from Flink: a record with a null value (a tombstone) becomes ``None`` instead of failing.
+    """
+
+    format_name = "string"
+
+    def __init__(self, charset: str = "UTF-8") -> None:
+        try:
+            codecs.lookup(charset)
+        except LookupError:
+            msg = f"SimpleStringSchema: unknown charset {charset!r}"
+            raise InvalidArgumentError(msg) from None
+        self.charset = charset
+
+    def __repr__(self) -> str:
+        return f"SimpleStringSchema({self.charset!r})"
+
+
+class RawBytesSchema(DeserializationSchema):
+    """Each record's value as ``bytes``, undecoded (not in PyFlink, whose Python API has no byte-array schema)."""
+
+    format_name = "raw"

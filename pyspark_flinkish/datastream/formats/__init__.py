@@ -1,0 +1,3 @@
+"""PyFlink's ``pyflink.datastream.formats``: value formats of sources (``formats.json``)."""
+
+from __future__ import annotations

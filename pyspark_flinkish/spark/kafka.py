@@ -1,0 +1,304 @@
+"""Kafka as a source of the foreachBatch executor: Spark's Kafka source, decoded in Spark, one watermark per
+Kafka partition (split) as in Flink.
+
+A :class:`~pyspark_flinkish.datastream.connectors.kafka.KafkaSource` becomes a streaming DataFrame read with
+``spark.readStream.format("kafka")`` (every ``kafka.*`` property passed untouched), decoded with Spark's
+``from_json`` / casts, and read through the executor's DataFrame source with
+
+* ``partition_column``: ``<topic>-<partition>`` — each Kafka partition has its own watermark generator;
+* ``partitions``: the topic's partitions, listed from the brokers when the pipeline is built, so that an empty
+  partition holds the watermark back (unless the strategy has ``with_idleness``), as in Flink;
+* ``order_columns``: (topic,) partition, offset — the processing order within a micro-batch;
+* ``timestamp_column``: the JSON field given by ``set_timestamp_field``, else the record's Kafka timestamp.
+
+A JSON value that cannot be decoded becomes a :class:`MalformedRecord`; a stateless step right after the source
+sends it to the malformed-records side output, or fails the query with a :class:`MalformedRecordError` naming
+the topic, partition and offset (never the value).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Callable, Dict, List, Optional
+
+from ..core.errors import InvalidPipelineError, InvalidTypeError
+from ..core.typeinfo import TypeInformation, Types
+from ..core.watermarks import WatermarkStrategy
+from ..datastream.connectors.kafka import (
+    KafkaRecord,
+    KafkaSource,
+    KafkaTopicPartition,
+    MalformedRecord,
+    MalformedRecordError,
+)
+from ..datastream.data_stream import DataStream
+from ..datastream.formats.json import JsonRowDeserializationSchema
+from ..datastream.functions import ProcessFunction
+from ..datastream.plan import Transformation
+
+TOPIC, PARTITION, OFFSET = "__kafka_topic", "__kafka_partition", "__kafka_offset"
+TIMESTAMP, KEY, VALUE = "__kafka_timestamp", "__kafka_key", "__kafka_value"
+SPLIT, TOPIC_ORDER, EVENT_TIME = "__kafka_split", "__kafka_topic_order", "__kafka_event_time"
+MALFORMED, PARSED, CORRUPT = "__kafka_malformed", "__kafka_parsed", "__kafka_corrupt"
+
+
+def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, name: str) -> DataStream:
+    """The stream ``env.from_source(source, strategy, name)`` returns on Spark (see the module docstring)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from .environment import _DataFrameSource
+
+    spark = env.spark
+    partitions = topic_partitions(spark, source)
+    reader = spark.readStream.format("kafka")
+    for key, value in source.spark_options(partitions).items():
+        reader = reader.option(key, value)
+    raw = reader.load()
+    columns = [
+        F.col("topic").alias(TOPIC),
+        F.col("partition").alias(PARTITION),
+        F.col("offset").alias(OFFSET),
+        F.unix_millis(F.col("timestamp")).alias(TIMESTAMP),
+        F.col("key").alias(KEY),
+        F.col("value").alias(VALUE),
+        F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias(SPLIT),
+    ]
+    order = [PARTITION, OFFSET]
+    if source.single_topic is None:  # several topics: their partitions' offsets would tie
+        columns.append(F.xxhash64(F.col("topic")).alias(TOPIC_ORDER))
+        order.insert(0, TOPIC_ORDER)
+    event_time = F.col(TIMESTAMP)
+    output_type: Optional[TypeInformation] = None
+    deserializer = source.deserializer
+    if isinstance(deserializer, JsonRowDeserializationSchema):
+        schema = json_schema(deserializer.type_info)
+        if CORRUPT in schema.fieldNames():
+            msg = f"the JSON schema must not have a field named {CORRUPT!r} (used to detect malformed values)"
+            raise InvalidTypeError(msg)
+        if source.timestamp_field is not None and source.timestamp_field not in schema.fieldNames():
+            msg = f"set_timestamp_field: {source.timestamp_field!r} is not a field of the JSON schema ({schema.simpleString()})"
+            raise InvalidTypeError(msg)
+        parse_schema = T.StructType(list(schema.fields) + [T.StructField(CORRUPT, T.StringType())])
+        parsed = F.from_json(
+            F.col("value").cast("string"), parse_schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+        )
+        df = raw.select(*columns, parsed.alias(PARSED))
+        bad = F.col(VALUE).isNull() | F.col(PARSED).isNull() | F.col(f"{PARSED}.{CORRUPT}").isNotNull()
+        fields = [F.col(PARSED).getField(f.name).alias(f"__v{i}") for i, f in enumerate(schema.fields)]
+        if source.timestamp_field is not None:
+            field = schema[source.timestamp_field]
+            value = F.col(PARSED).getField(field.name)
+            if isinstance(field.dataType, (T.TimestampType, T.TimestampNTZType)):
+                event_time = F.unix_millis(value)
+            elif isinstance(field.dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+                event_time = value.cast("long")
+            else:
+                msg = (
+                    f"set_timestamp_field: {field.name!r} must be epoch milliseconds (BIGINT/INT) or a TIMESTAMP; "
+                    f"got {field.dataType.simpleString()}"
+                )
+                raise InvalidTypeError(msg)
+        df = df.select(*[F.col(c) for c in df.columns if c != PARSED], *fields, bad.alias(MALFORMED),
+                       F.when(~bad, event_time).alias(EVENT_TIME))
+        element = _json_element(schema, source.include_metadata, str(schema.simpleString()))
+        if isinstance(deserializer.type_info, TypeInformation) and not source.include_metadata:
+            output_type = deserializer.type_info
+    else:
+        df = raw.select(*columns, event_time.alias(EVENT_TIME))
+        charset = getattr(deserializer, "charset", None)
+        element = _plain_element(charset, source.include_metadata)
+        if charset is not None and not source.include_metadata:
+            output_type = Types.STRING()
+    src = _DataFrameSource(df, EVENT_TIME, SPLIT, order, [str(tp) for tp in partitions], element=element)
+    t = Transformation("source", name, source=src, watermark_strategy=strategy, output_type=output_type)
+    stream = DataStream(env, t)
+    if isinstance(deserializer, JsonRowDeserializationSchema):
+        stream = stream.process(_RouteMalformed(source.malformed_records_tag), output_type=output_type).name(f"{name}: malformed")
+    return stream
+
+
+def json_schema(type_info: Any) -> Any:
+    """The Spark ``StructType`` of a JSON row: from ``Types.ROW_NAMED`` or a DDL string."""
+    from pyspark.sql import types as T
+
+    from .types import to_spark_type
+
+    if isinstance(type_info, TypeInformation):
+        return to_spark_type(type_info)
+    from pyspark.sql.types import _parse_datatype_string
+
+    try:
+        parsed = _parse_datatype_string(type_info)
+    except Exception as exc:
+        msg = f"the JSON schema {type_info!r} is not a Spark DDL string ({str(exc).splitlines()[0]})"
+        raise InvalidTypeError(msg) from exc
+    if not isinstance(parsed, T.StructType):
+        parsed = T.StructType([T.StructField("value", parsed)])
+    return parsed
+
+
+def topic_partitions(spark: Any, source: KafkaSource) -> List[KafkaTopicPartition]:
+    """The partitions that hold the watermark back from the start: given, assigned, or listed from the brokers
+    through the Kafka client on Spark's classpath (with the source's ``kafka.*`` properties)."""
+    if source.partitions is not None:
+        return list(source.partitions)
+    if source.assigned:
+        return list(source.assigned)
+    if not source.topics:
+        return []  # a topic pattern: partitions appear with their first records
+    try:
+        jvm = spark._jvm
+        if jvm is None:
+            raise AttributeError(name="_jvm")
+    except Exception as exc:  # Spark Connect: no JVM in this process
+        msg = (
+            f"cannot list the partitions of {list(source.topics)} without a JVM gateway (Spark Connect?): pass them "
+            "with partitions=[...] (from_kafka) or set_expected_partitions([...])"
+        )
+        raise InvalidPipelineError(msg) from exc
+    props = jvm.java.util.Properties()
+    props.setProperty("bootstrap.servers", source.bootstrap_servers)
+    for key, value in source.properties.items():
+        props.setProperty(key[len("kafka.") :], value)
+    names = jvm.java.util.ArrayList()
+    for topic in source.topics:
+        names.add(topic)
+    admin = None
+    try:
+        admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+        described = admin.describeTopics(names).allTopicNames().get(60, jvm.java.util.concurrent.TimeUnit.SECONDS)
+        out = []
+        for topic in source.topics:
+            for info in described.get(topic).partitions():
+                out.append(KafkaTopicPartition(topic, int(info.partition())))
+        return sorted(out)
+    except Exception as exc:
+        cause = str(getattr(exc, "java_exception", exc)).splitlines()[0][:300]
+        msg = (
+            f"could not list the partitions of {list(source.topics)} on {source.bootstrap_servers}: {cause}. Create "
+            "the topics first, check the kafka.* security options, or pass partitions=[...] / set_expected_partitions"
+        )
+        raise InvalidPipelineError(msg) from exc
+    finally:
+        if admin is not None:
+            admin.close(jvm.java.time.Duration.ofSeconds(5))
+
+
+# ---------------------------------------------------------------------------------------- on the executors
+def _is_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    try:
+        import pandas as pd
+
+        return value is pd.NaT
+    except ImportError:  # pragma: no cover
+        return False
+
+
+def _converter(data_type: Any) -> Callable[[Any], Any]:
+    """Python value of a Spark type from what pandas holds (ints with nulls come as floats, structs as dicts, ...)."""
+    from pyspark.sql import Row
+    from pyspark.sql import types as T
+
+    def nullable(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return lambda v: None if _is_null(v) else fn(v)
+
+    if isinstance(data_type, T.BooleanType):
+        return nullable(bool)
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return nullable(int)
+    if isinstance(data_type, (T.FloatType, T.DoubleType)):
+        return nullable(float)
+    if isinstance(data_type, T.StringType):
+        return nullable(str)
+    if isinstance(data_type, T.BinaryType):
+        return nullable(bytes)
+    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
+        return nullable(lambda v: v.to_pydatetime() if hasattr(v, "to_pydatetime") else v)
+    if isinstance(data_type, T.StructType):
+        names = data_type.fieldNames()
+        convs = [_converter(f.dataType) for f in data_type.fields]
+
+        def struct(v: Any) -> Any:
+            items = [v.get(n) for n in names] if isinstance(v, dict) else list(v)
+            return Row(**{n: c(x) for n, c, x in zip(names, convs, items)})
+
+        return nullable(struct)
+    if isinstance(data_type, T.ArrayType):
+        elem = _converter(data_type.elementType)
+        return nullable(lambda v: [elem(x) for x in v])
+    if isinstance(data_type, T.MapType):
+        kc, vc = _converter(data_type.keyType), _converter(data_type.valueType)
+        return nullable(lambda v: {kc(k): vc(x) for k, x in (v.items() if isinstance(v, dict) else v)})
+    return nullable(lambda v: v.item() if hasattr(v, "item") else v)
+
+
+def _reason(value: Optional[bytes], schema: str) -> str:
+    if value is None:
+        return "null value (a tombstone)"
+    try:
+        decoded = json.loads(bytes(value).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    if not isinstance(decoded, dict):
+        return f"not a JSON object (a JSON {type(decoded).__name__})"
+    return f"does not fit the schema {schema}"
+
+
+def _meta(rec: Dict[str, Any]) -> tuple:  # type: ignore[type-arg]
+    key = rec[KEY]
+    return str(rec[TOPIC]), int(rec[PARTITION]), int(rec[OFFSET]), int(rec[TIMESTAMP]), None if _is_null(key) else bytes(key)
+
+
+def _json_element(schema: Any, include_metadata: bool, ddl: str) -> Callable[[Dict[str, Any]], Any]:
+    from pyspark.sql import Row
+
+    names = schema.fieldNames()
+    convs = [_converter(f.dataType) for f in schema.fields]
+
+    def element(rec: Dict[str, Any]) -> Any:
+        if rec[MALFORMED]:
+            raw = None if _is_null(rec[VALUE]) else bytes(rec[VALUE])
+            return MalformedRecord(*_meta(rec), raw, _reason(raw, ddl))
+        value = Row(**{n: c(rec[f"__v{i}"]) for i, (n, c) in enumerate(zip(names, convs))})
+        return KafkaRecord(*_meta(rec), value) if include_metadata else value
+
+    return element
+
+
+def _plain_element(charset: Optional[str], include_metadata: bool) -> Callable[[Dict[str, Any]], Any]:
+    def element(rec: Dict[str, Any]) -> Any:
+        raw = rec[VALUE]
+        value = None if _is_null(raw) else bytes(raw)
+        if value is not None and charset is not None:
+            value = value.decode(charset, errors="replace")  # type: ignore[assignment]
+        return KafkaRecord(*_meta(rec), value) if include_metadata else value
+
+    return element
+
+
+class _RouteMalformed(ProcessFunction):  # type: ignore[type-arg]
+    """Right after a JSON Kafka source: malformed records to the side output, or a clear failure."""
+
+    def __init__(self, tag: Any) -> None:
+        self.tag = tag
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        if isinstance(value, MalformedRecord):
+            if self.tag is None:
+                msg = (
+                    f"malformed Kafka record in topic {value.topic!r}, partition {value.partition}, offset "
+                    f"{value.offset}: {value.reason}. Route such records to a side output with "
+                    "from_kafka(malformed_records_tag=OutputTag(...)) or set_malformed_records_tag(...)"
+                )
+                raise MalformedRecordError(msg)
+            yield self.tag, value
+            return
+        yield value

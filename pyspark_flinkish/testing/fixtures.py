@@ -1,0 +1,45 @@
+"""pytest fixtures for pipelines that read Kafka: a broker per test session, fresh topics per test.
+
+A module of fixtures only, so that it can be registered as a pytest plugin (an entry point in the
+``pytest11`` group pointing here, or ``-p pyspark_flinkish.testing.fixtures``); this repository's ``tests/``
+import the fixtures in their ``conftest.py``. Importing this module imports neither pyspark nor kafka-python.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from .kafka import KafkaBroker
+
+__all__ = ["kafka_broker", "kafka_topic"]
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    """One single-node Kafka broker (KRaft, own JVM) for the whole test session, killed at its end.
+
+    A test that restarts it (``kafka_broker.restart()``) leaves it running on the same port. When the broker's
+    jars are missing, the error says how to fetch them (``make jars``).
+    """
+    broker = KafkaBroker()
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def kafka_topic(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> Callable[..., str]:
+    """A factory ``kafka_topic(partitions=1, suffix="")`` creating a topic named after the test (unique per call)."""
+
+    def create(partitions: int = 1, suffix: str = "") -> str:
+        base = re.sub(r"[^A-Za-z0-9._-]", "-", request.node.name)[:80]
+        name = f"{base}{'-' + suffix if suffix else ''}-{uuid.uuid4().hex[:6]}"
+        return kafka_broker.create_topic(name, partitions)
+
+    return create

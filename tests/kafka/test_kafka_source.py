@@ -1,0 +1,250 @@
+"""Kafka in: ``env.from_kafka`` / ``from_source(KafkaSource)`` on a real broker, compared with the JVM-free engine
+replaying the same records per partition; and what Spark's own global watermark would drop instead.
+
+Each "round" below is produced, then read by one ``availableNow`` run of the query (one Spark micro-batch,
+restarted from its checkpoint), so that micro-batch boundaries — where Flink's watermark advances — are the
+same on both engines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.core.clock import ManualClock
+from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
+from pyspark_flinkish.datastream.connectors.kafka import (
+    KafkaOffsetsInitializer,
+    KafkaRecord,
+    KafkaSource,
+    MalformedRecord,
+)
+from pyspark_flinkish.datastream.formats.json import JsonRowDeserializationSchema
+from pyspark_flinkish.datastream.functions import ProcessWindowFunction
+from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SCHEMA = Types.ROW_NAMED(["user", "t", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
+Event = Dict[str, Any]
+
+
+class Total(ProcessWindowFunction):  # type: ignore[type-arg]
+    """(user, window start, window end, count, sum of v)."""
+
+    def process(self, key, context, elements):  # type: ignore[no-untyped-def]
+        values = [e.v for e in elements]
+        yield key, context.window().start, context.window().end, len(values), sum(values)
+
+
+def _windows(stream, late: OutputTag, size_s: int = 10):  # type: ignore[no-untyped-def]
+    return (
+        stream.key_by(lambda r: r.user)
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(size_s)))
+        .side_output_late_data(late)
+        .process(Total())
+    )
+
+
+def _produce(broker, topic: str, events: List[Tuple[int, Event]]) -> List[Tuple[int, int, Event]]:  # type: ignore[no-untyped-def]
+    """Send (partition, event) pairs; returns (partition, offset, event) as the broker stored them."""
+    out = []
+    for p in sorted({p for p, _ in events}):
+        mine = [e for q, e in events if q == p]
+        acks = broker.produce(topic, [json.dumps(e) for e in mine], partition=p)
+        out.extend((p, off, e) for (_, off), e in zip(acks, mine))
+    return out
+
+
+def _jvm_free(topic: str, partitions: int, rounds: List[List[Tuple[int, int, Event]]], strategy, clock_per_round=None):  # type: ignore[no-untyped-def]
+    """The JVM-free engine on the same records: one micro-batch per round, in (partition, offset) order, each
+    record in its Kafka partition's split; the stream does not end (as a Kafka stream does not)."""
+    from pyspark.sql import Row
+
+    batches = []
+    for i, records in enumerate(rounds):
+        ordered = sorted(records, key=lambda r: (r[0], r[1]))
+        batches.append(
+            MicroBatch(
+                [Row(**e) for _, _, e in ordered],
+                partitions=[f"{topic}-{p}" for p, _, _ in ordered],
+                processing_time=None if clock_per_round is None else clock_per_round[i],
+            )
+        )
+    env = StreamExecutionEnvironment.get_execution_environment()
+    if clock_per_round is not None:
+        env.set_manual_clock(0)
+    source = MicroBatchSource(batches, end_of_input=False, partitions=[f"{topic}-{p}" for p in range(partitions)])
+    events = env.from_source(source, strategy.with_timestamp_assigner(lambda r, _: r.t), "replay")
+    late = OutputTag("late")
+    results, late_out = [], []
+    windows = _windows(events, late)
+    windows.add_sink(results.append)
+    windows.get_side_output(late).add_sink(late_out.append)
+    env.execute()
+    return results, late_out
+
+
+def test_json_tumbling_windows_equal_the_jvm_free_engine_across_a_broker_restart(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    topic = kafka_topic(partitions=4)
+    rounds = [
+        _produce(kafka_broker, topic, [
+            (0, {"user": "ann", "t": 1_000, "v": 1}), (0, {"user": "bob", "t": 4_000, "v": 2}), (0, {"user": "ann", "t": 12_000, "v": 3}),
+            (1, {"user": "ann", "t": 2_500, "v": 4}), (1, {"user": "cat", "t": 11_000, "v": 5}),
+            (2, {"user": "bob", "t": 9_000, "v": 6}), (2, {"user": "bob", "t": 13_000, "v": 7}),
+            (3, {"user": "cat", "t": 3_000, "v": 8}), (3, {"user": "cat", "t": 12_500, "v": 9}),
+        ]),
+    ]  # after this batch the watermark is min(12 s, 11 s, 13 s, 12.5 s) - 1 s - 1 ms: [0 s, 10 s) fires
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    late = OutputTag("late")
+    bad = OutputTag("malformed")
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_topics(topic)
+        .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+        .set_value_only_deserializer(JsonRowDeserializationSchema.builder().type_info(SCHEMA).build())
+        .set_timestamp_field("t")
+        .set_malformed_records_tag(bad)
+        .build()
+    )
+    events = env.from_source(source, strategy, "events")
+    results, late_out, malformed = [], [], []
+    windows = _windows(events, late)
+    windows.add_sink(results.append)
+    windows.get_side_output(late).add_sink(late_out.append)
+    events.get_side_output(bad).add_sink(malformed.append)
+    checkpoint = str(tmp_path / "ck")
+
+    def run() -> None:
+        env.execute("kafka-json", checkpoint_location=checkpoint, trigger={"availableNow": True}).await_termination()
+
+    run()
+    kafka_broker.restart()  # the query resumes from its checkpoint's offsets on the restarted broker
+    rounds.append(_produce(kafka_broker, topic, [
+        (0, {"user": "ann", "t": 14_000, "v": 10}), (0, {"user": "ann", "t": 31_000, "v": 11}),
+        (1, {"user": "ann", "t": 8_000, "v": 12}),  # late: its window fired after the first batch
+        (1, {"user": "dan", "t": 30_000, "v": 13}),
+        (2, {"user": "bob", "t": 21_000, "v": 14}), (3, {"user": "cat", "t": 25_000, "v": 15}),
+    ]))
+    bad_offset = kafka_broker.produce(topic, ["{not json"], partition=2)[0][1]
+    run()
+
+    expected, expected_late = _jvm_free(topic, 4, rounds, strategy)
+    assert expected and expected_late  # the scenario fires windows and has a late record
+    assert sorted(results) == sorted(expected)
+    assert [(r.user, r.t, r.v) for r in late_out] == [(r.user, r.t, r.v) for r in expected_late]
+    assert [(m.topic, m.partition, m.offset, m.value) for m in malformed] == [(topic, 2, bad_offset, b"{not json")]
+    assert malformed[0].reason.startswith("not JSON")
+
+
+def test_lagging_partition_spark_global_watermark_drops_what_flink_keeps(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Partition 0 runs 40 s ahead of partitions 1-3. Spark's ``withWatermark`` takes the maximum event time over
+    all partitions and drops the lagging partitions' records; Flink's watermark is the minimum over partitions,
+    so they are on time. This package matches the JVM-free (Flink) engine and drops nothing."""
+    from pyspark.sql import functions as F
+
+    topic = kafka_topic(partitions=4)
+    users = {1: "bob", 2: "cat", 3: "dan"}
+    plan = [
+        [(0, {"user": "ann", "t": t, "v": 1}) for t in (1_000, 12_000, 25_000, 38_000)]
+        + [(p, {"user": u, "t": 500 * p, "v": 1}) for p, u in users.items()],
+        [(0, {"user": "ann", "t": t, "v": 1}) for t in (45_000, 52_000)]
+        + [(p, {"user": u, "t": t + p, "v": 1}) for p, u in users.items() for t in (3_000, 8_000, 15_000)],
+    ]
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(2))
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    late = OutputTag("late")
+    events = env.from_kafka(topic, kafka_broker.bootstrap_servers, strategy, schema="user STRING, t BIGINT, v BIGINT",
+                            timestamp_field="t")
+    results, late_out = [], []
+    windows = _windows(events, late)
+    windows.add_sink(results.append)
+    windows.get_side_output(late).add_sink(late_out.append)
+
+    native = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(F.from_json(F.col("value").cast("string"), "user STRING, t BIGINT, v BIGINT").alias("j"))
+        .select("j.*")
+        .withColumn("ts", F.timestamp_millis("t"))
+        .withWatermark("ts", "2 seconds")
+        .groupBy(F.window("ts", "10 seconds"), "user")
+        .agg(F.count("v").alias("n"))
+    )
+    native_rows: list = []
+    dropped = 0
+    rounds = []
+    for records in plan:
+        rounds.append(_produce(kafka_broker, topic, records))
+        env.execute("kafka-skew", checkpoint_location=str(tmp_path / "ours"), trigger={"availableNow": True}).await_termination()
+        query = (
+            native.writeStream.outputMode("append")
+            .foreachBatch(lambda df, _id: native_rows.extend(df.collect()))
+            .option("checkpointLocation", str(tmp_path / "native"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        dropped += sum(op.get("numRowsDroppedByWatermark", 0) for p in query.recentProgress for op in p["stateOperators"])
+
+    expected, expected_late = _jvm_free(topic, 4, rounds, strategy)
+    assert sorted(results) == sorted(expected)
+    assert late_out == [] and expected_late == []
+    # Flink: the watermark after round 2 is min(52, 15.001, 15.002, 15.003 s) - 2 s - 1 ms, so bob's, cat's and
+    # dan's first windows fire with all three of their records
+    assert {(u, n) for u, s, _, n, _ in results if s == 0 and u != "ann"} == {("bob", 3), ("cat", 3), ("dan", 3)}
+    # Spark: after the first batch its watermark is 38 s - 2 s, so round 2's lagging records (3-15 s) are dropped
+    # (counted after Spark's partial aggregation: one row per partition, user and window)
+    assert dropped == 6
+    native_first = {(r["user"], r["n"]) for r in native_rows if r["window"]["start"].timestamp() == 0 and r["user"] != "ann"}
+    assert native_first == {("bob", 1), ("cat", 1), ("dan", 1)}
+
+
+def test_an_empty_partition_holds_the_watermark_back_until_idle(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    topic = kafka_topic(partitions=2)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_idleness(Duration.of_seconds(5))
+    clock = ManualClock(0)
+    env = StreamExecutionEnvironment.get_execution_environment(spark, clock=clock)
+    late = OutputTag("late")
+    results: list = []
+    _windows(env.from_kafka(topic, kafka_broker.bootstrap_servers, strategy, schema=SCHEMA, timestamp_field="t"), late).add_sink(results.append)
+    rounds, times = [], [0, 10_000]
+    for i, t in enumerate((1_000, 15_000)):  # partition 1 never gets a record
+        rounds.append(_produce(kafka_broker, topic, [(0, {"user": "ann", "t": t, "v": i})]))
+        clock.set(times[i])
+        env.execute("kafka-idle", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}).await_termination()
+
+    expected, _ = _jvm_free(topic, 2, rounds, strategy, clock_per_round=times)
+    assert expected == [("ann", 0, 10_000, 1, 0)]  # fired only once partition 1 was idle
+    assert results == expected
+    without_idleness, _ = _jvm_free(topic, 2, rounds, WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)))
+    assert without_idleness == []  # the empty partition holds the watermark at Long.MIN_VALUE
+
+
+def test_string_values_with_metadata_and_kafka_timestamps(spark, kafka_broker, kafka_topic) -> None:  # type: ignore[no-untyped-def]
+    topic = kafka_topic(partitions=1)
+    kafka_broker.produce(topic, ["héllo", "world"], keys=["k1", None], timestamps_ms=[1_000, 2_000])
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    stream = env.from_kafka(topic, kafka_broker.bootstrap_servers, value_format="string", include_metadata=True)
+    got = list(stream.execute_and_collect())
+    assert got == [KafkaRecord(topic, 0, 0, 1_000, b"k1", "héllo"), KafkaRecord(topic, 0, 1, 2_000, None, "world")]
+
+
+def test_a_malformed_record_without_side_output_fails_with_its_offset(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    topic = kafka_topic(partitions=1)
+    kafka_broker.produce(topic, [json.dumps({"user": "ann", "t": 1, "v": 1}), "[1, 2]"])
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    env.from_kafka(topic, kafka_broker.bootstrap_servers, schema=SCHEMA).add_sink(lambda _: None)
+    handle = env.execute("kafka-bad", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+    with pytest.raises(Exception, match=r"malformed Kafka record in topic .*partition 0, offset 1: not a JSON object"):
+        handle.await_termination()
+    assert MalformedRecord._fields[-1] == "reason"

@@ -162,9 +162,8 @@ def statistics(prepared_df: Any) -> List[Dict[str, Any]]:
     return [{"part": r["__part"], "stat_max": r["mx"], "stat_count": r["n"], "stat_batch": -1} for r in rows]
 
 
-def split(cw: ColumnarWindow, prepared_df: Any, watermark: int, partitions: int) -> Tuple[Any, Any]:
-    """(partial accumulators per (state partition, key, window) of on-time rows, the other rows), plus one
-    heartbeat row per state partition in the first, so that every partition runs and fires its timers."""
+def split(cw: ColumnarWindow, prepared_df: Any, watermark: int) -> Tuple[Any, Any]:
+    """(partial accumulators per (state partition, key, window) of on-time rows, the other rows)."""
     from pyspark.sql import functions as F
 
     ts = F.col("__ts")
@@ -172,15 +171,15 @@ def split(cw: ColumnarWindow, prepared_df: Any, watermark: int, partitions: int)
     reach = last - ts + F.lit(cw.size)
     n = F.when(reach > 0, F.floor((reach - 1) / F.lit(cw.slide)) + 1).otherwise(F.lit(0))
     first = last - (n - 1) * F.lit(cw.slide)  # the earliest window start
-    on_time = ts.isNotNull() & (n >= 1) & (first + F.lit(cw.size - 1) > F.lit(watermark))
-    flagged = prepared_df.withColumn("__on", F.coalesce(on_time, F.lit(False)))
+    on_time = F.coalesce(ts.isNotNull() & (n >= 1) & (first + F.lit(cw.size - 1) > F.lit(watermark)), F.lit(False))
     keys = [f"__k{i}" for i in range(len(cw.key_columns))]
-    timely = flagged.filter("__on")
     if cw.slide == cw.size:
-        timely = timely.withColumn("__start", last)
+        start = last
     else:
         steps = F.sequence(F.lit(0).cast("long"), (n - 1).cast("long"))
-        timely = timely.withColumn("__start", F.explode(F.transform(steps, lambda i: last - i * cw.slide)))
+        start = F.explode(F.transform(steps, lambda i: last - i * cw.slide))
+    fields = sorted({f for _, f in cw.parts if f is not None})
+    timely = prepared_df.filter(on_time).select("__sp", *keys, *fields, start.alias("__start"))
     aggs = []
     for i, (op, fld) in enumerate(cw.parts):
         c = F.col(fld) if fld is not None else None
@@ -188,19 +187,26 @@ def split(cw: ColumnarWindow, prepared_df: Any, watermark: int, partitions: int)
             aggs.append(F.count(F.lit(1)).alias(f"__a{i}"))
         elif op == "sum":
             aggs.append(F.sum(F.coalesce(c, F.lit(0)).cast("long")).alias(f"__a{i}"))
-        elif op == "min":
-            aggs.append(F.min(c).cast("double" if _is_float(prepared_df, fld) else "long").alias(f"__a{i}"))
         else:
-            aggs.append(F.max(c).cast("double" if _is_float(prepared_df, fld) else "long").alias(f"__a{i}"))
-    partials = timely.groupBy("__sp", *keys, "__start").agg(*aggs).withColumn("__hb", F.lit(False))
-    spark = prepared_df.sparkSession
-    hb = spark.range(partitions).select(F.col("id").cast("int").alias("__sp"))
-    for c in partials.columns:
-        if c not in ("__sp",):
-            hb = hb.withColumn(c, F.lit(None).cast(partials.schema[c].dataType))
-    hb = hb.withColumn("__hb", F.lit(True))
-    others = flagged.filter(~F.col("__on")).drop("__on")
-    return partials.unionByName(hb), others
+            agg = F.min(c) if op == "min" else F.max(c)
+            aggs.append(agg.cast("double" if _is_float(prepared_df, fld) else "long").alias(f"__a{i}"))
+    partials = timely.groupBy("__sp", *keys, "__start").agg(*aggs, F.lit(False).alias("__hb"))
+    others = prepared_df.filter(~on_time)
+    return partials, others
+
+
+def heartbeats(cw: ColumnarWindow, partials: Any, partitions: int) -> Any:
+    """One row per state partition, shaped like ``partials``, so that every partition runs and fires its timers
+    in every batch (built once per query)."""
+    from pyspark.sql import functions as F
+
+    spark = partials.sparkSession
+    cols = [
+        F.col("id").cast("int").alias("__sp") if c == "__sp" else
+        (F.lit(True) if c == "__hb" else F.lit(None).cast(partials.schema[c].dataType)).alias(c)
+        for c in partials.columns
+    ]
+    return spark.range(partitions).select(*cols)
 
 
 def _is_float(df: Any, fld: Optional[str]) -> bool:

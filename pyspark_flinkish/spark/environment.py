@@ -24,6 +24,7 @@ import glob
 import os
 import pickle
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -345,6 +346,8 @@ class _ForeachBatchDriver:
         self.progress = progress
         self.failure: Optional[BaseException] = None
         self.batches_run = 0
+        self.durations: Dict[str, float] = {}  # milliseconds per phase of the last batch (progress, profiling)
+        self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
         self.partitions = self._partitions()
         self.sinks = sinks
         self.watermark_graph = self._new_graph()
@@ -557,8 +560,24 @@ class _ForeachBatchDriver:
                 out[i] = op.current_watermark
         return out
 
+    def _phase(self, name: str) -> Any:
+        """Add the time spent in a ``with`` block to ``self.durations[name]`` (ms)."""
+        driver = self
+
+        class _Timer:
+            def __enter__(self) -> None:
+                self.t = time.perf_counter()
+
+            def __exit__(self, *exc: Any) -> None:
+                driver.durations[name] = driver.durations.get(name, 0.0) + (time.perf_counter() - self.t) * 1000
+
+        return _Timer()
+
     def _run(self, df: Any, batch_id: int) -> None:
-        prev_version = self._open(batch_id)
+        self.durations = {}
+        start = time.perf_counter()
+        with self._phase("open"):
+            prev_version = self._open(batch_id)
         steps = self._replay_steps(df)
         by_sink: Dict[int, List[Any]] = {i: [] for i in self.plan.sinks}
         materialized: List[Any] = []
@@ -570,17 +589,28 @@ class _ForeachBatchDriver:
             step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
             version_in = batch_id  # later steps continue from this batch's own state version
             materialized.extend(step_frames)
-            for sink_index, rows in step_rows.items():
-                rows.sort(key=lambda r: list(r["ord"]))
-                by_sink[sink_index].extend(rows)
-        for sink_index, rows in by_sink.items():  # one delivery per Spark batch id: sinks stay idempotent
-            self._deliver(self.plan.transformations[sink_index], rows, batch_id)
-        for m in materialized:
-            m.unpersist()
-        self._commit(batch_id)
+            with self._phase("sort"):
+                for sink_index, rows in step_rows.items():
+                    rows.sort(key=lambda r: list(r["ord"]))
+                    by_sink[sink_index].extend(rows)
+        with self._phase("deliver"):
+            for sink_index, rows in by_sink.items():  # one delivery per Spark batch id: sinks stay idempotent
+                self._deliver(self.plan.transformations[sink_index], rows, batch_id)
+        with self._phase("commit"):
+            for m in materialized:
+                m.unpersist()
+            self._commit(batch_id)
         self.batches_run += 1
+        self.durations["total"] = (time.perf_counter() - start) * 1000
         if self.progress is not None:
-            self.progress({"batch_id": batch_id, "replay_batch": batch_index, "watermarks": self.operator_watermarks()})
+            self.progress(
+                {
+                    "batch_id": batch_id,
+                    "replay_batch": batch_index,
+                    "watermarks": self.operator_watermarks(),
+                    "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
+                }
+            )
 
     def _replay_steps(self, df: Any) -> List[Any]:
         """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files."""
@@ -603,18 +633,26 @@ class _ForeachBatchDriver:
         assert cw is not None
         now = self.env.clock.now()
         wm_prev = self._wm_now()
-        prepared = columnar.prepared(cw, df, parts).persist()
-        stats = [dict(s, dest=cw.source, part="" if s["part"] is None else s["part"]) for s in columnar.statistics(prepared)]
-        batch_index = self._advance_watermarks(stats)
-        wm_new = self._wm_now()
-        partials, others = columnar.split(cw, prepared, wm_prev[cw.window], parts)
-        args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, version_in)
-        keyed = (
-            partials.groupBy("__sp").cogroup(others.groupBy("__sp")).applyInPandas(_columnar_fn(*args), ROW_DDL).persist()
-        )
+        with self._phase("plan"):
+            prepared = columnar.prepared(cw, df, parts)  # read twice (statistics, keyed); cheaper than caching it
+        with self._phase("stats"):
+            stats = [
+                dict(s, dest=cw.source, part="" if s["part"] is None else s["part"]) for s in columnar.statistics(prepared)
+            ]
+        with self._phase("watermarks"):
+            batch_index = self._advance_watermarks(stats)
+            wm_new = self._wm_now()
+        with self._phase("plan"):
+            partials, others = columnar.split(cw, prepared, wm_prev[cw.window])
+            if self._heartbeats is None:
+                self._heartbeats = columnar.heartbeats(cw, partials, parts)
+            partials = partials.unionByName(self._heartbeats)
+            args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, version_in)
+            keyed = partials.groupBy("__sp").cogroup(others.groupBy("__sp")).applyInPandas(_columnar_fn(*args), ROW_DDL)
         if plan.levels[1:]:
+            keyed = keyed.persist()
             keyed.count()  # materialise before later levels read it; otherwise the sinks' collect computes it
-        return self._levels_and_sinks([keyed], [prepared, keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id, version_in) + (
+        return self._levels_and_sinks([keyed], [keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id, version_in) + (
             batch_index,
         )
 
@@ -633,8 +671,10 @@ class _ForeachBatchDriver:
         routed = df.mapInPandas(
             lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
         ).persist()
-        stats = routed.filter(F.col("kind") == "stat").collect()
-        batch_index = self._advance_watermarks(stats)
+        with self._phase("route"):
+            stats = routed.filter(F.col("kind") == "stat").collect()
+        with self._phase("watermarks"):
+            batch_index = self._advance_watermarks(stats)
         wm_new = self._wm_now()
 
         outputs = [routed.filter(F.col("kind") == "rec")]
@@ -674,14 +714,16 @@ class _ForeachBatchDriver:
                 .applyInPandas(_keyed(plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, version_in), ROW_DDL)
                 .persist()
             )
-            keyed.count()
+            with self._phase(f"keyed level {level}"):
+                keyed.count()
             outputs.append(keyed)
             materialized.append(keyed)
 
         by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
-        for o in outputs:
-            for r in o.filter(F.col("dest").isin(plan.sinks)).select("dest", "value", "ord").collect():
-                by_sink[int(r["dest"])].append(r)
+        with self._phase("collect"):
+            for o in outputs:
+                for r in o.filter(F.col("dest").isin(plan.sinks)).select("dest", "value", "ord").collect():
+                    by_sink[int(r["dest"])].append(r)
         return by_sink, materialized
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:

@@ -58,6 +58,10 @@ END_OF_INPUT = 9_000_000_000_000
 
 STATE_DDL = "version int, watermark long, payload binary"
 STATE_VERSION = 1
+"""``payload`` is the key's keyed snapshot (``core/codec.py``)."""
+WINDOWS_STATE_VERSION = 2
+"""``payload`` is the key's window table of a batch-wise window (``core/batch_window.py``): JSON
+``[[window start, encoded contents], ...]``."""
 ROUTED_DDL = "kind string, dest int, key binary, value binary, ts long, ord array<long>, __et timestamp"
 OUTPUT_DDL = "dest int, value binary, ts long, ord array<long>"
 BACKEND = "apply_in_pandas_with_state"
@@ -183,10 +187,13 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
     """The ``applyInPandasWithState`` function: restore the key's snapshot, fire due timers, process the
     key's records in order, snapshot, and set the timeout to the next event-time timer."""
 
+    node = plan.nodes[keyed_index]
+    if node.batched:
+        return _batched_keyed_function(plan, keyed_index, delay, now)
+
     def fn(key: Any, frames: Any, state: Any) -> Any:
         import pandas as pd
 
-        node = plan.nodes[keyed_index]
         runner = ChainRunner(plan, {}, now, 1)
         op: Any = node.factory()  # type: ignore[misc]
         out = _KeyedOutput(runner, keyed_index, op, 0)
@@ -223,9 +230,15 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
             timers = op.timers.event_timers.for_key(key_value)
             if timers:
                 state.setTimeoutTimestamp(spark_timeout(timers[0][0], spark_wm, delay))
-        rows = runner.rows
-        if not rows:
-            return
+        yield from _output(runner.rows)
+
+    return fn
+
+
+def _output(rows: List[Dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    if rows:
         yield pd.DataFrame(
             {
                 "dest": pd.Series([r["dest"] for r in rows], dtype="int32"),
@@ -234,6 +247,63 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
                 "ord": [r["ord"] for r in rows],
             }
         )
+
+
+def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> Any:
+    """:func:`keyed_function` for a window that :class:`BatchWindowOperator` runs: the key's state is its window
+    table, and one opened operator serves every key of a task."""
+    import json
+
+    from ..core.batch_window import BatchWindowOperator
+    from ..core.codec import decode_value, encode_value
+
+    task: Dict[str, Any] = {}
+
+    def fn(key: Any, frames: Any, state: Any) -> Any:
+        import pandas as pd
+
+        if not task:
+            runner = ChainRunner(plan, {}, now, 1)
+            op: Any = plan.nodes[keyed_index].factory()  # type: ignore[misc]
+            out = _KeyedOutput(runner, keyed_index, op, 0)
+            op.open(out, _FixedClock(now))
+            task.update(runner=runner, out=out, batch=BatchWindowOperator(op))
+        runner, out, batch = task["runner"], task["out"], task["batch"]
+        runner.rows = []
+        key_value = decode_key(key[0])
+        previous, entries = LONG_MIN, []
+        if state.exists:
+            version, previous, payload = state.get
+            if version != WINDOWS_STATE_VERSION:
+                msg = (
+                    f"state of key {key_value!r} has version {version}, not the window table ({WINDOWS_STATE_VERSION}) "
+                    "this pipeline keeps: was the checkpoint written by a different version of the pipeline?"
+                )
+                raise InvalidPipelineError(msg)
+            entries = [(key_value, start, decode_value(acc)) for start, acc in json.loads(payload)]
+        batch.restore(entries, previous)
+        spark_wm = state.getCurrentWatermarkMs()
+        current = flink_watermark(spark_wm, delay)
+        out.phase = 2
+        batch.advance_watermark(current)  # fires the key's due windows first, as Flink did at the batch end
+        records: List[Any] = []
+        for pdf in frames:
+            records.extend(zip(pdf["ord"], pdf["value"], pdf["ts"]))
+        records.sort(key=lambda r: [int(x) for x in r[0]])
+        for order, value, ts in records:
+            out.base, out.n, out.phase = [int(x) for x in order], 0, None
+            batch.process_element(key_value, loads(value), None if ts is None or pd.isna(ts) else int(ts))
+        windows = batch.snapshot()
+        if not windows:
+            state.remove()
+        else:
+            watermark = max(current, previous)
+            payload = json.dumps([[s, encode_value(a)] for _, s, a in windows], separators=(",", ":")).encode()
+            state.update((WINDOWS_STATE_VERSION, watermark, payload))
+            due = [t for _, s, _ in windows for t in (s + batch.size - 1, batch.cleanup_time(s)) if watermark < t < LONG_MAX]
+            if due:
+                state.setTimeoutTimestamp(spark_timeout(min(due), spark_wm, delay))
+        yield from _output(runner.rows)
 
     return fn
 
@@ -248,7 +318,7 @@ class StatefulQueryBuilder:
             assert stream_t is not None
             sinks = [Transformation("sink", "DataFrame", [stream_t], sink=lambda v: None)]
         self.sinks = sinks
-        self.plan = ExecPlan(sinks, vectorize=False)
+        self.plan = ExecPlan(sinks, vectorize=env.vectorize)
         ids = [t.id for t in self.plan.transformations]
         self.targets = [ids.index(t.id) for t in sinks]
         infos = [validate(self.plan, target) for target in self.targets]

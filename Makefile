@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed-$(SETUP_SHA)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 
-.PHONY: jars setup test test-jvm-free test-integration conformance demo lint
+.PHONY: jars setup test test-jvm-free docs test-integration conformance demo lint
 
 setup: $(STAMP)
 
@@ -29,10 +29,16 @@ $(STAMP):
 jars: setup
 	$(VPY) -m pyspark_flinkish.spark.jars
 
-# Run every test, first the JVM-free suite, then the integration suite; stop at the first failure.
+# Run every test, first the JVM-free suite, then the docs build, then the integration suite; stop at the first failure.
 test: setup
 	@$(MAKE) --no-print-directory test-jvm-free
+	@$(MAKE) --no-print-directory docs
 	@$(MAKE) --no-print-directory test-integration
+
+# The documentation site (mkdocs.yml over docs/, API pages from the docstrings) into the git-ignored site/;
+# --strict (and never --quiet, which hides the warnings --strict counts): a broken link, a missing page or a docstring mkdocstrings cannot render fails the build.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # No java reachable: JAVA_HOME unset and PATH reduced to the venv's bin directory.
 # pytest exit code 5 (nothing collected) is a failure here: these tests must exist.

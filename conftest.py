@@ -14,37 +14,43 @@ The shared conformance material (Flink-produced scenarios and expected outputs) 
 ``../shared/conformance`` next to the repository; ``PYSPARK_FLINKISH_SHARED`` points elsewhere.
 
 Nothing here imports pyspark at module level: the SparkSession is created only when a test
-asks for the ``spark`` fixture, once per test session.
+asks for the ``spark`` fixture, once per test session. ``spark`` is the ``flinkish_spark`` fixture of the
+package's pytest plugin (:mod:`pyspark_flinkish.testing.plugin`), which users get too; the plugin's other
+fixtures (``jvm_free_env``, ``window_harness``, ``keyed_process_harness``, ``kafka_broker``, ...) are
+available to every test here.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+# The package's pytest plugin (its ``pytest11`` entry point registers it once the package is installed); the
+# fixtures are imported as well so that a checkout whose installed metadata predates the entry point has them.
+from pyspark_flinkish.testing.plugin import (
+    flinkish_spark,
+    flinkish_spark_options,
+    jvm_free_env,
+    keyed_process_harness,
+    window_harness,
+)
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+__all__ = ["flinkish_spark", "flinkish_spark_options", "jvm_free_env", "keyed_process_harness", "window_harness"]
 
 REPO_ROOT = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """One local SparkSession (``local[2]``) shared by every test of the session, stopped at the end."""
-    from pyspark_flinkish.spark import session as flinkish_session
-
-    # the package's own session helper: workers use this interpreter, UTC, few shuffle partitions
-    session = flinkish_session("pyspark_flinkish-tests", master="local[2]", shuffle_partitions=2,
-                               spark__default__parallelism="2")
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
+def spark(flinkish_spark: SparkSession) -> SparkSession:
+    """The plugin's ``flinkish_spark``: one local SparkSession (``local[2]``, 2 shuffle partitions, Delta and
+    Kafka configured) shared by every test of the session, stopped at the end."""
+    return flinkish_spark
 
 
 @pytest.fixture(scope="session")

@@ -223,8 +223,9 @@ def _pylist(series: Any, integral: bool = False) -> List[Any]:
     return [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in out]
 
 
-def _keys(cw: ColumnarWindow, pdf: Any) -> List[Any]:
-    cols = [_pylist(pdf[f"__k{i}"], cw.key_integral[i]) for i in range(len(cw.key_columns))]
+def _keys(cw: ColumnarWindow, pdf: Any, names: Optional[List[str]] = None) -> List[Any]:
+    names = names or [f"__k{i}" for i in range(len(cw.key_columns))]
+    cols = [_pylist(pdf[name], cw.key_integral[i]) for i, name in enumerate(names)]
     if cw.key_is_tuple:
         return list(zip(*cols))
     return cols[0]
@@ -264,7 +265,7 @@ def run_partition(
     # rows that are not all on time: one by one, in processing order
     if len(others):
         others = others.assign(__o=others["__ord"].map(lambda o: [int(x) for x in o])).sort_values("__o", kind="stable")
-        keys = _keys(cw, others)
+        keys = _keys(cw, others, cw.key_columns)  # Spark may prune the __k aliases of the source columns here
         values = {c: _pylist(others[c]) for c in cw.columns}
         for i, (key, ts, order) in enumerate(zip(keys, _pylist(others["__ts"], True), others["__o"])):
             out.base, out.n, out.phase = [1, *order], 0, None

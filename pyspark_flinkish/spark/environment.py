@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import glob
+import logging
 import os
 import pickle
 import tempfile
@@ -40,6 +41,8 @@ from ..datastream.stream_execution_environment import JobExecutionResult, Stream
 from ..local.executor import LocalExecutor
 from . import columnar, state_store
 from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, run_keyed_partition
+
+_log = logging.getLogger("pyspark_flinkish.spark")
 
 SOURCE_DDL = "src string, value binary, ts long, part string, ord array<long>, batch long, marker boolean"
 
@@ -339,8 +342,10 @@ class _ForeachBatchDriver:
     ) -> None:
         self.env = env
         self.spark = env.spark
-        self.plan = ExecPlan(sinks, vectorize=env.vectorize)
         self.checkpoint = checkpoint
+        meta = self._meta()
+        self.partitions = int(meta["state_partitions"])
+        self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
         self.state_root = os.path.join(checkpoint, "flinkish", "state")
         self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
         self.progress = progress
@@ -348,11 +353,10 @@ class _ForeachBatchDriver:
         self.batches_run = 0
         self.durations: Dict[str, float] = {}  # milliseconds per phase of the last batch (progress, profiling)
         self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
-        self.partitions = self._partitions()
         self.sinks = sinks
         self.watermark_graph = self._new_graph()
         self.last_batch: Optional[int] = None
-        self.columnar = columnar.detect(self.plan, self.plan.transformations) if env.vectorize else None
+        self.columnar = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
         self.exec_plan = copy.copy(self.plan)  # what the executors get: no source data, no DataFrames
         self.exec_plan.transformations = []
         for node in self.plan.nodes:
@@ -369,18 +373,28 @@ class _ForeachBatchDriver:
                 node.operator.open(node, self.env.clock)
         return graph
 
-    def _partitions(self) -> int:
+    def _meta(self) -> Dict[str, Any]:
+        """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
+        fixes them; later runs use the stored ones and log a warning when the environment asks for others."""
         meta = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
+        wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
         if os.path.exists(meta):
             with open(meta, "rb") as f:
                 stored = pickle.load(f)
-            return int(stored["state_partitions"])  # the checkpoint wins: its state is partitioned so
+            stored.setdefault("vectorize", False)  # checkpoints written before batch-wise windows existed
+            for name, value in wanted.items():
+                if stored[name] != value:
+                    _log.warning(
+                        "checkpoint %s was started with %s=%r; using that instead of %r (its state is laid out so)",
+                        self.checkpoint, name, stored[name], value,
+                    )
+            return stored  # type: ignore[no-any-return]
         os.makedirs(os.path.dirname(meta), exist_ok=True)
         tmp = f"{meta}.{uuid.uuid4().hex}.tmp"
         with open(tmp, "wb") as f:
-            pickle.dump({"state_partitions": self.env.state_partitions, "format": 1}, f)
+            pickle.dump({**wanted, "format": 1}, f)
         os.replace(tmp, meta)
-        return self.env.state_partitions
+        return {**wanted, "format": 1}
 
     def _check_source(self, t: Transformation) -> None:
         strategy = t.watermark_strategy

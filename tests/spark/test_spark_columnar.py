@@ -90,3 +90,15 @@ def test_columnar_path_equals_general_path(spark: Any, tmp_path: Path, sliding: 
     assert any(r[4] >= r[2] and r[4] < 2**62 for r in main_g)
     assert sorted(map(repr, main_v)) == sorted(map(repr, main_g))
     assert sorted(late_v) == sorted(late_g)
+
+
+def test_a_checkpoint_keeps_the_state_layout_it_was_started_with(spark: Any, tmp_path: Path, caplog: Any) -> None:
+    """vectorize shapes the state files: a restart with another setting keeps the checkpoint's and says so."""
+    src = tmp_path / "in"
+    _write_batches(src, seed=11)
+    main_a, late_a, used_a = _run(spark, src, tmp_path / "ck", True, False)
+    with caplog.at_level("WARNING", logger="pyspark_flinkish.spark"):
+        main_b, late_b, used_b = _run(spark, src, tmp_path / "ck", False, False)
+    assert used_a and used_b
+    assert "vectorize=True" in caplog.text
+    assert main_b == [] and late_b == []  # nothing new to read: the restart resumed, nothing was recomputed

@@ -363,7 +363,7 @@ class _ForeachBatchDriver:
     def _graph_state(self) -> Dict[str, Any]:
         g = self.watermark_graph
         nodes = {}
-        for t in g.order:
+        for i, t in enumerate(g.order):  # keyed by position: transformation ids differ between pipeline builds
             n = g.nodes[t.id]
             op_state = None
             if n.operator is not None:
@@ -371,18 +371,21 @@ class _ForeachBatchDriver:
                 op_state = {"wm": op.current_watermark}
                 if isinstance(op, TimestampsAndWatermarksOperator):
                     op_state.update(generator=op.generator, current=op.wm_output.current, idle=op.wm_output.idle)
-            nodes[t.id] = {"valve": n.valve, "op": op_state}
+            nodes[i] = {"valve": n.valve, "op": op_state}
+        position = {t.id: i for i, t in enumerate(g.order)}
         runners = {
-            tid: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
+            position[tid]: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
             for tid, r in g.runners.items()
         }
-        return {"nodes": nodes, "runners": runners}
+        return {"nodes": nodes, "runners": runners, "keys": "position"}
 
     def _restore_graph(self, state: Dict[str, Any]) -> None:
         g = self.watermark_graph
+        by_position = state.get("keys") == "position"  # older driver states are keyed by transformation id
+        key = {t.id: (i if by_position else t.id) for i, t in enumerate(g.order)}
         for t in g.order:
             n = g.nodes[t.id]
-            saved = state["nodes"][t.id]
+            saved = state["nodes"][key[t.id]]
             n.valve = saved["valve"]
             if n.operator is not None and saved["op"] is not None:
                 n.operator.current_watermark = saved["op"]["wm"]
@@ -391,7 +394,7 @@ class _ForeachBatchDriver:
                     n.operator.wm_output.current = saved["op"]["current"]
                     n.operator.wm_output.idle = saved["op"]["idle"]
         for tid, r in g.runners.items():
-            saved = state["runners"][tid]
+            saved = state["runners"][key[tid]]
             r.splits, r.current, r.idle, r.finished = saved["splits"], saved["current"], saved["idle"], saved["finished"]
 
     def _open(self, batch_id: int) -> int:

@@ -239,7 +239,12 @@ class DataStream:
         return to_df(self._t)
 
     def sink_to(self, sink: Any) -> DataStreamSink:
-        """Send every element to a sink object with ``write(value)`` (or a callable)."""
+        """Send every element to ``sink``: a connector sink such as
+        :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`, an object with ``write(value)``, or a
+        callable."""
+        attach = getattr(sink, "_attach", None)
+        if callable(attach):
+            return attach(self)  # type: ignore[no-any-return]
         write = getattr(sink, "write", None)
         return self.add_sink(write if callable(write) else sink)
 

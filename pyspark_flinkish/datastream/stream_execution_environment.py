@@ -140,6 +140,15 @@ class StreamExecutionEnvironment:
         )
         return DataStream(self, t)
 
+    def from_delta(self, path: str, timestamp_column: Optional[str] = None, **options: Any) -> DataStream:
+        """A Delta table as a source: needs a Spark environment (see
+        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_delta`)."""
+        msg = (
+            f"from_delta({path!r}) reads Delta through Spark: use StreamExecutionEnvironment."
+            "get_execution_environment(spark); the JVM-free engine has no Delta reader"
+        )
+        raise UnsupportedFeatureError(msg)
+
     # -------------------------------------------------------------------- execution
     def _add_sink(self, t: Transformation) -> None:
         self._sinks.append(t)

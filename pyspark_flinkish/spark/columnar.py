@@ -69,6 +69,8 @@ def detect(plan: ExecPlan, transformations: List[Any]) -> Optional[ColumnarWindo
         return None  # elements made by a connector (e.g. Kafka JSON values) need their Python conversion
     if src_t.watermark_strategy.timestamp_assigner is not None:
         return None
+    if getattr(source, "steps", None) is not None or source.explicit_watermarks:
+        return None  # upstream watermarks (from_delta) split a batch into steps
     src = plan.nodes[s]
     if len(src.main) != 1 or src.side:
         return None

@@ -229,6 +229,30 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
         return self.from_source(source, strategy, source_name)
 
+    def from_delta(  # type: ignore[override]
+        self,
+        path: str,
+        timestamp_column: Optional[str] = None,
+        watermark_strategy: Optional[WatermarkStrategy] = None,
+        bounded: bool = False,
+        version: Optional[int] = None,
+        starting_version: Optional[int] = None,
+        source_name: str = "DeltaSource",
+    ) -> DataStream:
+        """A Delta table as a stream of ``pyspark.sql.Row`` elements (its columns), event time from
+        ``timestamp_column`` (a timestamp or epoch-millisecond long column).
+
+        Streaming (default): new commits from ``starting_version`` (default 0). Without a ``watermark_strategy``
+        the watermarks are the ones the writing job recorded with each commit (``DeltaSink``): a commit's rows,
+        then its watermark, as if both jobs were one (needs the table's change data feed and the foreachBatch
+        executor). With a ``watermark_strategy`` they are generated from the data, as ``from_dataframe`` does.
+        ``bounded=True``: the snapshot (latest, or ``version``) as one micro-batch, then end of input; it is
+        collected on the driver (for ``execute_and_collect``, tests and small back-fills). See ``docs/delta.md``.
+        """
+        from .delta import from_delta
+
+        return from_delta(self, path, timestamp_column, watermark_strategy, bounded, version, starting_version, source_name)
+
     # -------------------------------------------------------------------- execution
     def execute(  # type: ignore[override]
         self,
@@ -296,7 +320,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         def deliver(batch: Any, batch_id: int) -> None:
             rows = sorted(batch.select("dest", "value", "ord").collect(), key=lambda r: list(r["ord"]))
             for dest, t in by_dest.items():
-                _deliver_values(self.spark, t, [loads(r["value"]) for r in rows if r["dest"] == dest], batch_id)
+                context = {"checkpoint": checkpoint, "sink_uid": builder.plan.nodes[dest].uid, "watermark": None}
+                values = [loads(r["value"]) for r in rows if r["dest"] == dest]
+                _deliver_values(self.spark, t, values, batch_id, context)
 
         writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", os.path.join(checkpoint, "spark"))
         writer = writer.queryName(_query_name(job_name))
@@ -362,6 +388,9 @@ class _ForeachBatchDriver:
         for node in self.plan.nodes:
             if node.kind == "source":
                 self._check_source(self.plan.transformations[node.index])
+        # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
+        self.stepper = _source_stepper(self.plan)
+        self.step_watermarks: Dict[int, Optional[int]] = {}
 
     # -- set-up
     def _new_graph(self) -> LocalExecutor:
@@ -470,7 +499,7 @@ class _ForeachBatchDriver:
     def _graph_state(self) -> Dict[str, Any]:
         g = self.watermark_graph
         nodes = {}
-        for t in g.order:
+        for i, t in enumerate(g.order):  # keyed by position: transformation ids differ between pipeline builds
             n = g.nodes[t.id]
             op_state = None
             if n.operator is not None:
@@ -478,18 +507,21 @@ class _ForeachBatchDriver:
                 op_state = {"wm": op.current_watermark}
                 if isinstance(op, TimestampsAndWatermarksOperator):
                     op_state.update(generator=op.generator, current=op.wm_output.current, idle=op.wm_output.idle)
-            nodes[t.id] = {"valve": n.valve, "op": op_state}
+            nodes[i] = {"valve": n.valve, "op": op_state}
+        position = {t.id: i for i, t in enumerate(g.order)}
         runners = {
-            tid: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
+            position[tid]: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
             for tid, r in g.runners.items()
         }
-        return {"nodes": nodes, "runners": runners}
+        return {"nodes": nodes, "runners": runners, "keys": "position"}
 
     def _restore_graph(self, state: Dict[str, Any]) -> None:
         g = self.watermark_graph
+        by_position = state.get("keys") == "position"  # older driver states are keyed by transformation id
+        key = {t.id: (i if by_position else t.id) for i, t in enumerate(g.order)}
         for t in g.order:
             n = g.nodes[t.id]
-            saved = state["nodes"][t.id]
+            saved = state["nodes"][key[t.id]]
             n.valve = saved["valve"]
             if n.operator is not None and saved["op"] is not None:
                 n.operator.current_watermark = saved["op"]["wm"]
@@ -498,7 +530,7 @@ class _ForeachBatchDriver:
                     n.operator.wm_output.current = saved["op"]["current"]
                     n.operator.wm_output.idle = saved["op"]["idle"]
         for tid, r in g.runners.items():
-            saved = state["runners"][tid]
+            saved = state["runners"][key[tid]]
             r.splits, r.current, r.idle, r.finished = saved["splits"], saved["current"], saved["idle"], saved["finished"]
         # unpickled generators hold a copy of the clock they were pickled with: idleness must read the
         # environment's clock (a ManualClock set by the caller, or the wall clock)
@@ -593,11 +625,15 @@ class _ForeachBatchDriver:
         with self._phase("open"):
             prev_version = self._open(batch_id)
         steps = self._replay_steps(df)
+        explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
+        if self.stepper is not None:
+            steps, explicit = self.stepper(self, df, batch_id)
         by_sink: Dict[int, List[Any]] = {i: [] for i in self.plan.sinks}
         materialized: List[Any] = []
         batch_index: Optional[int] = None
         version_in = prev_version
-        for step_df in steps:
+        for step_df, step_watermarks in zip(steps, explicit):
+            self.step_watermarks = step_watermarks  # explicit source watermarks after this step (hook)
             # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
             step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
@@ -774,7 +810,7 @@ class _ForeachBatchDriver:
                     if batch_index < len(source.batches):
                         runner.periodic_emit(batch_index)
                 else:
-                    runner.emit_periodic(None)
+                    runner.emit_periodic(self.step_watermarks.get(t.id))
             elif node.operator is not None:
                 node.operator.on_periodic_emit()
         for t in g.order:
@@ -785,12 +821,37 @@ class _ForeachBatchDriver:
         return batch_index
 
     def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:
-        _deliver_values(self.spark, t, [loads(r["value"]) for r in rows], batch_id)
+        context = {
+            "checkpoint": self.checkpoint,
+            "sink_uid": self.plan.nodes[self.plan.transformations.index(t)].uid,
+            "watermark": self.watermark_graph.nodes[t.id].valve.last_output,  # the sink's input, after the batch
+        }
+        _deliver_values(self.spark, t, [loads(r["value"]) for r in rows], batch_id, context)
 
 
-def _deliver_values(spark: Any, t: Transformation, values: List[Any], batch_id: int) -> None:
-    """Hand a sink its values of one micro-batch: a typed DataFrame for ``foreach_batch``, else one call per value."""
-    if "foreach_batch" in t.spec:
+def _source_stepper(plan: ExecPlan) -> Optional[Callable[..., Any]]:
+    """The ``steps(driver, df, batch_id)`` hook of the one source that splits Spark batches itself, if any."""
+    steppers = [t for t in plan.transformations if t.kind == "source" and getattr(t.source, "steps", None) is not None]
+    if not steppers:
+        return None
+    if len(steppers) > 1 or any(isinstance(t.source, MicroBatchSource) for t in plan.transformations if t.kind == "source"):
+        msg = (
+            "a pipeline may read one source with upstream watermarks (from_delta) and no replay source "
+            f"(MicroBatchSource) besides it; got {[t.name for t in plan.transformations if t.kind == 'source']}"
+        )
+        raise UnsupportedFeatureError(msg)
+    return steppers[0].source.steps  # type: ignore[no-any-return]
+
+
+def _deliver_values(
+    spark: Any, t: Transformation, values: List[Any], batch_id: int, context: Optional[Dict[str, Any]] = None
+) -> None:
+    """Hand a sink its values of one micro-batch: a typed DataFrame for ``foreach_batch``, the values and the
+    ``context`` (checkpoint, sink uid, the sink's input watermark after the batch) for a ``batch_writer`` such as
+    :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`, else one call per value."""
+    if "batch_writer" in t.spec:
+        t.spec["batch_writer"](spark, values, batch_id, context or {})
+    elif "foreach_batch" in t.spec:
         from .types import to_rows, to_spark_type
 
         output_type = t.inputs[0].output_type
@@ -848,7 +909,8 @@ def _dataframe_rows(t: Transformation, uid: str) -> Any:
     src: _DataFrameSource = t.source
     strategy = t.watermark_strategy
     df = src.df
-    columns = list(src.df.columns)
+    columns = list(getattr(src, "value_columns", None) or src.df.columns)  # hook: columns that make the element
+    version_col = getattr(src, "version_column", None)  # hook: a commit version heading the order (from_delta)
     ts_col, part_col, order_cols = src.timestamp_column, src.partition_column, list(src.order_columns)
     make_element = src.element
 
@@ -876,6 +938,8 @@ def _dataframe_rows(t: Transformation, uid: str) -> Any:
                     ts = strategy.extract_timestamp(element, ts)
                 # without order columns: the row's position in its input split (stable when a batch is replayed)
                 order = [int(rec[c]) for c in order_cols] if order_cols else [task_partition, position]
+                if version_col is not None:
+                    order = [int(rec[version_col]), *order]
                 position += 1
                 part = None if part_col is None else str(rec[part_col])
                 for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):

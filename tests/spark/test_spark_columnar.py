@@ -96,7 +96,7 @@ def test_a_checkpoint_keeps_the_state_layout_it_was_started_with(spark: Any, tmp
     """vectorize shapes the state files: a restart with another setting keeps the checkpoint's and says so."""
     src = tmp_path / "in"
     _write_batches(src, seed=11)
-    main_a, late_a, used_a = _run(spark, src, tmp_path / "ck", True, False)
+    _, _, used_a = _run(spark, src, tmp_path / "ck", True, False)
     with caplog.at_level("WARNING", logger="pyspark_flinkish.spark"):
         main_b, late_b, used_b = _run(spark, src, tmp_path / "ck", False, False)
     assert used_a and used_b

@@ -1,3 +1,9 @@
-"""PyFlink's ``pyflink.datastream.connectors``: ``connectors.kafka`` (a Kafka source on Spark)."""
+"""PyFlink's ``pyflink.datastream.connectors``: sources and sinks for external systems on the Spark executors:
+``connectors.kafka`` (a Kafka source) and ``connectors.delta`` (a Delta Lake sink; Delta sources are
+``env.from_delta``)."""
 
 from __future__ import annotations
+
+from .delta import DeltaSink
+
+__all__ = ["DeltaSink"]

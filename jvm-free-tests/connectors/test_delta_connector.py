@@ -1,0 +1,109 @@
+"""DeltaSink's API and the pure parts of the Delta executor code (no JVM): commit metadata, offsets, steps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pyspark_flinkish.common import Types
+from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
+from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.datastream.connectors import DeltaSink
+from pyspark_flinkish.spark import delta
+
+
+def test_builder_is_immutable_and_comparable() -> None:
+    base = DeltaSink.for_path("/lake/t")
+    merged = base.with_merge_keys("k", "start").with_partition_columns("day")
+    assert base.merge_keys == () and base.partition_by == ()
+    assert merged == DeltaSink.for_path("/lake/t", partition_by=["day"], merge_keys=["k", "start"]).build()
+    assert hash(merged) == hash(DeltaSink("/lake/t", None, ("day",), ("k", "start")))
+    assert repr(merged) == "DeltaSink.for_path('/lake/t').with_partition_columns('day',).with_merge_keys('k', 'start')"
+    assert DeltaSink.for_table("db.t").target == "table db.t"
+
+
+@pytest.mark.parametrize(
+    ("make", "error"),
+    [
+        (lambda: DeltaSink(), InvalidArgumentError),
+        (lambda: DeltaSink("/p", "t"), InvalidArgumentError),
+        (lambda: DeltaSink.for_path(""), InvalidTypeError),
+        (lambda: DeltaSink.for_path("/p").with_merge_keys(), InvalidArgumentError),
+        (lambda: DeltaSink.for_path("/p", merge_keys=["k", "k"]), InvalidArgumentError),
+        (lambda: DeltaSink.for_path("/p", partition_by=[3]), InvalidTypeError),
+    ],
+)
+def test_invalid_configurations_fail_at_construction(make, error) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(error):
+        make()
+
+
+def test_local_engine_rejects_delta_with_a_hint() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.LONG()]))
+    with pytest.raises(UnsupportedFeatureError, match="get_execution_environment\\(spark\\)"):
+        stream.sink_to(DeltaSink.for_path("/p"))
+    with pytest.raises(UnsupportedFeatureError, match="JVM-free engine has no Delta reader"):
+        env.from_delta("/p")
+
+
+def test_commit_metadata_round_trip() -> None:
+    text = delta.commit_metadata(-(2**63), 7, "app")
+    assert delta.parse_watermark(text) == -(2**63)
+    assert delta.parse_watermark(delta.commit_metadata(None, 7, "app")) is None
+    assert delta.parse_watermark(None) is None
+    assert delta.parse_watermark("not json") is None
+    assert delta.parse_watermark('{"other": 1}') is None
+
+
+def test_app_id_uses_the_query_id_of_the_checkpoint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    fallback = delta.app_id(str(tmp_path), "gold")
+    assert fallback.startswith("flinkish-") and fallback.endswith("-gold")
+    (tmp_path / "spark").mkdir()
+    (tmp_path / "spark" / "metadata").write_text('{"id":"1234-abcd"}')
+    assert delta.app_id(str(tmp_path), "gold") == "flinkish-1234-abcd-gold"
+
+
+@pytest.mark.parametrize(
+    ("offset", "through"),
+    [
+        ({"reservoirVersion": 5, "index": -1}, 4),  # base index: nothing of 5 yet
+        ({"reservoirVersion": 5, "index": 0}, 4),  # part of 5: its watermark waits
+        ({"reservoirVersion": 5, "index": 2**63 - 101}, 5),  # end index: all of 5
+        ({"reservoirVersion": 5, "index": -1, "isStartingVersion": True}, 4),
+    ],
+)
+def test_consumed_through(offset, through) -> None:  # type: ignore[no-untyped-def]
+    assert delta.consumed_through(offset) == through
+
+
+def test_read_offset_finds_the_table_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    offsets = tmp_path / "spark" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "3").write_text('v1\n{"batchWatermarkMs":0}\n{"logOffset":2}\n{"sourceVersion":1,"reservoirId":"t-1","reservoirVersion":4,"index":-1}\n')
+    assert delta.read_offset(str(tmp_path), 3, "t-1") == {"sourceVersion": 1, "reservoirId": "t-1", "reservoirVersion": 4, "index": -1}
+    assert delta.read_offset(str(tmp_path), 3, "other") is None
+    assert delta.read_offset(str(tmp_path), 4, "t-1") is None
+
+
+def test_plan_steps() -> None:
+    #  versions:   2: rows, W 10 | 3: rows | 4: no rows, W 30 | 5: rows, partly consumed
+    #  steps:      rows of 2, then 10 | rows of 3, then 30 | rows of 5 (its watermark waits for the next batch)
+    assert delta.plan_steps(1, 4, [2, 3, 5], {2: 10, 3: None, 4: 30}) == [([2], 10), ([3, 4], 30), ([5], None)]
+    assert delta.plan_steps(1, 3, [], {2: 10, 3: 20}) == [([2, 3], 20)]  # no rows: one step, the last watermark
+    assert delta.plan_steps(3, 3, [4], {}) == [([4], None)]  # a partly consumed version: rows, no watermark
+    assert delta.plan_steps(3, 3, [], {}) == [([], None)]
+
+
+def test_connector_does_not_import_pyspark() -> None:
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "from pyspark_flinkish.datastream.connectors import DeltaSink\n"
+        "import pyspark_flinkish.spark.delta as d\n"
+        "DeltaSink.for_path('/p').with_merge_keys('k')\n"
+        "print(d.plan_steps(0, 1, [1], {1: 5}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr

@@ -1,0 +1,273 @@
+"""DeltaSink and from_delta on Spark: exactly-once commits per micro-batch (replays of a batch id, restarts from a
+checkpoint, side outputs), merge mode with late firings, bounded and streaming reads, and watermarks flowing
+from one job to the next through a Delta table (a two-stage medallion equal to the same chain run as one job).
+
+Timeline of the medallion's input (minutes:seconds; stage 1 = per-minute windows, allowed lateness 2 min)::
+
+    batch 0   a@00:10 a@00:20 b@00:30 a@01:05 b@59:00
+    batch 1   a@60:30                    stage 1 watermark 60:29.999: minutes up to 59 fire; stage 2's hour 0 fires
+    batch 2   b@59:30                    late for minute 59 but within its lateness: minute 59 fires again;
+                                         the update reaches stage 2 after its hour 0 fired: late there (side output)
+    batch 3   a@62:10
+    end       every window fires
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+from typing import Any, Dict, List, Tuple
+
+import pytest
+from chispa import assert_df_equality
+
+from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
+from pyspark_flinkish.datastream.connectors.delta import DeltaSink
+from pyspark_flinkish.datastream.functions import ProcessWindowFunction
+from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+
+pytestmark = pytest.mark.spark
+
+MIN = 60_000
+HOUR = 60 * MIN
+
+SILVER = Types.ROW_NAMED(["key", "minute", "ts", "cnt", "total"], [Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG(), Types.LONG()])
+GOLD = Types.ROW_NAMED(["key", "hour", "cnt", "total"], [Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG()])
+EVENT = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
+
+BATCHES = [
+    [("a", 10_000, 1), ("a", 20_000, 2), ("b", 30_000, 5), ("a", MIN + 5_000, 3), ("b", 59 * MIN, 1)],
+    [("a", 60 * MIN + 30_000, 4)],
+    [("b", 59 * MIN + 30_000, 7)],
+    [("a", 62 * MIN + 10_000, 1)],
+]
+
+
+def _strategy() -> WatermarkStrategy:
+    return WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(lambda e, _: e[1])
+
+
+def _source(batches: List[List[Tuple[str, int, int]]] = BATCHES) -> MicroBatchSource:
+    return MicroBatchSource([MicroBatch(b) for b in batches])
+
+
+class PerMinute(ProcessWindowFunction):
+    """Stage 1: count and sum per key and minute; ``ts`` (the window's last millisecond) is stage 2's event time."""
+
+    def process(self, key, context, elements):  # type: ignore[no-untyped-def]
+        from pyspark.sql import Row
+
+        w = context.window()
+        values = [e[2] for e in elements]
+        yield Row(key=key, minute=w.start // MIN, ts=w.end - 1, cnt=len(values), total=sum(values))
+
+
+class PerHour(ProcessWindowFunction):
+    """Stage 2: sums of the minute results per key and hour."""
+
+    def process(self, key, context, elements):  # type: ignore[no-untyped-def]
+        rows = list(elements)
+        yield (key, context.window().start // HOUR, sum(r["cnt"] for r in rows), sum(r["total"] for r in rows))
+
+
+def _stage1(events: Any) -> Any:
+    return (
+        events.key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_minutes(1)))
+        .allowed_lateness(Duration.of_minutes(2))
+        .process(PerMinute(), output_type=SILVER)
+    )
+
+
+def _stage2(minutes: Any, late: OutputTag) -> Any:
+    return (
+        minutes.key_by(lambda r: r["key"])
+        .window(TumblingEventTimeWindows.of(Duration.of_hours(1)))
+        .side_output_late_data(late)
+        .process(PerHour(), output_type=GOLD)
+    )
+
+
+def _rows(spark: Any, path: str, columns: List[str]) -> List[tuple]:
+    return sorted(tuple(r) for r in spark.read.format("delta").load(path).select(*columns).collect())
+
+
+def _commits(path: str) -> List[Dict[str, Any]]:
+    out = []
+    for f in sorted(glob.glob(os.path.join(path, "_delta_log", "*.json"))):
+        with open(f) as fh:
+            for line in fh:
+                d = json.loads(line)
+                if "commitInfo" in d:
+                    out.append(d["commitInfo"])
+    return out
+
+
+def _run(handle: Any) -> None:
+    handle.await_termination()
+
+
+# ------------------------------------------------------------------------------------------------- the writer
+def test_writer_replay_of_a_batch_id_is_skipped(spark: Any, tmp_path: Any) -> None:
+    """The same (query, sink, batch id) written twice — even with other records — commits once; the next
+    batch id commits again; an empty batch commits its watermark."""
+    from pyspark_flinkish.spark.delta import DeltaBatchWriter, parse_watermark
+
+    path = str(tmp_path / "t")
+    writer = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
+    context = {"checkpoint": str(tmp_path / "ck"), "sink_uid": "out", "watermark": 100}
+    writer(spark, [("a", 1, 1), ("b", 2, 2)], 0, context)
+    writer(spark, [("a", 1, 1), ("zzz", 9, 9)], 0, context)  # a replay of batch 0
+    writer(spark, [], 1, {**context, "watermark": 200})
+    writer(spark, [("c", 3, 3)], 2, {**context, "watermark": 300})
+    writer(spark, [("c", 3, 3)], 1, context)  # an older batch id: skipped too
+    assert _rows(spark, path, ["key", "ts", "v"]) == [("a", 1, 1), ("b", 2, 2), ("c", 3, 3)]
+    commits = _commits(path)
+    assert [c["operation"] for c in commits] == ["CREATE TABLE", "WRITE", "WRITE", "WRITE"]
+    assert [parse_watermark(c.get("userMetadata")) for c in commits] == [None, 100, 200, 300]
+    assert "key" in (spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["partitionColumns"])
+
+
+def test_writer_merge_is_idempotent_and_last_record_of_a_key_wins(spark: Any, tmp_path: Any) -> None:
+    from pyspark_flinkish.spark.delta import DeltaBatchWriter
+
+    path = str(tmp_path / "m")
+    writer = DeltaBatchWriter(DeltaSink.for_path(path).with_merge_keys("key"), EVENT)
+    context = {"checkpoint": str(tmp_path / "ck"), "sink_uid": "out", "watermark": 5}
+    writer(spark, [("a", 1, 1), ("b", 1, 10), ("a", 2, 2)], 0, context)  # a twice in one batch: the last wins
+    writer(spark, [("a", 9, 99)], 0, context)  # replay of batch 0 with other data: skipped
+    writer(spark, [("b", 3, 30)], 1, context)
+    writer(spark, [("b", 4, 40)], 1, context)  # replay of batch 1: skipped
+    assert _rows(spark, path, ["key", "ts", "v"]) == [("a", 2, 2), ("b", 3, 30)]
+    assert [c["operation"] for c in _commits(path)] == ["CREATE TABLE", "MERGE", "MERGE"]
+
+
+# ------------------------------------------------------------------------------------------------- pipelines
+def _expected_chain() -> Tuple[List[tuple], List[tuple], List[tuple]]:
+    """The chain as one job on the JVM-free engine: (silver, gold, late) records."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    late = OutputTag("late", SILVER)
+    silver: List[tuple] = []
+    gold: List[tuple] = []
+    late_rows: List[tuple] = []
+    minutes = _stage1(env.from_source(_source(), _strategy()))
+    minutes.add_sink(lambda r: silver.append(tuple(r)))
+    hours = _stage2(minutes, late)
+    hours.add_sink(lambda r: gold.append(tuple(r)))
+    hours.get_side_output(late).add_sink(lambda r: late_rows.append(tuple(r)))
+    env.execute("chain")
+    return silver, gold, late_rows
+
+
+def test_from_delta_bounded(spark: Any, tmp_path: Any) -> None:
+    """A snapshot as a bounded source: every window fires at the end of input."""
+    path = str(tmp_path / "events")
+    data = [("a", "2026-01-01 00:00:10", 1), ("a", "2026-01-01 00:00:50", 2), ("b", "2026-01-01 00:01:10", 5)]
+    spark.createDataFrame(data, "key string, at string, v long").selectExpr(
+        "key", "CAST(at AS timestamp) AS at", "v"
+    ).write.format("delta").save(path)
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    sums = (
+        env.from_delta(path, timestamp_column="at", bounded=True)
+        .key_by(lambda r: r["key"])
+        .window(TumblingEventTimeWindows.of(Duration.of_minutes(1)))
+        .reduce(lambda x, y: x if x["v"] >= y["v"] else y)  # the largest v per window
+        .map(lambda r: (r["key"], r["v"]), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+    )
+    assert sorted(sums.execute_and_collect()) == [("a", 2), ("b", 5)]
+
+
+# ------------------------------------------------------------------------------------------------- medallion
+def test_medallion_two_queries_equal_one_job(spark: Any, tmp_path: Any) -> None:
+    """Stage 1 (per-minute windows) -> Delta -> stage 2 (from_delta, hourly windows, late side output) -> Delta,
+    two streaming queries running at the same time, equal the chain run as one job. Stage 2 must take stage 1's
+    watermark: with it, the late update of minute 59 reaches stage 2 after its hour 0 fired (late there).
+
+    Also: stage 1 writes the minutes a second time in merge mode (the late firing of minute 59 replaces its
+    row), and a restart of stage 1 that replays its last batch adds no commit to either table."""
+    silver_expected, gold_expected, late_expected = _expected_chain()
+    assert late_expected, "the scenario must make stage 2 see late data"
+    silver, merged = str(tmp_path / "silver"), str(tmp_path / "merged")
+    gold, late_path = str(tmp_path / "gold"), str(tmp_path / "late")
+    ck1 = str(tmp_path / "ck1")
+
+    def stage1_job() -> Any:
+        env1 = StreamExecutionEnvironment.get_execution_environment(spark)
+        minutes = _stage1(env1.from_source(_source(), _strategy()))
+        minutes.sink_to(DeltaSink.for_path(silver)).uid("silver")
+        minutes.sink_to(DeltaSink.for_path(merged).with_merge_keys("key", "minute")).uid("merged")
+        return env1
+
+    stage1 = stage1_job().execute("silver", checkpoint_location=ck1, trigger={"processingTime": "1 second"})
+    deadline = time.time() + 180
+    from delta.tables import DeltaTable
+
+    while not DeltaTable.isDeltaTable(spark, silver):
+        assert time.time() < deadline, "stage 1 did not create the silver table"
+        time.sleep(0.2)
+
+    env2 = StreamExecutionEnvironment.get_execution_environment(spark)
+    late = OutputTag("late", SILVER)
+    hours = _stage2(env2.from_delta(silver, timestamp_column="ts"), late)
+    hours.sink_to(DeltaSink.for_path(gold)).uid("gold")
+    hours.get_side_output(late).sink_to(DeltaSink.for_path(late_path)).uid("late")
+    stage2 = env2.execute("gold", checkpoint_location=str(tmp_path / "ck2"), trigger={"processingTime": "2 seconds"})
+    try:
+        stage1.process_all_available()
+        stage1.stop()
+        stage2.process_all_available()
+        stage2_batches = stage2.driver.batches_run  # type: ignore[union-attr]
+        watermarks = stage2.watermarks()
+    finally:
+        stage1.stop()
+        stage2.stop()
+    silver_columns = ["key", "minute", "ts", "cnt", "total"]
+    assert _rows(spark, silver, silver_columns) == sorted(silver_expected)
+    assert _rows(spark, gold, ["key", "hour", "cnt", "total"]) == sorted(gold_expected)
+    assert _rows(spark, late_path, silver_columns) == sorted(late_expected)
+    assert stage2_batches >= 1
+    assert max(watermarks.values()) == 2**63 - 1  # stage 1's end of input reached stage 2
+
+    # merge mode: one row per (key, minute), the last firing's (minute 59 of b fired twice)
+    last: Dict[Tuple[str, int], tuple] = {}
+    for r in silver_expected:
+        last[(r[0], r[1])] = r
+    assert len(last) < len(silver_expected)
+    expected = spark.createDataFrame(sorted(last.values()), "key string, minute long, ts long, cnt long, total long")
+    actual = spark.read.format("delta").load(merged).select(*silver_columns)
+    assert_df_equality(actual, expected, ignore_nullable=True, ignore_row_order=True)
+
+    # a crash after the sinks committed stage 1's last batch, before Spark did: the restart replays it
+    commits_before = len(_commits(silver)), len(_commits(merged))
+    spark_commits = os.path.join(ck1, "spark", "commits")
+    last_batch = max(int(p) for p in os.listdir(spark_commits) if p.isdigit())
+    for name in (str(last_batch), f".{last_batch}.crc"):
+        if os.path.exists(os.path.join(spark_commits, name)):
+            os.remove(os.path.join(spark_commits, name))
+    restarted = stage1_job().execute("silver", checkpoint_location=ck1, trigger={"availableNow": True})
+    _run(restarted)
+    assert restarted.driver is not None and restarted.driver.batches_run == 1  # the replayed batch ran
+    assert (len(_commits(silver)), len(_commits(merged))) == commits_before  # Delta skipped both writes
+    assert _rows(spark, silver, silver_columns) == sorted(silver_expected)
+
+
+def test_delta_sink_on_the_apply_in_pandas_with_state_executor(spark: Any, tmp_path: Any) -> None:
+    """The same sink on the other executor: one idempotent commit per batch (no watermark recorded there)."""
+    from pyspark_flinkish.spark.delta import parse_watermark
+
+    short = BATCHES[:2]
+    local = StreamExecutionEnvironment.get_execution_environment()
+    silver_expected: List[tuple] = []
+    _stage1(local.from_source(_source(short), _strategy())).add_sink(lambda r: silver_expected.append(tuple(r)))
+    local.execute("local")
+    env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
+    path = str(tmp_path / "silver")
+    _stage1(env.from_source(_source(short), _strategy())).sink_to(DeltaSink.for_path(path)).uid("silver")
+    _run(env.execute("stateful-silver", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}))
+    assert _rows(spark, path, ["key", "minute", "ts", "cnt", "total"]) == sorted(silver_expected)
+    commits = _commits(path)[1:]
+    assert commits and all(parse_watermark(c.get("userMetadata")) is None for c in commits)
+    assert all(json.loads(c["userMetadata"])["flinkish"]["app_id"].endswith("-silver") for c in commits)

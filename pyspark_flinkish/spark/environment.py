@@ -247,7 +247,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         then its watermark, as if both jobs were one (needs the table's change data feed and the foreachBatch
         executor). With a ``watermark_strategy`` they are generated from the data, as ``from_dataframe`` does.
         ``bounded=True``: the snapshot (latest, or ``version``) as one micro-batch, then end of input; it is
-        collected on the driver (for ``execute_and_collect``, tests and small back-fills). See ``docs/delta.md``.
+        collected on the driver (for ``execute_and_collect``, tests and small back-fills). See ``docs/kafka-and-delta.md``.
         """
         from .delta import from_delta
 

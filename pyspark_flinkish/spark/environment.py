@@ -28,7 +28,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.clock import Clock
 from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
@@ -40,7 +40,7 @@ from ..datastream.sources import MicroBatchSource
 from ..datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
 from ..local.executor import LocalExecutor
 from . import columnar, state_store
-from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, run_keyed_partition
+from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, route_records, run_keyed_partition
 
 _log = logging.getLogger("pyspark_flinkish.spark")
 
@@ -390,6 +390,7 @@ class _ForeachBatchDriver:
                 self._check_source(self.plan.transformations[node.index])
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
         self.stepper = _source_stepper(self.plan)
+        self.fused = self._fused_source()
         self.step_watermarks: Dict[int, Optional[int]] = {}
 
     # -- set-up
@@ -434,11 +435,21 @@ class _ForeachBatchDriver:
             )
             raise UnsupportedFeatureError(msg)
 
+    def _fused_source(self) -> Optional[int]:
+        """The plan index of the one DataFrame source whose conversion runs inside the route (no pickling in
+        between), when the pipeline has exactly one source and it is a plain DataFrame source."""
+        if self.columnar is not None or self.stepper is not None or len(self.plan.sources) != 1:
+            return None
+        index = self.plan.sources[0]
+        return index if isinstance(self.plan.transformations[index].source, _DataFrameSource) else None
+
     def input_stream(self) -> Any:
         """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns), or the source
         DataFrame itself on the columnar path."""
         if self.columnar is not None:
             return self.plan.transformations[self.columnar.source].source.df
+        if self.fused is not None:
+            return self.plan.transformations[self.fused].source.df
         frames = []
         replay = [t for t in self.plan.transformations if t.kind == "source" and isinstance(t.source, MicroBatchSource)]
         if replay:
@@ -718,9 +729,18 @@ class _ForeachBatchDriver:
         wm_prev = self._wm_now()
         source_index = {plan.nodes[i].uid: i for i in plan.sources}
 
-        routed = df.mapInPandas(
-            lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
-        ).persist()
+        if self.fused is not None:
+            source_t, node = self.plan.transformations[self.fused], self.fused
+            records = _dataframe_records(source_t)
+            if source_t.source.order_columns:  # order comes from columns: spread the route over all cores
+                df = df.repartition(parts)
+            routed = df.mapInPandas(
+                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node), ROW_DDL
+            ).persist()
+        else:
+            routed = df.mapInPandas(
+                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
+            ).persist()
         with self._phase("route"):
             stats = routed.filter(F.col("kind") == "stat").collect()
         with self._phase("watermarks"):
@@ -904,17 +924,17 @@ def _part(t: Transformation, text: Optional[str]) -> Any:
     return text
 
 
-def _dataframe_rows(t: Transformation, uid: str) -> Any:
-    """Convert a streaming DataFrame source to the common source rows (on the executors)."""
+def _dataframe_records(t: Transformation) -> Callable[[Any], Iterator[Tuple[Any, Optional[int], Optional[str], List[int]]]]:
+    """For a DataFrame source: a function from pandas frames of its rows to ``(element, timestamp, source
+    partition, order)`` per row (on the executors)."""
     src: _DataFrameSource = t.source
     strategy = t.watermark_strategy
-    df = src.df
     columns = list(getattr(src, "value_columns", None) or src.df.columns)  # hook: columns that make the element
     version_col = getattr(src, "version_column", None)  # hook: a commit version heading the order (from_delta)
     ts_col, part_col, order_cols = src.timestamp_column, src.partition_column, list(src.order_columns)
     make_element = src.element
 
-    def convert(frames: Any) -> Any:
+    def records(frames: Any) -> Iterator[Tuple[Any, Optional[int], Optional[str], List[int]]]:
         import pandas as pd
         from pyspark import TaskContext
         from pyspark.sql import Row
@@ -923,9 +943,7 @@ def _dataframe_rows(t: Transformation, uid: str) -> Any:
         task_partition = context.partitionId() if context is not None else 0
         position = 0
         for pdf in frames:
-            out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
-            records = pdf.to_dict("records")
-            for rec in records:
+            for rec in pdf.to_dict("records"):
                 if make_element is not None:
                     element = make_element(rec)
                 else:
@@ -941,14 +959,27 @@ def _dataframe_rows(t: Transformation, uid: str) -> Any:
                 if version_col is not None:
                     order = [int(rec[version_col]), *order]
                 position += 1
-                part = None if part_col is None else str(rec[part_col])
-                for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
-                    out[c].append(v)
-            frame = pd.DataFrame(out)
-            frame["ts"] = frame["ts"].astype("Int64")
-            yield frame
+                yield element, ts, None if part_col is None else str(rec[part_col]), order
 
-    return df.mapInPandas(convert, SOURCE_DDL)
+    return records
+
+
+def _dataframe_rows(t: Transformation, uid: str) -> Any:
+    """Convert a streaming DataFrame source to the common source rows (on the executors)."""
+    records = _dataframe_records(t)
+
+    def convert(frames: Any) -> Any:
+        import pandas as pd
+
+        out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
+        for element, ts, part, order in records(frames):
+            for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
+                out[c].append(v)
+        frame = pd.DataFrame(out)
+        frame["ts"] = frame["ts"].astype("Int64")
+        yield frame
+
+    return t.source.df.mapInPandas(convert, SOURCE_DDL)
 
 
 def _py(value: Any) -> Any:

@@ -322,11 +322,32 @@ def route_partition(
                 continue
             runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val)
             runner.forward(node, StreamRecord(loads(value), ts_val), [1, *[int(x) for x in order]])
+    yield _routed_frame(runner)
+
+
+def route_records(
+    plan: ExecPlan,
+    records: Iterable[Tuple[Any, Optional[int], Optional[str], List[int]]],
+    watermarks: Dict[int, int],
+    now: int,
+    partitions: int,
+    node: int,
+) -> Iterator[Any]:
+    """``mapInPandas`` body fusing a DataFrame source's conversion with the route: ``records`` are the source's
+    ``(element, timestamp, partition, order)``; no element is pickled between the two."""
+    runner = ChainRunner(plan, watermarks, now, partitions)
+    for element, ts, part, order in records:
+        runner.stat(node, "" if part is None else part, ts)
+        runner.forward(node, StreamRecord(element, ts), [1, *order])
+    yield _routed_frame(runner)
+
+
+def _routed_frame(runner: ChainRunner) -> Any:
     rows = runner.rows + [
         {"kind": "stat", "dest": node, "sp": -1, "part": part, "stat_max": mx, "stat_count": n, "stat_batch": b}
         for (node, part), (mx, n, b) in runner.stats.items()
     ]
-    yield _frame(rows)
+    return _frame(rows)
 
 
 def _frame(rows: List[Dict[str, Any]]) -> Any:

@@ -46,16 +46,13 @@ def _plain(value: Any, depth: int = 0) -> bool:
     t = type(value)
     if t in _SCALARS:
         return True
-    if t is tuple:
-        for v in value:
-            if type(v) not in _SCALARS:
-                break
-        else:
-            return True
     if depth > 2:
         return False
     if t is tuple or t is list or (t.__name__ == "Row" and t.__module__ == "pyspark.sql.types"):
-        return all(_plain(v, depth + 1) for v in value)
+        for v in value:
+            if type(v) not in _SCALARS and not _plain(v, depth + 1):
+                return False
+        return True
     if t is dict:
         return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
     return False

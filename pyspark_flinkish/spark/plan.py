@@ -74,7 +74,9 @@ def loads(data: bytes) -> Any:
 
 def encode_key(key: Any) -> bytes:
     t = type(key)
-    if t is int or t is str:  # JSON of an int or str key is the key itself (as encode_value gives it)
+    if t is int:  # JSON of an int or str key is the key itself (as encode_value gives it)
+        return b"%d" % key
+    if t is str:
         return json.dumps(key).encode("utf-8")
     return json.dumps(encode_value(key), separators=(",", ":"), sort_keys=False).encode("utf-8")
 

@@ -34,7 +34,7 @@ import pickle
 import shutil
 import tempfile
 import uuid
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..core.assigners import (
     DynamicProcessingTimeSessionWindows,
@@ -200,7 +200,6 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         return _batched_keyed_function(plan, keyed_index, delay, now)
 
     def fn(key: Any, frames: Any, state: Any) -> Any:
-        import pandas as pd
 
         runner = ChainRunner(plan, {}, now, 1)
         op: Any = node.factory()  # type: ignore[misc]
@@ -220,13 +219,9 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         out.phase = 2
         if current > previous:
             op.process_watermark(current)  # fires the key's due timers first, as Flink did at the batch end
-        records: List[Any] = []
-        for pdf in frames:
-            records.extend(zip(pdf["ord"], pdf["value"], pdf["ts"]))
-        records.sort(key=lambda r: [int(x) for x in r[0]])
-        for order, value, ts in records:
-            out.base, out.n, out.phase = [int(x) for x in order], 0, None
-            op.process_element(StreamRecord(loads(value), None if ts is None or pd.isna(ts) else int(ts)))
+        for order, value, ts in _key_records(frames):
+            out.base, out.n, out.phase = order, 0, None
+            op.process_element(StreamRecord(value, ts))
         op.close()
         if op.timers.processing_timers.for_key(key_value):
             raise _reject("processing-time timers (registered by the function)")
@@ -241,6 +236,19 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         yield from _output(runner.rows)
 
     return fn
+
+
+def _key_records(frames: Any) -> List[Tuple[List[int], Any, Optional[int]]]:
+    """A key's records of this batch, ``(order, element, timestamp)`` in processing order."""
+    import pandas as pd
+
+    records = [
+        ([int(x) for x in o], v, None if t is None or pd.isna(t) else int(t))
+        for pdf in frames
+        for o, v, t in zip(pdf["ord"], pdf["value"], pdf["ts"])
+    ]
+    records.sort(key=lambda r: r[0])
+    return [(o, loads(v), t) for o, v, t in records]
 
 
 def _output(rows: List[Dict[str, Any]]) -> Any:
@@ -272,7 +280,6 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
     task: Dict[str, Any] = {}
 
     def fn(key: Any, frames: Any, state: Any) -> Any:
-        import pandas as pd
 
         if not task:
             runner = ChainRunner(plan, {}, now, 1)
@@ -298,13 +305,9 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
         current = flink_watermark(spark_wm, delay)
         out.phase = 2
         batch.advance_watermark(current)  # fires the key's due windows first, as Flink did at the batch end
-        records: List[Any] = []
-        for pdf in frames:
-            records.extend(zip(pdf["ord"], pdf["value"], pdf["ts"]))
-        records.sort(key=lambda r: [int(x) for x in r[0]])
-        for order, value, ts in records:
-            out.base, out.n, out.phase = [int(x) for x in order], 0, None
-            batch.process_element(key_value, loads(value), None if ts is None or pd.isna(ts) else int(ts))
+        for order, value, ts in _key_records(frames):
+            out.base, out.n, out.phase = order, 0, None
+            batch.process_element(key_value, value, ts)
         windows = batch.snapshot()
         if not windows:
             state.remove()

@@ -40,7 +40,7 @@ from ..datastream.sources import MicroBatchSource
 from ..datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
 from ..local.executor import LocalExecutor
 from . import columnar, state_store
-from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, route_records, run_keyed_partition
+from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, route_records, run_keyed_partition, state_signature
 
 _log = logging.getLogger("pyspark_flinkish.spark")
 
@@ -372,6 +372,7 @@ class _ForeachBatchDriver:
         meta = self._meta()
         self.partitions = int(meta["state_partitions"])
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
+        self._check_operators(meta)
         self.state_root = os.path.join(checkpoint, "flinkish", "state")
         self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
         self.progress = progress
@@ -419,12 +420,38 @@ class _ForeachBatchDriver:
                         self.checkpoint, name, stored[name], value,
                     )
             return stored  # type: ignore[no-any-return]
-        os.makedirs(os.path.dirname(meta), exist_ok=True)
-        tmp = f"{meta}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as f:
-            pickle.dump({**wanted, "format": 1}, f)
-        os.replace(tmp, meta)
+        self._write_meta({**wanted, "format": 1})
         return {**wanted, "format": 1}
+
+    def _check_operators(self, meta: Dict[str, Any]) -> None:
+        """Refuse to start when a keyed operator's state was written by an incompatible operator (another window
+        assigner, trigger, evictor, lateness, contents or aggregate class under the same uid): its state would be
+        misread. The first run records the signatures."""
+        current = {}
+        for node in self.plan.nodes:
+            sig = state_signature(self.plan.transformations[node.index])
+            if sig is not None:
+                current[node.uid] = sig
+        stored = meta.get("operators")
+        if stored is None:
+            self._write_meta({**meta, "operators": current})
+            return
+        changed = [(uid, stored[uid], sig) for uid, sig in current.items() if uid in stored and stored[uid] != sig]
+        if changed:
+            lines = "; ".join(f"{uid}: checkpoint has [{old}], the pipeline has [{new}]" for uid, old, new in changed)
+            msg = (
+                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly ({lines}). "
+                "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
+            )
+            raise StateError(msg)
+
+    def _write_meta(self, meta: Dict[str, Any]) -> None:
+        path = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as f:
+            pickle.dump(meta, f)
+        os.replace(tmp, path)
 
     def _check_source(self, t: Transformation) -> None:
         strategy = t.watermark_strategy

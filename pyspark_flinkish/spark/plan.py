@@ -106,6 +106,27 @@ class Node:
     batched: bool = False  # a window run by BatchWindowOperator (core/batch_window.py)
 
 
+def state_signature(t: Transformation) -> Optional[str]:
+    """What shapes a keyed operator's state (for windows: assigner, trigger, evictor, lateness, contents and the
+    aggregate/reduce function's class), so that a restart with an incompatible operator is caught up front."""
+    if not t.keyed:
+        return None
+    spec = t.spec
+    if spec.get("op") != "window":
+        fn = spec.get("function") or spec.get("process_function")
+        return f"{spec.get('op')}:{type(fn).__name__ if fn is not None else '-'}"
+    contents = spec.get("contents")
+    fn = getattr(contents, "agg_fn", None) or getattr(contents, "reduce_fn", None)
+    parts = [
+        repr(spec.get("assigner")),
+        repr(spec.get("trigger")),
+        repr(spec.get("evictor")),
+        f"lateness={spec.get('allowed_lateness')}",
+        f"contents={getattr(contents, 'kind', '-')}:{type(fn).__name__ if fn is not None else '-'}",
+    ]
+    return "window:" + " ".join(parts)
+
+
 class ExecPlan:
     """The pipeline's nodes in topological order, with routing edges."""
 

@@ -17,6 +17,7 @@ from typing import Any, List, Tuple
 import pytest
 
 from pyspark_flinkish.common import Duration, WatermarkStrategy
+from pyspark_flinkish.core.errors import StateError
 from pyspark_flinkish.datastream import OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Max, Min, Sum
 from pyspark_flinkish.datastream.functions import ProcessWindowFunction
@@ -51,7 +52,9 @@ def _write_batches(directory: Path, seed: int) -> None:
         os.utime(path, (1_000 + i, 1_000 + i))
 
 
-def _run(spark: Any, src: Path, ck: Path, vectorize: bool, sliding: bool) -> Tuple[List[Any], List[Any], bool]:
+def _run(
+    spark: Any, src: Path, ck: Path, vectorize: bool, sliding: bool, size_ms: int = 20
+) -> Tuple[List[Any], List[Any], bool]:
     df = spark.readStream.schema("seq long, k long, region string, ts long, v long").option("maxFilesPerTrigger", 1).json(str(src))
     env = StreamExecutionEnvironment.get_execution_environment(spark, vectorize=vectorize)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5))
@@ -62,7 +65,7 @@ def _run(spark: Any, src: Path, ck: Path, vectorize: bool, sliding: bool) -> Tup
         assigner = SlidingEventTimeWindows.of(Duration.of_millis(30), Duration.of_millis(10), Duration.of_millis(-3))
     else:
         keyed = stream.key_by(lambda r: r.k)
-        assigner = TumblingEventTimeWindows.of(Duration.of_millis(20))
+        assigner = TumblingEventTimeWindows.of(Duration.of_millis(size_ms))
     windowed = (
         keyed.window(assigner)
         .allowed_lateness(Duration.of_millis(25))
@@ -102,3 +105,12 @@ def test_a_checkpoint_keeps_the_state_layout_it_was_started_with(spark: Any, tmp
     assert used_a and used_b
     assert "vectorize=True" in caplog.text
     assert main_b == [] and late_b == []  # nothing new to read: the restart resumed, nothing was recomputed
+
+
+def test_a_changed_window_on_an_existing_checkpoint_is_refused(spark: Any, tmp_path: Path) -> None:
+    """State written by a 20 ms window is never read as a 30 ms window's, nor silently dropped."""
+    src = tmp_path / "in"
+    _write_batches(src, seed=5)
+    _run(spark, src, tmp_path / "ck", True, False, size_ms=20)
+    with pytest.raises(StateError, match=r"TumblingEventTimeWindows\(20, 0\).*TumblingEventTimeWindows\(30, 0\)"):
+        _run(spark, src, tmp_path / "ck", True, False, size_ms=30)

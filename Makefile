@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed-$(SETUP_SHA)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 
-.PHONY: jars setup test test-jvm-free docs test-integration conformance demo lint
+.PHONY: jars setup test test-jvm-free docs test-notebooks test-integration conformance demo lint
 
 setup: $(STAMP)
 
@@ -29,10 +29,12 @@ $(STAMP):
 jars: setup
 	$(VPY) -m pyspark_flinkish.spark.jars
 
-# Run every test, first the JVM-free suite, then the docs build, then the integration suite; stop at the first failure.
+# Run every test, first the JVM-free suite, then the docs build, the notebooks, then the integration suite; stop at the
+# first failure.
 test: setup
 	@$(MAKE) --no-print-directory test-jvm-free
 	@$(MAKE) --no-print-directory docs
+	@$(MAKE) --no-print-directory test-notebooks
 	@$(MAKE) --no-print-directory test-integration
 
 # The documentation site (mkdocs.yml over docs/, API pages from the docstrings) into the git-ignored site/;
@@ -45,6 +47,12 @@ docs: setup
 test-jvm-free: setup
 	env -u JAVA_HOME PATH="$(CURDIR)/$(VENV)/bin" PYSPARK_FLINKISH_ASSERT_NO_JAVA=1 \
 		$(VPY) -m pytest -q --timeout=120 jvm-free-tests
+
+# The notebooks in notebooks/, top to bottom in a fresh kernel each (nbmake; outputs are not written back). Notebooks 1-4
+# run on the JVM-free engine, 5 and 6 start a local SparkSession (Delta from `make jars`). A cell may take 5 minutes
+# and a notebook 10 (pytest-timeout): a wedged Spark query fails the run instead of hanging it.
+test-notebooks: setup jars
+	$(VPY) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 --timeout=600 notebooks
 
 # Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error.
 test-integration: setup jars

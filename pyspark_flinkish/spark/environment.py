@@ -24,7 +24,6 @@ import glob
 import logging
 import os
 import pickle
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from ..datastream.stream_execution_environment import JobExecutionResult, Stream
 from ..local.executor import LocalExecutor
 from . import columnar, state_store
 from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, route_records, run_keyed_partition, state_signature
+from .session import local_temp_dir, spark_path
 
 _log = logging.getLogger("pyspark_flinkish.spark")
 
@@ -284,7 +284,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         progress: Optional[Callable[[Any], None]] = None,
     ) -> JobExecutionResult:
         """Bounded run (``execute_and_collect``): process everything available, then stop."""
-        checkpoint = tempfile.mkdtemp(prefix="flinkish-collect-")
+        checkpoint = local_temp_dir("flinkish-collect-")
         handle = self._start(
             job_name or "pyspark_flinkish job",
             list(self._sinks) + list(extra_sinks),
@@ -324,7 +324,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
                 values = [loads(r["value"]) for r in rows if r["dest"] == dest]
                 _deliver_values(self.spark, t, values, batch_id, context)
 
-        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", os.path.join(checkpoint, "spark"))
+        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", spark_path(os.path.join(checkpoint, "spark")))
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
@@ -345,7 +345,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         driver = _ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream()
-        writer = stream.writeStream.foreachBatch(driver).option("checkpointLocation", os.path.join(checkpoint, "spark"))
+        spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))
+        writer = stream.writeStream.foreachBatch(driver).option("checkpointLocation", spark_checkpoint)
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
@@ -528,7 +529,7 @@ class _ForeachBatchDriver:
                 pq.write_table(table, path)
                 os.utime(path, (1_000_000 + i, 1_000_000 + i))
             os.rename(tmp, directory)
-        return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
+        return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(spark_path(directory))
 
     # -- driver state per batch
     def _state_path(self, batch_id: int) -> str:

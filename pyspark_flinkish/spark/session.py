@@ -4,12 +4,36 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from typing import Any, Dict, Optional
 
 
 def on_databricks() -> bool:
     """True inside a Databricks runtime, where Delta and the Kafka connector are built in."""
     return "DATABRICKS_RUNTIME_VERSION" in os.environ
+
+
+def spark_path(path: str) -> str:
+    """A local path as Spark's readers and writers must be given it.
+
+    On Databricks a path without a scheme means the DBFS root, not the local file system, and the DBFS FUSE mount
+    ``/dbfs/X`` is ``dbfs:/X`` there: ``/dbfs/tmp/ck`` becomes ``dbfs:/tmp/ck``, so that Spark's checkpoint and
+    files written with local file APIs (keyed state, replayed micro-batches) are the same directory. Any other path
+    is returned unchanged.
+    """
+    if on_databricks() and (path == "/dbfs" or path.startswith("/dbfs/")):
+        return "dbfs:/" + path[len("/dbfs/") :]
+    return path
+
+
+def local_temp_dir(prefix: str) -> str:
+    """A new temporary directory that the driver and every executor can open as a local path: under
+    ``/dbfs/tmp`` on Databricks (a shared mount), the system's temporary directory elsewhere."""
+    if on_databricks():
+        root = "/dbfs/tmp"
+        os.makedirs(root, exist_ok=True)
+        return tempfile.mkdtemp(prefix=prefix, dir=root)
+    return tempfile.mkdtemp(prefix=prefix)
 
 
 def jar_settings(connectors: bool = True) -> Dict[str, str]:

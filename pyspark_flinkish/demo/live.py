@@ -350,8 +350,13 @@ def _start_query(
         seen.batches.append({"time": now, "partitions": by_part, "window": window_wm, "rows": rows})
         if args.verbose:
             print(f"      phases (ms): {p['durations_ms']}", flush=True)
-        if args.quiet:
-            return
+        if not args.quiet:
+            try:
+                _print_line(p, rows, by_part, window_wm)
+            except Exception as exc:  # a display problem must never fail the query
+                print(f"(progress line of batch {p['batch_id']}: {exc!r})", flush=True)
+
+    def _print_line(p: Dict[str, Any], rows: int, by_part: Dict[int, Optional[int]], window_wm: int) -> None:
         last = holder["handle"].last_progress if "handle" in holder else None  # Spark's, of the batch before
         rate_in = f"{last.get('inputRowsPerSecond', 0):5.0f}" if last else "    -"
         rate_done = f"{last.get('processedRowsPerSecond', 0):6.0f}" if last else "     -"
@@ -384,18 +389,27 @@ def _wait(handle: Any, producer: Producer, thread: threading.Thread, servers: st
     if producer.error is not None:
         raise producer.error
     end = _end_offsets(servers)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
+    last_batch, since = None, time.monotonic()
+    while True:
         if not handle.is_active:
             handle.await_termination(0.1)
             msg = "the streaming query stopped before it read the whole topic"
             raise RuntimeError(msg)
-        read = _read_offsets(handle.last_progress)
+        progress = handle.last_progress
+        read = _read_offsets(progress)
         if all(read.get(p, 0) >= o for p, o in end.items()):
             return
+        batch = (progress or {}).get("batchId")
+        if batch != last_batch:
+            last_batch, since = batch, time.monotonic()
+        elif time.monotonic() - since > 300:  # e.g. the stream thread died of a JVM error: Spark's log says why
+            failure = handle.query.exception()
+            msg = (
+                f"the query made no progress for 5 minutes after batch {batch} (read {read}, end {end}); "
+                f"its failure: {failure}"
+            )
+            raise RuntimeError(msg)
         time.sleep(0.5)
-    msg = f"the query did not catch up with the topic within 10 minutes (read {read}, end {end})"
-    raise RuntimeError(msg)
 
 
 # ----------------------------------------------------------------------------- summary and chart

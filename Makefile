@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed-$(SETUP_SHA)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 
-.PHONY: jars setup test test-jvm-free docs test-notebooks test-integration conformance demo lint
+.PHONY: jars setup test test-jvm-free docs test-notebooks test-integration conformance demo demo-local lint
 
 setup: $(STAMP)
 
@@ -68,8 +68,13 @@ conformance: setup
 	$(VPY) -m pyspark_flinkish.conformance $(SHARED)/conformance/scenarios --engine local \
 		--out out/conformance --expected $(SHARED)/conformance/expected
 
-demo: setup
+# The live demo: a local Kafka broker, a real-time producer, the pipeline on Spark, exactly-once Delta output, a
+# chart in out/demo/demo.png; a re-run resumes from out/demo/checkpoint. `make demo-local`: the JVM-free demo.
+demo: setup jars
 	$(VPY) -m pyspark_flinkish.demo
+
+demo-local: setup
+	$(VPY) -m pyspark_flinkish.demo --local
 
 lint: setup
 	@[ -x $(VENV)/bin/ruff ] || $(VENV)/bin/pip install -q ruff

@@ -2,10 +2,13 @@
 
 Each input line is ``"<epoch milliseconds> <words...>"``. The job reads the text files of ``--input`` as a
 streaming source (``maxFilesPerTrigger`` files per micro-batch), takes every line's event time from its
-first field (bounded out-of-orderness watermarks), counts words per tumbling event-time window and writes
-every micro-batch's fired windows to ``<out>/batch_id=<N>`` as Parquet (rewritten, not appended, when Spark
-replays batch ``N`` after a failure). The trigger is ``availableNow``: the job ends once the files present at
-its start are processed; a later run with the same ``--checkpoint`` picks up new files and the open windows.
+first field (bounded out-of-orderness watermarks), counts words per tumbling event-time window (5 s by default)
+and writes every micro-batch's fired windows to the Delta table ``<out>`` (``DeltaSink``: one commit per
+micro-batch, skipped when Spark replays a batch after a failure), or with ``--out-format parquet`` to
+``<out>/batch_id=<N>`` as Parquet (rewritten, not appended, on a replay). ``--generate N`` first writes N
+sample files into an empty ``--input`` folder (bounded input for a try-out). The trigger is ``availableNow``: the
+job ends once the files present at its start are processed; a later run with the same ``--checkpoint`` picks up
+new files and the open windows.
 
 A window fires when the watermark passes its end: the text source has no end of input, so the newest
 windows stay open until a line with a later timestamp arrives (a line holding only a timestamp moves the
@@ -16,6 +19,7 @@ Run it with the package shipped to the executors, e.g.::
     python -m pip wheel --no-deps -w dist .
     cp dist/pyspark_flinkish-0.1.0-py3-none-any.whl dist/pyspark_flinkish-0.1.0-py3-none-any.zip
     spark-submit --master spark://HOST:7077 --py-files dist/pyspark_flinkish-0.1.0-py3-none-any.zip \\
+        --jars $(ls .jars/spark/*.jar | paste -sd,) \\
         examples/spark_windowed_word_count.py --input IN --out OUT --checkpoint CK
 
 (``--py-files`` puts ``.py``, ``.zip`` and ``.egg`` files on the executors' ``sys.path``, not ``.whl`` files:
@@ -98,6 +102,31 @@ def where_it_ran(_value: Any) -> Tuple[str, int, str, str]:
     return socket.gethostname(), os.getpid(), sys.executable, os.path.abspath(pyspark_flinkish.__file__)
 
 
+def generate_input(directory: str, files: int, lines_per_file: int = 50, seed: int = 1) -> None:
+    """Write ``files`` files of ``"<epoch_ms> <words>"`` lines into ``directory`` (which must be empty or missing),
+    slightly out of order; the last file ends with a line holding only a later timestamp, so every window fires."""
+    import random
+
+    os.makedirs(directory, exist_ok=True)
+    if os.listdir(directory):
+        msg = f"--generate writes into an empty --input folder; {directory} is not empty"
+        raise SystemExit(msg)
+    rng = random.Random(seed)
+    vocabulary = "the quick brown fox jumps over the lazy dog flink spark window watermark".split()
+    t = 1_700_000_000_000
+    for i in range(files):
+        lines = []
+        for _ in range(lines_per_file):
+            t += rng.randint(50, 400)
+            lines.append(f"{t - rng.randint(0, 500)} " + " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 6))))
+        if i == files - 1:
+            lines.append(str(t + 60_000))
+        path = os.path.join(directory, f"lines-{i:04d}.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # one file per micro-batch, in this order
+
+
 # ----------------------------------------------------------------------------- Spark job
 class ParquetPerBatch:
     """A ``foreach_batch`` function: batch ``N``'s rows replace ``<path>/batch_id=N`` (idempotent on replay)."""
@@ -116,12 +145,21 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=(
             "Windowed word count with pyspark_flinkish on Spark Structured Streaming. Input lines are "
-            "'<epoch_ms> <words...>'; results (word, window_start, window_end, count) go to Parquet under "
-            "--out/batch_id=N. Submit with spark-submit (--master, --py-files <pyspark_flinkish wheel>)."
+            "'<epoch_ms> <words...>'; results (word, window_start, window_end, count) go to the Delta table --out "
+            "(or Parquet under --out/batch_id=N). Submit with spark-submit (--master, --py-files <pyspark_flinkish "
+            "wheel renamed .zip>, --jars <Delta jars>); see docs/examples.md."
         )
     )
     parser.add_argument("--input", required=True, help="directory of text files, one '<epoch_ms> <words...>' per line")
-    parser.add_argument("--out", required=True, help="output directory (Parquet, one batch_id=N directory per micro-batch)")
+    parser.add_argument(
+        "--out", required=True, help="output: a Delta table (or Parquet, one batch_id=N directory per micro-batch)"
+    )
+    parser.add_argument(
+        "--out-format", choices=["delta", "parquet"], default="delta", help="output format (default delta, exactly-once)"
+    )
+    parser.add_argument(
+        "--generate", type=int, default=0, metavar="N", help="first write N generated files into an empty --input (default 0)"
+    )
     parser.add_argument("--checkpoint", required=True, help="checkpoint directory (offsets, keyed state, watermarks)")
     parser.add_argument("--window-seconds", type=int, default=5, help="tumbling window size in seconds (default 5)")
     parser.add_argument(
@@ -147,6 +185,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     # executors resolve relative paths against their own working directories: use absolute ones
     input_dir, out, checkpoint = (os.path.abspath(p) for p in (args.input, args.out, args.checkpoint))
+    if args.generate:
+        generate_input(input_dir, args.generate)
     module_file = os.path.abspath(pyspark_flinkish.__file__)
     print(f"driver: pyspark_flinkish {pyspark_flinkish.__version__} from {module_file}", flush=True)
 
@@ -157,7 +197,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         text = spark.readStream.option("maxFilesPerTrigger", args.files_per_trigger).text(input_dir)
         lines = env.from_dataframe(text, watermark_strategy(args.max_out_of_orderness_ms), source_name="lines")
         counts = windowed_word_counts(lines, args.window_seconds)
-        counts.foreach_batch(ParquetPerBatch(out)).name("parquet")
+        if args.out_format == "delta":
+            from pyspark_flinkish.datastream.connectors.delta import DeltaSink
+
+            counts.sink_to(DeltaSink.for_path(out)).uid("word-counts")
+        else:
+            counts.foreach_batch(ParquetPerBatch(out)).name("parquet")
         if args.workers_out:
             counts.map(where_it_ran, output_type=WORKER_TYPE).foreach_batch(
                 ParquetPerBatch(os.path.abspath(args.workers_out), distinct=True)

@@ -47,7 +47,7 @@ def test_demo_is_deterministic() -> None:
 
 def test_demo_command_line() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pyspark_flinkish.demo", "--players", "10", "--minutes", "12"],
+        [sys.executable, "-m", "pyspark_flinkish.demo", "--local", "--players", "10", "--minutes", "12"],
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert proc.returncode == 0, proc.stderr

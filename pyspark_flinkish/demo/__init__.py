@@ -1,1 +1,2 @@
-"""The demo job (``make demo``): mobile-game sessions with tunnels, on Flink's semantics."""
+"""The demo (``make demo``): mobile-game sessions with tunnels, on Flink's semantics — live on Kafka, Spark and
+Delta (:mod:`.live`), or on the JVM-free engine (:mod:`.local`, ``--local``)."""

@@ -18,8 +18,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from pyspark_flinkish.common import Duration, WatermarkStrategy
-from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
+from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.datastream import DataStream, MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProcessFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.state import ReducingStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import EventTimeSessionWindows, Trigger, TriggerResult
@@ -27,6 +27,13 @@ from pyspark_flinkish.datastream.window import EventTimeSessionWindows, Trigger,
 MINUTE = 60_000
 LATE_EVENTS = OutputTag("late-events")
 PARTITIONS = 4
+
+EVENT_TYPE = Types.ROW_NAMED(["player", "ts", "score"], [Types.STRING(), Types.LONG(), Types.LONG()])
+SESSION_TYPE = Types.ROW_NAMED(
+    ["player", "start", "end", "events", "score", "complete", "watermark"],
+    [Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG(), Types.LONG(), Types.BOOLEAN(), Types.LONG()],
+)
+ALERT_TYPE = Types.ROW_NAMED(["player", "quiet_since", "alert_at"], [Types.STRING(), Types.LONG(), Types.LONG()])
 
 
 @dataclass(frozen=True)
@@ -134,11 +141,12 @@ class InactivityAlert(KeyedProcessFunction):  # type: ignore[type-arg]
         yield {"player": ctx.get_current_key(), "quiet_since": timestamp - self.quiet_ms, "alert_at": timestamp}
 
 
-def generate(players: int, minutes: int, seed: int, batch_ms: int = 30_000) -> List[MicroBatch]:
-    """Deterministic event stream: per player ~one event every 4-8 s; tunnels buffer events for 3-6
-    minutes; partition 3 is silent from minute 10 to 16. One micro-batch per ``batch_ms`` of wall time."""
+def arrivals(players: int, minutes: int, seed: int) -> List[Tuple[int, GameEvent]]:
+    """Deterministic event stream as ``(arrival time, event)`` pairs ordered by arrival (both in ms of game
+    time): per player ~one event every 4-8 s; tunnels buffer events for 3-6 minutes and deliver them in one
+    burst; partition 3 is silent from minute 10 to 16."""
     rng = random.Random(seed)
-    arrivals: List[Tuple[int, GameEvent]] = []  # (arrival time, event)
+    out: List[Tuple[int, GameEvent]] = []  # (arrival time, event)
     for p in range(players):
         name = f"player-{p:03d}"
         partition = p % PARTITIONS
@@ -152,39 +160,57 @@ def generate(players: int, minutes: int, seed: int, batch_ms: int = 30_000) -> L
                 tunnel_until = t + rng.randrange(3 * MINUTE, 6 * MINUTE)
             event = GameEvent(name, t, rng.randrange(1, 100), partition)
             arrival = tunnel_until + rng.randrange(0, 2_000) if t <= tunnel_until else t + rng.randrange(0, 8_000)
-            arrivals.append((arrival, event))
+            out.append((arrival, event))
             gap = rng.randrange(4_000, 8_000)
             if rng.random() < 0.01:
                 gap += rng.randrange(2 * MINUTE, 4 * MINUTE)  # the player pauses: a new session
             t += gap
-    arrivals.sort(key=lambda a: (a[0], a[1].player, a[1].ts))
+    out.sort(key=lambda a: (a[0], a[1].player, a[1].ts))
+    return out
+
+
+def generate(players: int, minutes: int, seed: int, batch_ms: int = 30_000) -> List[MicroBatch]:
+    """:func:`arrivals` as micro-batches: one per ``batch_ms`` of arrival time, 8 minutes past the last event."""
+    pairs = arrivals(players, minutes, seed)
     batches: List[MicroBatch] = []
     end = minutes * MINUTE + 8 * MINUTE
     index = 0
     for batch_end in range(batch_ms, end + batch_ms, batch_ms):
         elements = []
-        while index < len(arrivals) and arrivals[index][0] < batch_end:
-            elements.append(arrivals[index][1])
+        while index < len(pairs) and pairs[index][0] < batch_end:
+            elements.append(pairs[index][1])
             index += 1
         batches.append(MicroBatch(elements, partitions=[e.partition for e in elements], processing_time=batch_end))
     return batches
 
 
-def build(env: StreamExecutionEnvironment, batches: List[MicroBatch]) -> Dict[str, Any]:
-    """The demo's pipeline on ``env``; returns the streams to sink: sessions, late events, alerts."""
-    strategy = (
-        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(10))
-        .with_idleness(Duration.of_seconds(30))
-        .with_timestamp_assigner(lambda event, _: event.ts)
+def strategy(idleness_ms: int = 30_000) -> WatermarkStrategy:
+    """Bounded out-of-orderness of 10 s per partition; a partition silent for ``idleness_ms`` turns idle."""
+    return WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(10)).with_idleness(
+        Duration.of_millis(idleness_ms)
     )
-    events = env.from_source(MicroBatchSource(batches, partitions=list(range(PARTITIONS))), strategy, "game-events")
+
+
+def pipeline(events: DataStream, late_tag: OutputTag = LATE_EVENTS) -> Dict[str, Any]:
+    """The demo's operators on a stream of events with ``player``, ``ts`` and ``score`` attributes
+    (``GameEvent``s, or the ``Row``s of a Kafka topic); returns the streams to sink: sessions, late events, alerts.
+
+    The results are typed (``SESSION_TYPE``, ``ALERT_TYPE``) so that Spark sinks such as ``DeltaSink`` know their
+    schema; the JVM-free engine ignores the types."""
     by_player = events.key_by(lambda e: e.player)
     sessions = (
         by_player.window(EventTimeSessionWindows.with_gap(Duration.of_minutes(2)))
         .trigger(EarlyEveryNTrigger(10))
         .allowed_lateness(Duration.of_minutes(2))
-        .side_output_late_data(LATE_EVENTS)
-        .aggregate(ScoreStats(), SessionResult())
+        .side_output_late_data(late_tag)
+        .aggregate(ScoreStats(), SessionResult(), output_type=SESSION_TYPE)
     )
-    alerts = by_player.process(InactivityAlert(3 * MINUTE))
-    return {"sessions": sessions, "late": sessions.get_side_output(LATE_EVENTS), "alerts": alerts}
+    alerts = by_player.process(InactivityAlert(3 * MINUTE), output_type=ALERT_TYPE)
+    return {"sessions": sessions, "late": sessions.get_side_output(late_tag), "alerts": alerts}
+
+
+def build(env: StreamExecutionEnvironment, batches: List[MicroBatch]) -> Dict[str, Any]:
+    """The demo's pipeline on ``env`` over replayed ``batches`` (the JVM-free demo): 4 source partitions."""
+    source = MicroBatchSource(batches, partitions=list(range(PARTITIONS)))
+    events = env.from_source(source, strategy().with_timestamp_assigner(lambda event, _: event.ts), "game-events")
+    return pipeline(events)

@@ -380,6 +380,7 @@ class _ForeachBatchDriver:
         self.failure: Optional[BaseException] = None
         self.batches_run = 0
         self.durations: Dict[str, float] = {}  # milliseconds per phase of the last batch (progress, profiling)
+        self.input_counts: Dict[str, Dict[str, int]] = {}  # progress: records per source and partition, last batch
         self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
         self.sinks = sinks
         self.watermark_graph = self._new_graph()
@@ -660,6 +661,7 @@ class _ForeachBatchDriver:
 
     def _run(self, df: Any, batch_id: int) -> None:
         self.durations = {}
+        self.input_counts = {}
         start = time.perf_counter()
         with self._phase("open"):
             prev_version = self._open(batch_id)
@@ -698,8 +700,26 @@ class _ForeachBatchDriver:
                     "replay_batch": batch_index,
                     "watermarks": self.operator_watermarks(),
                     "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
+                    **self._progress_counters(by_sink),
                 }
             )
+
+    # -- progress counters (demo and monitoring): read-only views of what the batch saw and delivered
+    def _progress_counters(self, by_sink: Dict[int, List[Any]]) -> Dict[str, Any]:
+        """``input_records`` (this batch, per source and partition), ``source_watermarks`` (per source and
+        partition, None while idle) and ``sink_records`` (records delivered to each sink this batch, by sink uid)."""
+        g = self.watermark_graph
+        return {
+            "input_records": {name: dict(parts) for name, parts in self.input_counts.items()},
+            "source_watermarks": {
+                t.name: {str(p): wm for p, wm in g.runners[t.id].splits.partition_watermarks().items()}
+                for t in g.order
+                if t.id in g.runners
+            },
+            "sink_records": {
+                self.plan.nodes[i].uid: len(rows) for i, rows in by_sink.items()
+            },
+        }
 
     def _replay_steps(self, df: Any) -> List[Any]:
         """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files."""
@@ -841,6 +861,8 @@ class _ForeachBatchDriver:
                     if row["part"] is None:
                         continue  # a batch marker: no partition, no event
                     part = _part(t, row["part"])
+                    counts = self.input_counts.setdefault(t.name, {})  # progress counter
+                    counts[str(part)] = counts.get(str(part), 0) + int(row["stat_count"] or 0)
                     if row["stat_count"]:
                         g.runners[t.id].observe(part, None, int(row["stat_max"]))
                     else:

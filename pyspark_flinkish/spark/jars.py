@@ -39,9 +39,21 @@ def default_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".jars"
 
 
+def _pom(kind: str) -> bytes:
+    """The POM's bytes, also when the package is imported from a zip (``spark-submit --py-files``), where the
+    POM is no file of its own."""
+    import pkgutil
+
+    data = pkgutil.get_data(__name__, f"jvm/{POMS[kind].name}")
+    if data is None:
+        msg = f"{POMS[kind].name} is missing from the pyspark_flinkish package"
+        raise FileNotFoundError(msg)
+    return data
+
+
 def coordinates(kind: str = "spark") -> List[str]:
     """The ``group:artifact:version`` coordinates a POM declares (for ``spark.jars.packages``)."""
-    root = ET.parse(POMS[kind]).getroot()
+    root = ET.fromstring(_pom(kind))
     props = {el.tag.split("}")[1]: (el.text or "") for el in root.find("m:properties", _NS) or []}
     out = []
     for dep in root.findall("m:dependencies/m:dependency", _NS):
@@ -63,7 +75,7 @@ def _pyspark_artifacts() -> set:  # type: ignore[type-arg]
 
 
 def _stamp(kind: str) -> str:
-    return hashlib.sha256(POMS[kind].read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(_pom(kind)).hexdigest()[:16]
 
 
 def jars(kind: str = "spark", directory: Optional[Path] = None) -> List[str]:

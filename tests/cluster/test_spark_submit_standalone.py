@@ -453,6 +453,8 @@ def test_spark_submit_on_standalone_cluster_with_the_wheel(standalone_cluster: C
         str(tmp_path / "input"),
         "--out",
         str(out),
+        "--out-format",
+        "parquet",
         "--checkpoint",
         str(checkpoint),
         "--workers-out",

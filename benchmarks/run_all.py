@@ -480,7 +480,6 @@ def state_per_window(checkpoint: str, batch: int) -> Tuple[int, int]:
 def part_scaling(spark: Any, args: argparse.Namespace, work: str) -> Part:
     engines = ["native", "foreach_batch"]
     part = Part("scaling", [f"{e}@{what}" for what in ("keys", "events") for e in engines])
-    part.keys_rows: List[List[str]] = []  # type: ignore[misc]
     points = [("keys", k, args.events) for k in args.scale_keys] + [("events", args.keys, n) for n in args.scale_events]
     results: Dict[Tuple[str, str, int], List[Dict[str, Any]]] = {}
     for what, keys, events in points:
@@ -689,7 +688,7 @@ def run_latency(spark: Any, broker: Any, engine: str, args: argparse.Namespace, 
         prod = threading.Thread(target=_producer, args=(broker.bootstrap_servers, topic, args.rate, args.latency_s, stop, sent))
         prod.start()
         prod.join()
-        deadline = time.time() + 60
+        deadline = time.time() + max(60.0, args.latency_s)
         while time.time() < deadline:  # drain: until every sent event is visible
             if os.path.isdir(os.path.join(path, "_delta_log")) and spark.read.format("delta").load(path).count() >= sent[0]:
                 break
@@ -759,6 +758,9 @@ def print_part(part: Part) -> None:
             print_table(f"{titles['scaling']}: {what}", head, lines)
     else:
         print_table(titles[part.name], *part.table)
+    if part.name == "scaling":
+        for e, why in part.unavailable.items():
+            print(f"  {e}: {why}")
     for n in part.notes:
         print(f"  note: {n}")
     for m in part.mismatches:

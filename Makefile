@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed-$(SETUP_SHA)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 
-.PHONY: jars setup test test-jvm-free docs test-notebooks test-integration conformance demo demo-local lint
+.PHONY: jars setup test test-jvm-free docs test-notebooks test-integration conformance demo demo-local lint bench
 
 setup: $(STAMP)
 
@@ -79,3 +79,8 @@ demo-local: setup
 lint: setup
 	@[ -x $(VENV)/bin/ruff ] || $(VENV)/bin/pip install -q ruff
 	$(VENV)/bin/ruff check pyspark_flinkish jvm-free-tests conftest.py
+
+# The benchmark suite (docs/benchmarks.md): figures, never pass/fail. BENCH_ARGS=--quick for a smoke run.
+bench: setup jars
+	$(VENV)/bin/pip install -q -e '.[bench]'
+	$(VPY) benchmarks/run_all.py --json out/bench-all.json --png out/bench-all.png $(BENCH_ARGS)

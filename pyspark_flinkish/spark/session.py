@@ -42,7 +42,9 @@ def jar_settings(connectors: bool = True) -> Dict[str, str]:
     * on Databricks: nothing (both are built in);
     * jars fetched with ``python -m pyspark_flinkish.spark.jars`` (``make jars``): ``spark.jars`` — works offline;
     * otherwise: ``spark.jars.packages`` with the same Maven coordinates, resolved by Spark at start-up (needs
-      access to a Maven repository).
+      access to a Maven repository);
+    * under ``spark-submit`` the classpath is the submit's: pass ``--jars .jars/spark/*.jar`` (or ``--packages``);
+      Delta's settings are added only when Delta is among them.
 
     Delta's SQL extension and catalog are set too (except on Databricks).
     """
@@ -54,6 +56,14 @@ def jar_settings(connectors: bool = True) -> Dict[str, str]:
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     }
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # launched by spark-submit: the JVM and its classpath exist already, so jars cannot be added here; set up
+        # Delta only when the submit brought it (--jars / --packages), else leave the session as submitted
+        from pyspark import SparkConf
+
+        submitted = SparkConf()
+        given = f"{submitted.get('spark.jars', '')},{submitted.get('spark.jars.packages', '')}"
+        return out if "delta-spark" in given else {}
     local = jars.jars("spark")
     if local:
         out["spark.jars"] = ",".join(local)

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -261,13 +262,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     spark = handle = producer = thread = None
     code = 0
     started = time.monotonic()
+    # Ctrl-C only sets a flag, checked between steps: a KeyboardInterrupt raised inside a py4j call would surface
+    # as a py4j error instead, and the demo would not stop cleanly
+    previous_handler = signal.signal(signal.SIGINT, lambda signum, frame: INTERRUPTED.set())
     try:
         broker.start()
+        _check_interrupt()
         if TOPIC not in broker.topics():
             broker.create_topic(TOPIC, partitions=PARTITIONS)
         print(f"kafka broker on {broker.bootstrap_servers}, storage in {broker.directory}", flush=True)
         spark = _spark()
+        _check_interrupt()
         handle = _start_query(spark, broker.bootstrap_servers, out, tables, clock, seen, args)
+        _check_interrupt()
 
         def saved(n: int) -> None:
             round_.sent = len(pairs) - len(pending) + n
@@ -285,6 +292,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         code = 130
         print(f"\ninterrupted: stopping; run the same command again to resume from {out / 'checkpoint'}", flush=True)
     finally:
+        signal.signal(signal.SIGINT, previous_handler)
         if producer is not None:
             producer.stop.set()
         if thread is not None:
@@ -378,9 +386,18 @@ def _start_query(
     return handle
 
 
+INTERRUPTED = threading.Event()
+
+
+def _check_interrupt() -> None:
+    if INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+
+
 def _wait(handle: Any, producer: Producer, thread: threading.Thread, servers: str) -> None:
     """Until the producer is done and the query has read every record in the topic (or fails)."""
     while thread.is_alive():
+        _check_interrupt()
         if not handle.is_active:
             handle.await_termination(0.1)  # raises the query's failure
             msg = "the streaming query stopped while the producer was running"
@@ -391,6 +408,7 @@ def _wait(handle: Any, producer: Producer, thread: threading.Thread, servers: st
     end = _end_offsets(servers)
     last_batch, since = None, time.monotonic()
     while True:
+        _check_interrupt()
         if not handle.is_active:
             handle.await_termination(0.1)
             msg = "the streaming query stopped before it read the whole topic"

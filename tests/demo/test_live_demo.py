@@ -50,8 +50,9 @@ def test_live_demo_interrupted_then_resumed(request: pytest.FixtureRequest, tmp_
     out = tmp_path / "demo"
 
     # first run, slowly (18 game minutes at 10x: about 2 minutes): Ctrl-C once the first micro-batch is reported
+    errors = (tmp_path / "first.stderr").open("w")
     first = subprocess.Popen(
-        _command(out, 10), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        _command(out, 10), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=errors, text=True
     )
     lines: List[str] = []
     assert first.stdout is not None
@@ -62,8 +63,9 @@ def test_live_demo_interrupted_then_resumed(request: pytest.FixtureRequest, tmp_
             break
     first.send_signal(signal.SIGINT)
     rest, _ = first.communicate(timeout=180)
+    errors.close()
     text = "".join(lines) + rest
-    assert first.returncode == 130, text
+    assert first.returncode == 130, text + "\n--- stderr ---\n" + (tmp_path / "first.stderr").read_text()[-4000:]
     assert "interrupted: stopping" in text, text
     assert not _broker_jvms(out), "the broker's JVM outlived the demo"
     first_state = json.loads((out / "producer.json").read_text())
@@ -82,7 +84,10 @@ def test_live_demo_interrupted_then_resumed(request: pytest.FixtureRequest, tmp_
     assert f"summary (round {state['number']}" in second.stdout and "late events" in second.stdout, second.stdout
     assert state["sent"] == state["total"]
     progress = [line.split() for line in second.stdout.splitlines() if line[:5].strip().isdigit()]
-    assert progress and int(progress[0][0]) >= 1, "the second run continues the checkpoint's batch ids"
+    # the second run continues the checkpoint's batch ids: with batch 1 or, when the interrupt came before Spark
+    # committed batch 0, with a replay of batch 0 (the Delta history below shows it was written once)
+    assert progress and int(progress[0][0]) in (0, 1), progress[:2]
+    assert [int(p[0]) for p in progress] == list(range(int(progress[0][0]), int(progress[0][0]) + len(progress)))
     chart = out / "demo.png"
     assert chart.exists() and chart.stat().st_size > 10_000 and chart.read_bytes()[:4] == b"\x89PNG"
     assert not _broker_jvms(out)

@@ -27,10 +27,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..core.aggregates import ColumnAggregate
 from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
-from ..core.batch_window import BatchWindowOperator
 from ..core.fields import field_selector
-from . import state_store
-from .plan import ChainRunner, ExecPlan, _FixedClock, _frame, _KeyedOutput, decode_key, encode_key
+from .plan import ChainRunner, ExecPlan, _FixedClock, _frame, _KeyedOutput, restore_window_table, save_window_table
 
 _KEY_TYPES = ("LongType", "IntegerType", "ShortType", "ByteType", "StringType", "BooleanType")
 _INTEGRAL = ("LongType", "IntegerType", "ShortType", "ByteType")
@@ -247,11 +245,8 @@ def run_partition(
     prev_version: int,
 ) -> Any:
     """``cogroup(...).applyInPandas`` body for one state partition of the columnar window."""
-    import json
-
     from pyspark.sql import Row
 
-    from ..core.codec import decode_value, encode_value
     from .environment import _py
 
     sp = int(partials["__sp"].iloc[0]) if len(partials) else int(others["__sp"].iloc[0])
@@ -260,9 +255,7 @@ def run_partition(
     op = node.factory()  # type: ignore[misc]
     out = _KeyedOutput(runner, cw.window, op, sp)
     op.open(out, _FixedClock(now))
-    batch = BatchWindowOperator(op)
-    stored = state_store.read_windows(state_root, node.uid, sp, prev_version)
-    batch.restore(((decode_key(k), s, decode_value(json.loads(a))) for k, s, a in stored), wm_prev)
+    batch = restore_window_table(op, state_root, node.uid, sp, prev_version, wm_prev)
 
     # rows that are not all on time: one by one, in processing order
     if len(others):
@@ -282,11 +275,5 @@ def run_partition(
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
-    state_store.write_windows(
-        state_root,
-        node.uid,
-        sp,
-        batch_id,
-        sorted((encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()),
-    )
+    save_window_table(batch, state_root, node.uid, sp, batch_id)
     return _frame(runner.rows)

@@ -459,9 +459,7 @@ def _run_batched(
 ) -> None:
     """The keyed stage of a window that :class:`BatchWindowOperator` runs: one accumulator per (key, window)
     in a ``windows`` state file instead of keyed snapshots."""
-    batch = BatchWindowOperator(op)
-    stored = state_store.read_windows(state_root, uid, sp, prev_version)
-    batch.restore(((decode_key(k), s, decode_value(json.loads(a))) for k, s, a in stored), wm_prev)
+    batch = restore_window_table(op, state_root, uid, sp, prev_version, wm_prev)
     records = sorted(
         (
             ([int(x) for x in o], k, v, None if t is None or t != t else int(t))
@@ -480,10 +478,23 @@ def _run_batched(
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
-    state_store.write_windows(
-        state_root,
-        uid,
-        sp,
-        batch_id,
-        sorted((encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()),
+    save_window_table(batch, state_root, uid, sp, batch_id)
+
+
+def restore_window_table(
+    op: Any, state_root: str, uid: str, sp: int, version: int, watermark: int
+) -> BatchWindowOperator:
+    """A :class:`BatchWindowOperator` around the opened ``op`` with one state partition's window table at
+    ``version`` (see ``state_store.read_windows``) and the operator's watermark."""
+    batch = BatchWindowOperator(op)
+    stored = state_store.read_windows(state_root, uid, sp, version)
+    batch.restore(((decode_key(k), s, decode_value(json.loads(a))) for k, s, a in stored), watermark)
+    return batch
+
+
+def save_window_table(batch: BatchWindowOperator, state_root: str, uid: str, sp: int, version: int) -> None:
+    """Write the partition's window table as ``version``, rows sorted (a replayed batch writes the same file)."""
+    rows = sorted(
+        (encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()
     )
+    state_store.write_windows(state_root, uid, sp, version, rows)

@@ -59,8 +59,9 @@ def jar_settings(connectors: bool = True) -> Dict[str, str]:
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         # launched by spark-submit: the JVM and its classpath exist already, so jars cannot be added here; set up
         # Delta only when the submit brought it (--jars / --packages), else leave the session as submitted
-        from pyspark import SparkConf
+        from pyspark import SparkConf, SparkContext
 
+        SparkContext._ensure_initialized()  # connect to the submit's JVM first: only then does SparkConf see its settings
         submitted = SparkConf()
         given = f"{submitted.get('spark.jars', '')},{submitted.get('spark.jars.packages', '')}"
         return out if "delta-spark" in given else {}

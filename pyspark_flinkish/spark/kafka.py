@@ -118,7 +118,8 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
                     f"got {field.dataType.simpleString()}"
                 )
                 raise InvalidTypeError(msg)
-            bad = bad | event_time.isNull()  # a valid value without event time: Flink would have no timestamp
+            if strategy.timestamp_assigner is None:  # (an assigner gets the field as record_timestamp and decides)
+                bad = bad | event_time.isNull()  # a valid value without event time: Flink would have no timestamp
         df = df.select(*[F.col(c) for c in df.columns if c != PARSED], *fields, bad.alias(MALFORMED),
                        F.coalesce(parse_failed, F.lit(True)).alias(PARSE_FAILED),
                        F.when(~bad, event_time).alias(EVENT_TIME))

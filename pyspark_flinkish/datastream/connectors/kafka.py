@@ -17,7 +17,8 @@ Build it as in PyFlink and hand it to ``env.from_source`` of a Spark environment
     events = env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)), "events")
 
 or in one call, ``env.from_kafka("events", "broker:9092", strategy, schema="user STRING, ts BIGINT, score BIGINT",
-timestamp_field="ts")``. On Spark the source is Spark's Kafka source; each Kafka partition (split) has its own
+timestamp_field="ts")``. Records that cannot be decoded go to a dead-letter Delta table by default
+(:class:`MalformedRecordPolicy`). On Spark the source is Spark's Kafka source; each Kafka partition (split) has its own
 watermark generator and the source's watermark is the minimum over non-idle partitions, as in Flink — a lagging
 or empty partition holds it back unless the strategy has ``with_idleness``.
 
@@ -87,7 +88,8 @@ class MalformedRecordPolicy(Enum):
 
     A record is malformed when its value is null (a tombstone), not UTF-8, not JSON, not a JSON object, has a
     field whose JSON type does not fit the schema (a timestamp that does not parse included), or lacks the
-    event-time field of ``set_timestamp_field`` (missing or null). Only JSON values can be malformed.
+    event-time field of ``set_timestamp_field`` (missing or null; unless the watermark strategy has a timestamp
+    assigner, which then gets None as ``record_timestamp`` and decides). Only JSON values can be malformed.
     """
 
     DEAD_LETTER = "dead_letter"

@@ -232,15 +232,28 @@ def test_the_driver_logs_far_future_records_with_partition_offset_and_time(caplo
     assert position(["p", "off"], [1, 9]) == "p=1, off=9" and position([], [3, 4]) == "order [3, 4]"
 
 
-def test_the_horizon_is_validated() -> None:
+class _Conf:
+    def get(self, _key: str) -> str:
+        return "2"
+
+
+class _Spark:
+    """Enough of a SparkSession for building environments (never used to run anything)."""
+
+    conf = _Conf()
+
+
+def test_the_apply_in_pandas_with_state_executor_refuses_kafka_when_the_source_is_built() -> None:
+    from pyspark_flinkish.core.errors import UnsupportedFeatureError
     from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
-    class _Conf:
-        def get(self, _key: str) -> str:
-            return "2"
+    env = SparkStreamExecutionEnvironment(_Spark(), backend="apply_in_pandas_with_state")
+    with pytest.raises(UnsupportedFeatureError, match=r"Kafka source 'orders'.*dead-letter table.*foreachBatch"):
+        env.from_kafka("t", "b:1", schema="user STRING", source_name="orders")
 
-    class _Spark:
-        conf = _Conf()
+
+def test_the_horizon_is_validated() -> None:
+    from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
     assert SparkStreamExecutionEnvironment(_Spark(), future_horizon_ms=dt.timedelta(minutes=5)).future_horizon_ms == 300_000
     assert SparkStreamExecutionEnvironment(_Spark(), future_horizon_ms=None).future_horizon_ms is None

@@ -4,8 +4,8 @@ A Kafka source with the policy ``dead_letter`` (the default, ``MalformedRecordPo
 records to an internal side output (``spark/kafka.py``). When a job starts, :func:`with_dead_letter_sinks` gives
 each such source a sink on that side output whose batch writer, :class:`DeadLetterWriter`, appends the batch's
 dead letters to a Delta table through the same :class:`~pyspark_flinkish.spark.delta.DeltaBatchWriter` as
-``DeltaSink``: one commit per Spark batch id with ``txnAppId = flinkish-<query id>-<sink uid>`` and
-``txnVersion = batch id``, so a replayed micro-batch adds no row twice. Batches without dead letters write
+``DeltaSink``: one commit per Spark batch id that records its app id (``flinkish-<query id>-<sink uid>``) and
+batch id, so a replayed micro-batch adds no row twice. Batches without dead letters write
 nothing (the table appears with the first one).
 
 The sinks are added after every transformation of the user's pipeline, so the positions (default uids) of the
@@ -86,7 +86,7 @@ class DeadLetterWriter:
 
     def __call__(self, spark: Any, values: List[Any], batch_id: int, context: Dict[str, Any]) -> None:
         if not values:
-            return  # nothing to commit; a replay of a batch that had dead letters is skipped by its txnVersion
+            return  # nothing to commit; a replay of a batch that had dead letters is found in the log and skipped
         now = _dt.datetime.now(_dt.UTC)
         qid = query_id(context.get("checkpoint", ""))
         rows = [dead_letter_row(v, self.source, batch_id, now, qid) for v in values]

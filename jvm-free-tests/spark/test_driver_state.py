@@ -178,3 +178,18 @@ def test_pickled_checkpoints_of_the_previous_version_are_converted_once(tmp_path
     # the restored idleness timers read the new run's clock, not the pickled one
     runner = next(iter(restarted.watermark_graph.runners.values()))
     assert all(gen.timer.clock is restarted.env.clock for gen in runner.splits.generators.values())  # type: ignore[attr-defined]
+
+
+def test_a_replay_directory_others_can_write_is_refused(tmp_path: Path) -> None:
+    """The apply_in_pandas_with_state backend replays a MicroBatchSource from pickled elements under the
+    temporary directory: a directory there that others can write is never read."""
+    from pyspark_flinkish.spark.stateful import _check_private
+
+    mine = tmp_path / "flinkish-replay-mine"
+    mine.mkdir(mode=0o700)
+    _check_private(str(mine))
+    shared = tmp_path / "flinkish-replay-shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(StateError, match="writable by others: refusing to read it"):
+        _check_private(str(shared))

@@ -17,18 +17,20 @@ cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the ba
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..core.batch_window import BatchWindowOperator, batch_eligibility
 from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_value
-from ..core.errors import UnsupportedFeatureError
-from ..core.operators import KeyedOperator, StreamOperator
+from ..core.errors import UnsupportedFeatureError, UserFunctionError
+from ..core.operators import KeyedOperator, StreamOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
-from ..datastream.plan import Transformation, topological
+from ..datastream.plan import Transformation, node_uid, topological
 from . import state_store
 
 ROW_COLUMNS = ["kind", "dest", "sp", "key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"]
@@ -89,6 +91,46 @@ def state_partition(key_bytes: bytes, partitions: int) -> int:
     return zlib.crc32(key_bytes) % partitions
 
 
+_ERROR_BEGIN, _ERROR_END = "<<pyspark_flinkish error>>", "<</pyspark_flinkish error>>"
+
+
+@contextlib.contextmanager
+def reported_to_driver(node: Optional[Node] = None) -> Iterator[None]:
+    """Around the body of a Spark task: a :class:`UserFunctionError` leaves it with the plan ``node`` named
+    (unless an inner node named itself) and its message between markers, so that the driver can raise it
+    again without Spark's and Py4J's stack traces around it (:func:`user_error_from`)."""
+    try:
+        yield
+    except UserFunctionError as exc:
+        if _ERROR_BEGIN in str(exc):
+            raise
+        if node is not None:
+            exc = in_node(exc, node.name, node.uid)
+        msg = f"{_ERROR_BEGIN}{exc}{_ERROR_END}"
+        raise UserFunctionError(msg) from exc
+
+
+def user_error_from(exc: BaseException) -> Optional[UserFunctionError]:
+    """The :class:`UserFunctionError` a Spark task raised, rebuilt on the driver from the text of the Spark /
+    Py4J exception that carries it (its cause is ``exc``); None when ``exc`` carries none."""
+    seen: List[BaseException] = []
+    current: Optional[BaseException] = exc
+    while current is not None and current not in seen:
+        if isinstance(current, UserFunctionError) and _ERROR_BEGIN not in str(current):
+            return current
+        match = re.search(re.escape(_ERROR_BEGIN) + "(.*?)" + re.escape(_ERROR_END), str(current), re.S)
+        if match:
+            error = UserFunctionError(match.group(1))
+            names = re.match(r"operator '(.*?)' \(uid '(.*?)'\)", match.group(1))
+            if names:
+                error.operator, error.uid = names.group(1), names.group(2)
+            error.__cause__ = exc
+            return error
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
 @dataclass
 class Node:
     """One plan node as executors see it (no source data, only what running it needs)."""
@@ -104,6 +146,7 @@ class Node:
     level: int = 0  # keyed operators: 1 + the deepest keyed ancestor
     generates_watermarks: bool = False  # assign_timestamps_and_watermarks
     batched: bool = False  # a window run by BatchWindowOperator (core/batch_window.py)
+    name: str = ""  # the transformation's name (error messages)
 
 
 def state_signature(t: Transformation) -> Optional[str]:
@@ -136,7 +179,7 @@ class ExecPlan:
         index = {t.id: i for i, t in enumerate(order)}
         self.nodes: List[Node] = []
         for i, t in enumerate(order):
-            uid = t.uid or f"{i:03d}-{t.kind}-{t.name}".replace("/", "_").replace(" ", "_").replace("(", "_").replace(")", "")
+            uid = node_uid(t, i)
             self.nodes.append(
                 Node(
                     index=i,
@@ -147,6 +190,7 @@ class ExecPlan:
                     key_selector=t.spec.get("key_selector"),
                     generates_watermarks=t.spec.get("op") == "timestamps",
                     batched=vectorize and t.spec.get("op") == "window" and batch_eligibility(t.factory()) is None,
+                    name=t.name,
                 )
             )
         for i, t in enumerate(order):
@@ -218,6 +262,13 @@ class ChainRunner:
         entry[2] = max(entry[2], batch)
 
     def push(self, index: int, record: StreamRecord, order: List[int]) -> None:
+        try:
+            self._push(index, record, order)
+        except UserFunctionError as exc:
+            node = self.plan.nodes[index]
+            raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+
+    def _push(self, index: int, record: StreamRecord, order: List[int]) -> None:
         node = self.plan.nodes[index]
         if node.kind == "sink":
             self.rows.append(
@@ -233,7 +284,7 @@ class ChainRunner:
             )
             return
         if node.keyed:
-            key = node.key_selector(record.value)  # type: ignore[misc]
+            key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
             kb = encode_key(key)
             self.rows.append(
                 {
@@ -326,9 +377,15 @@ def route_partition(
 ) -> Iterator[Any]:
     """``mapInPandas`` body for source rows (columns ``src``, ``value``, ``ts``, ``part``, ``ord``, ``batch``,
     ``marker``): runs the stateless chain of each record and yields routed rows and statistics rows."""
+    runner = ChainRunner(plan, watermarks, now, partitions)
+    with reported_to_driver():
+        _route_frames(runner, frames, source_index)
+    yield _routed_frame(runner)
+
+
+def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict[str, int]) -> None:
     import pandas as pd
 
-    runner = ChainRunner(plan, watermarks, now, partitions)
     for pdf in frames:
         for src, value, ts, part, order, batch, marker in zip(
             pdf["src"], pdf["value"], pdf["ts"], pdf["part"], pdf["ord"], pdf["batch"], pdf["marker"]
@@ -342,7 +399,6 @@ def route_partition(
                 continue
             runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val)
             runner.forward(node, StreamRecord(loads(value), ts_val), [1, *[int(x) for x in order]])
-    yield _routed_frame(runner)
 
 
 def route_records(
@@ -356,9 +412,10 @@ def route_records(
     """``mapInPandas`` body fusing a DataFrame source's conversion with the route: ``records`` are the source's
     ``(element, timestamp, partition, order)``; no element is pickled between the two."""
     runner = ChainRunner(plan, watermarks, now, partitions)
-    for element, ts, part, order in records:
-        runner.stat(node, "" if part is None else part, ts)
-        runner.forward(node, StreamRecord(element, ts), [1, *order])
+    with reported_to_driver(plan.nodes[node]):  # the source's own conversion (timestamp assigner) runs in ``records``
+        for element, ts, part, order in records:
+            runner.stat(node, "" if part is None else part, ts)
+            runner.forward(node, StreamRecord(element, ts), [1, *order])
     yield _routed_frame(runner)
 
 
@@ -397,6 +454,22 @@ def run_keyed_partition(
     prev_version: int,
 ) -> Any:
     """``applyInPandas`` body for one (keyed operator, state partition): restore, process, fire, snapshot."""
+    with reported_to_driver(plan.nodes[int(pdf["dest"].iloc[0])]):
+        args = (watermarks_prev, watermarks_new, now, partitions, state_root, batch_id, prev_version)
+        return _run_keyed_partition(plan, pdf, *args)
+
+
+def _run_keyed_partition(
+    plan: ExecPlan,
+    pdf: Any,
+    watermarks_prev: Dict[int, int],
+    watermarks_new: Dict[int, int],
+    now: int,
+    partitions: int,
+    state_root: str,
+    batch_id: int,
+    prev_version: int,
+) -> Any:
     index = int(pdf["dest"].iloc[0])
     sp = int(pdf["sp"].iloc[0])
     node = plan.nodes[index]

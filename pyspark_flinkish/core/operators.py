@@ -53,7 +53,9 @@ def call_user(fn: Callable[..., Any], where: Union[str, Callable[[], str]], *arg
         raise
     except Exception as exc:
         place = where() if callable(where) else where
-        msg = f"{place} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        text = str(exc)  # in full at the end of the traceback below
+        text = text if len(text) <= 500 else f"{text[:500]}... ({len(text)} characters)"
+        msg = f"{place} raised {type(exc).__name__}: {text}\n{traceback.format_exc()}"
         raise UserFunctionError(msg) from exc
 
 

@@ -50,6 +50,7 @@ from .plan import (
     ROW_DDL,
     ExecPlan,
     Node,
+    compare_signatures,
     dumps,
     loads,
     reported_to_driver,
@@ -472,17 +473,15 @@ class _ForeachBatchDriver:
             if sig is not None:
                 current[node.uid] = sig
         stored = meta.get("operators")
-        if stored is None:
-            self._write_meta({**meta, "operators": current})
-            return
-        changed = [(uid, stored[uid], sig) for uid, sig in current.items() if uid in stored and stored[uid] != sig]
-        if changed:
-            lines = "; ".join(f"{uid}: checkpoint has [{old}], the pipeline has [{new}]" for uid, old, new in changed)
+        problems, merged = compare_signatures(stored or {}, current)
+        if problems:
             msg = (
-                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly ({lines}). "
+                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly: {'; '.join(problems)}. "
                 "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
             )
             raise StateError(msg)
+        if merged != stored:
+            self._write_meta({**meta, "operators": merged})
 
     def _write_meta(self, meta: Dict[str, Any]) -> None:
         path = os.path.join(self.checkpoint, "flinkish", "meta.pkl")

@@ -187,3 +187,15 @@ def test_the_error_crosses_from_a_spark_task_to_the_driver_intact() -> None:
     assert (driver_error.operator, driver_error.uid) == ("Map", "m")
     assert "in _boom" in str(driver_error) and "<<" not in str(driver_error) and "org.apache" not in str(driver_error)
     assert user_error_from(SparkLikeError("some other failure")) is None
+
+
+def test_a_sink_function_on_the_spark_driver_names_the_sink() -> None:
+    """The foreachBatch driver hands each value to a plain sink function; its error names the sink and its uid."""
+    from pyspark_flinkish.spark.environment import _deliver_values
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_source(MicroBatchSource([MicroBatch(EVENTS)]), _strategy(), "events").add_sink(_boom).name("printer")
+    sink = env._sinks[0]
+    with pytest.raises(UserFunctionError) as info:
+        _deliver_values(None, sink, EVENTS, 7, {"sink_uid": "003-sink-printer"})
+    _check(info.value, "printer", "003-sink-printer", "sink function on ('a', 3, 13)")

@@ -672,7 +672,7 @@ class _ForeachBatchDriver:
         except BaseException as exc:
             error = user_error_from(exc)  # a user function raised on an executor: its clear message, not Py4J's
             self.failure = exc if error is None else error
-            if error is not None:
+            if error is not None and error is not exc:
                 raise error from exc
             raise
 
@@ -960,14 +960,20 @@ def _deliver_values(
     :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`, else one call per value."""
     if "batch_writer" in t.spec:
         t.spec["batch_writer"](spark, values, batch_id, context or {})
-    elif "foreach_batch" in t.spec:
-        from .types import to_rows, to_spark_type
+        return
+    uid = (context or {}).get("sink_uid") or t.uid or t.name
+    try:
+        if "foreach_batch" in t.spec:
+            from .types import to_rows, to_spark_type
 
-        output_type = t.inputs[0].output_type
-        t.spec["foreach_batch"](spark.createDataFrame(to_rows(values, output_type), to_spark_type(output_type)), batch_id)
-    else:
-        for v in values:
-            t.sink(v)
+            output_type = t.inputs[0].output_type
+            df = spark.createDataFrame(to_rows(values, output_type), to_spark_type(output_type))
+            call_user(t.spec["foreach_batch"], lambda: f"{t.name}: foreach_batch function (batch {batch_id})", df, batch_id)
+        else:
+            for v in values:
+                call_user(t.sink, lambda v=v: f"{t.name}: sink function on {short(v)}", v)
+    except UserFunctionError as exc:
+        raise in_node(exc, t.name, uid)  # noqa: B904 (its cause is the user's exception)
 
 
 def _keyed(

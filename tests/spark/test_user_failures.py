@@ -22,7 +22,7 @@ from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.core.errors import FlinkishError, UserFunctionError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.connectors.delta import DeltaSink
-from pyspark_flinkish.datastream.functions import ReduceFunction
+from pyspark_flinkish.datastream.functions import KeyedProcessFunction, ReduceFunction
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -138,3 +138,35 @@ def test_a_failing_reduce_names_operator_key_window_and_a_fixed_restart_resumes_
     expected = _expected(topic, rounds)
     assert ("ann", 16_000, 6 + POISON + 5) in expected  # the window with the poison record fired once, complete
     assert got == expected
+
+
+class Alerts(KeyedProcessFunction):  # type: ignore[type-arg]
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        if value[2] == POISON:
+            raise KeyError(value[0])
+        yield value
+
+
+def test_the_apply_in_pandas_with_state_executor_and_the_replay_source_name_the_failing_function(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The other executor raises the same error from its stateful function; a replay source's timestamp assigner
+    (run on the driver when the query starts) names the source."""
+    batches = [MicroBatch([("ann", 1, 1), ("bob", 2, 2)]), MicroBatch([("ann", 3, POISON)])]
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(1)).with_timestamp_assigner(lambda e, _: e[1])
+    env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
+    events = env.from_source(MicroBatchSource(batches), strategy, "events")
+    events.key_by(lambda e: e[0]).process(Alerts()).name("alerts").uid("alerts").add_sink(lambda _: None)
+    handle = env.execute("stateful-failure", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+    with pytest.raises(UserFunctionError) as info:
+        handle.await_termination()
+    first = str(info.value).splitlines()[0]
+    assert first == f"operator 'alerts' (uid 'alerts'): KeyedProcess: process_element(('ann', 3, {POISON})) (key='ann') raised KeyError: 'ann'"
+    assert "in process_element" in str(info.value) and "org.apache" not in str(info.value)
+
+    def assigner(e, _):  # type: ignore[no-untyped-def]
+        return e[1] // (e[2] - POISON)
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(assigner)
+    env.from_source(MicroBatchSource(batches), strategy, "events").uid("events").add_sink(lambda _: None)
+    with pytest.raises(UserFunctionError, match=r"^operator 'events' \(uid 'events'\): events: timestamp assigner on \('ann', 3, 13\) raised ZeroDivisionError"):
+        env.execute("assigner-failure", checkpoint_location=str(tmp_path / "ck2"))

@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed-$(SETUP_SHA)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 
-.PHONY: jars setup test test-jvm-free docs test-notebooks test-integration conformance demo demo-local lint bench
+.PHONY: jars setup test test-jvm-free docs test-notebooks test-integration conformance demo demo-local lint bench soak
 
 setup: $(STAMP)
 
@@ -79,6 +79,14 @@ demo-local: setup
 lint: setup
 	@[ -x $(VENV)/bin/ruff ] || $(VENV)/bin/pip install -q ruff
 	$(VENV)/bin/ruff check pyspark_flinkish jvm-free-tests conftest.py
+
+# The soak test (tests/soak, docs/operations.md): a constant Kafka input rate for SOAK_SECONDS (CI runs it with the
+# default 60 as part of test-integration); e.g. `make soak SOAK_SECONDS=3600` for an hour. SOAK_RATE: events per second.
+SOAK_SECONDS ?= 600
+SOAK_RATE ?= 100
+soak: setup jars
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_RATE=$(SOAK_RATE) $(VPY) -m pytest -q -s -p no:cacheprovider -m soak \
+		--timeout=$$(( $(SOAK_SECONDS) + 900 )) tests/soak
 
 # The benchmark suite (docs/benchmarks.md): figures, never pass/fail. BENCH_ARGS=--quick for a smoke run.
 bench: setup jars

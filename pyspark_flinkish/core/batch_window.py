@@ -34,7 +34,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from .assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from .functions import ProcessWindowFunction
 from .javamath import LONG_MAX, long_add
-from .operators import call_user
+from .operators import call_user, short
 from .records import StreamRecord
 from .triggers import EventTimeTrigger, PurgingTrigger
 from .window_operator import PassThroughWindowFunction, WindowFunctionAdapter, WindowOperator
@@ -140,7 +140,7 @@ class BatchWindowOperator:
         return TimeWindow(start, start + self.size)
 
     def _where(self, key: Any, window: TimeWindow, what: str) -> Any:
-        return lambda: f"{self.op.name}: {what} (key={key!r}, window={window!r})"
+        return lambda: f"{self.op.name}: {what} (key={short(key)}, window={window!r})"
 
     def _result(self, key: Any, window: TimeWindow, acc: Any) -> Any:
         if self.kind != "aggregate":
@@ -160,7 +160,11 @@ class BatchWindowOperator:
         op = self.op
         record = StreamRecord(value, timestamp)
         windows = call_user(
-            op.assigner.assign_windows, lambda: f"{op.name}: {op.assigner!r}.assign_windows", value, timestamp, op.assigner_ctx
+            op.assigner.assign_windows,
+            lambda: f"{op.name}: {op.assigner!r}.assign_windows({short(value)}) (key={short(key)})",
+            value,
+            timestamp,
+            op.assigner_ctx,
         )
         wm = self.watermark
         skipped = True

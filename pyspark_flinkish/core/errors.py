@@ -7,6 +7,8 @@ exception a Python user would expect (``ValueError``, ``TypeError``, ...), so bo
 
 from __future__ import annotations
 
+from typing import Optional
+
 
 class FlinkishError(Exception):
     """Base class of all errors raised by pyspark_flinkish."""
@@ -33,4 +35,11 @@ class StateError(FlinkishError, RuntimeError):
 
 
 class UserFunctionError(FlinkishError, RuntimeError):
-    """A user function raised; the message names the operator, key and window, the cause is chained."""
+    """A user function raised; the message names the operator (name and uid), the function, the key and the
+    window (where there are ones) and ends with the original traceback; the original exception is the cause
+    (on Spark, where it was raised on an executor, the cause is Spark's exception that carries its text)."""
+
+    operator: Optional[str] = None
+    """The name of the plan node (operator, source or sink) whose user function raised, once known."""
+    uid: Optional[str] = None
+    """That node's uid (the one given with ``.uid(...)``, else the generated one that names its state)."""

@@ -53,8 +53,27 @@ def call_user(fn: Callable[..., Any], where: Union[str, Callable[[], str]], *arg
         raise
     except Exception as exc:
         place = where() if callable(where) else where
-        msg = f"{place} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        text = str(exc)  # in full at the end of the traceback below
+        text = text if len(text) <= 500 else f"{text[:500]}... ({len(text)} characters)"
+        msg = f"{place} raised {type(exc).__name__}: {text}\n{traceback.format_exc()}"
         raise UserFunctionError(msg) from exc
+
+
+def short(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters for error messages (a key or an element can be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def in_node(exc: UserFunctionError, name: str, uid: str) -> UserFunctionError:
+    """``exc`` with the plan node (name and uid) whose user code raised it in front of its message. Engines
+    call this where a node runs; the innermost node names itself, outer nodes leave the error as it is."""
+    if exc.uid is not None:
+        return exc
+    located = UserFunctionError(f"operator {name!r} (uid {uid!r}): {exc}")
+    located.operator, located.uid = name, uid
+    located.__cause__ = exc.__cause__ if exc.__cause__ is not None else exc
+    return located
 
 
 class StreamOperator:
@@ -166,7 +185,7 @@ class MapOperator(StreamOperator):
         open_function(self.function_obj, self.name)
 
     def process_element(self, record: StreamRecord) -> None:
-        value = call_user(self.fn, lambda: f"{self.name}: map({record.value!r})", record.value)
+        value = call_user(self.fn, lambda: f"{self.name}: map({short(record.value)})", record.value)
         self.output.collect(StreamRecord(value, record.timestamp))
 
     def close(self) -> None:
@@ -175,13 +194,13 @@ class MapOperator(StreamOperator):
 
 class FlatMapOperator(MapOperator):
     def process_element(self, record: StreamRecord) -> None:
-        results = call_user(self.fn, lambda: f"{self.name}: flat_map({record.value!r})", record.value)
+        results = call_user(self.fn, lambda: f"{self.name}: flat_map({short(record.value)})", record.value)
         emit_results(self.output, results, record.timestamp)
 
 
 class FilterOperator(MapOperator):
     def process_element(self, record: StreamRecord) -> None:
-        if call_user(self.fn, lambda: f"{self.name}: filter({record.value!r})", record.value):
+        if call_user(self.fn, lambda: f"{self.name}: filter({short(record.value)})", record.value):
             self.output.collect(record)
 
 
@@ -235,7 +254,12 @@ class ProcessOperator(StreamOperator):
     def process_element(self, record: StreamRecord) -> None:
         self._record = record
         try:
-            results = call_user(self.function.process_element, lambda: f"{self.name}: process_element", record.value, self._ctx)
+            results = call_user(
+                self.function.process_element,
+                lambda: f"{self.name}: process_element({short(record.value)})",
+                record.value,
+                self._ctx,
+            )
             emit_results(self.output, results, record.timestamp)
         finally:
             self._record = None
@@ -286,7 +310,7 @@ class KeyedOperator(StreamOperator):
         self.timers = InternalTimerService(self.backend.get_current_key, self._fire_event_timer, self._fire_processing_timer)
 
     def process_element(self, record: StreamRecord) -> None:
-        key = call_user(self.key_selector, lambda: f"{self.name}: key selector on {record.value!r}", record.value)
+        key = call_user(self.key_selector, lambda: f"{self.name}: key selector on {short(record.value)}", record.value)
         self.backend.set_current_key(key)
         self.process_keyed(key, record)
 
@@ -427,14 +451,17 @@ class KeyedProcessOperator(KeyedOperator):
         ctx = self._ctx
         ctx.ts, ctx.domain = record.timestamp, None
         results = call_user(
-            self.function.process_element, lambda: f"{self.name}: process_element (key={key!r})", record.value, ctx
+            self.function.process_element,
+            lambda: f"{self.name}: process_element({short(record.value)}) (key={short(key)})",
+            record.value,
+            ctx,
         )
         emit_results(self.output, results, record.timestamp)
 
     def _on_timer(self, ts: int, key: Any, domain: TimeDomain, out_ts: Optional[int]) -> None:
         ctx = self._ctx
         ctx.ts, ctx.domain = ts, domain
-        results = call_user(self.function.on_timer, lambda: f"{self.name}: on_timer({ts}) (key={key!r})", ts, ctx)
+        results = call_user(self.function.on_timer, lambda: f"{self.name}: on_timer({ts}) (key={short(key)})", ts, ctx)
         emit_results(self.output, results, out_ts, side_timestamp=ts)
 
     def on_event_time(self, ts: int, key: Any, namespace: Hashable) -> None:
@@ -482,6 +509,8 @@ __all__ = [
     "ProcessOperator",
     "StreamOperator",
     "call_user",
+    "in_node",
+    "short",
 ]
 
 
@@ -529,7 +558,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
     def process_element(self, record: StreamRecord) -> None:
         ts = call_user(
             self.strategy.extract_timestamp,
-            f"{self.name}: timestamp assigner on {record.value!r}",
+            lambda: f"{self.name}: timestamp assigner on {short(record.value)}",
             record.value,
             record.timestamp,
         )

@@ -17,7 +17,7 @@ from .errors import InvalidPipelineError, StateError
 from .evictors import Evictor, EvictorContext, TimestampedValue
 from .functions import KeyedStateStore, ProcessWindowFunction
 from .javamath import LONG_MAX, long_add
-from .operators import KeyedOperator, _NamespacedStateStore, call_user, close_function, open_function
+from .operators import KeyedOperator, _NamespacedStateStore, call_user, close_function, open_function, short
 from .records import Output, OutputTag, StreamRecord, emit_results
 from .state import (
     VOID_NAMESPACE,
@@ -174,7 +174,7 @@ class _TriggerContext(OnMergeContext):
 
         def where() -> str:
             key = self.op.backend.get_current_key()
-            return f"{self.op.name}: trigger {self.op.trigger!r}.{what} (key={key!r}, window={window!r})"
+            return f"{self.op.name}: trigger {self.op.trigger!r}.{what} (key={short(key)}, window={window!r})"
 
         return where
 
@@ -354,7 +354,7 @@ class WindowOperator(KeyedOperator):
     def process_keyed(self, key: Any, record: StreamRecord) -> None:
         windows = call_user(
             self.assigner.assign_windows,
-            lambda: f"{self.name}: {self.assigner!r}.assign_windows",
+            lambda: f"{self.name}: {self.assigner!r}.assign_windows({short(record.value)}) (key={short(key)})",
             record.value,
             record.timestamp,
             self.assigner_ctx,
@@ -422,7 +422,11 @@ class WindowOperator(KeyedOperator):
         if self.evictor is not None:
             self.window_state.add((record.value, record.timestamp))
         else:
-            call_user(self.window_state.add, lambda: f"{self.name}: add to window {state_window!r}", record.value)
+            call_user(self.window_state.add, lambda: self._adding(state_window), record.value)
+
+    def _adding(self, window: Window) -> str:
+        what = {"reduce": "reduce", "aggregate": "aggregate function add"}.get(self.contents.kind, "add")
+        return f"{self.name}: {what} (key={short(self.backend.get_current_key())}, window={window!r})"
 
     def _contents(self) -> Any:
         if self.evictor is not None or self.contents.kind == "list":
@@ -467,7 +471,8 @@ class WindowOperator(KeyedOperator):
         self.process_ctx._window = window
         clear = getattr(self.window_function, "clear", None)
         if callable(clear):
-            call_user(clear, lambda: f"{self.name}: window function clear (window={window!r})", self.process_ctx)
+            key = short(self.backend.get_current_key())
+            call_user(clear, lambda: f"{self.name}: window function clear (key={key}, window={window!r})", self.process_ctx)
         if mws is not None:
             mws.retire_window(window)
         self._count("windows_cleaned")
@@ -477,7 +482,7 @@ class WindowOperator(KeyedOperator):
         self.process_ctx._window = window
 
         def where() -> str:
-            return f"{self.name}: window function (key={key!r}, window={window!r})"
+            return f"{self.name}: window function (key={short(key)}, window={window!r})"
 
         self._count("windows_fired")
         if self.evictor is None:

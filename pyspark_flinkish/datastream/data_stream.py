@@ -304,6 +304,7 @@ class KeyedStream(DataStream):
             keyed=True,
             op="keyed_process",
             key_selector=ks,
+            key_type=self._key_type,
         )
         return DataStream(self._env, t)
 
@@ -442,6 +443,7 @@ class WindowedStream:
             keyed=True,
             op="window",
             key_selector=ks,
+            key_type=keyed._key_type,
             assigner=assigner,
             trigger=trigger,
             evictor=evictor,

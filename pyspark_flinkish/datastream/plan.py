@@ -42,6 +42,15 @@ class Transformation:
         return f"Transformation({self.id}, {self.kind}, {self.name!r})"
 
 
+def node_uid(t: Transformation, position: int) -> str:
+    """The uid that names a node's state: the user's ``.uid(...)``, else one made of the node's position in
+    :func:`topological` order, its kind and name (stable while the pipeline's shape stays the same)."""
+    if t.uid:
+        return t.uid
+    uid = f"{position:03d}-{t.kind}-{t.name}"
+    return uid.replace("/", "_").replace(" ", "_").replace("(", "_").replace(")", "")
+
+
 def topological(sinks: List[Transformation]) -> List[Transformation]:
     """All transformations the sinks depend on, inputs before consumers, in creation order."""
     seen: Dict[int, Transformation] = {}

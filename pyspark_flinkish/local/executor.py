@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 from ..core.clock import Clock, ManualClock
-from ..core.errors import FlinkishError, StateError
+from ..core.errors import FlinkishError, StateError, UserFunctionError
 from ..core.javamath import LONG_MAX, LONG_MIN
-from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator
+from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermarks import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import Transformation, topological
+from ..datastream.plan import Transformation, node_uid, topological
 
 
 @dataclass
@@ -48,8 +48,9 @@ class BatchProgress:
 class _Node:
     """A running transformation: its operator (if any), its input valve and its downstream edges."""
 
-    def __init__(self, t: Transformation, operator: Optional[StreamOperator]) -> None:
+    def __init__(self, t: Transformation, operator: Optional[StreamOperator], uid: str = "") -> None:
         self.t = t
+        self.uid = uid
         self.operator = operator
         self.main: List[Tuple[_Node, int]] = []
         self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
@@ -78,21 +79,27 @@ class _Node:
 
     # -- inputs
     def push_record(self, channel: int, record: StreamRecord) -> None:
-        if self.operator is not None:
-            self.operator.process_element(record)
-        elif self.sink_fn is not None:
-            self.sink_fn(record.value)
-        else:  # union, side-output selector: pass through
-            self.collect(record)
+        try:
+            if self.operator is not None:
+                self.operator.process_element(record)
+            elif self.sink_fn is not None:
+                call_user(self.sink_fn, lambda: f"{self.t.name}: sink function on {short(record.value)}", record.value)
+            else:  # union, side-output selector: pass through
+                self.collect(record)
+        except UserFunctionError as exc:
+            raise in_node(exc, self.t.name, self.uid)  # noqa: B904 (its cause is the user's exception)
 
     def push_watermark(self, channel: int, watermark: int) -> None:
         new = self.valve.input_watermark(channel, watermark)
         if new is None:
             return
-        if self.operator is not None:
-            self.operator.process_watermark(new)
-        elif self.sink_fn is None:
-            self.emit_watermark(new)
+        try:
+            if self.operator is not None:
+                self.operator.process_watermark(new)
+            elif self.sink_fn is None:
+                self.emit_watermark(new)
+        except UserFunctionError as exc:
+            raise in_node(exc, self.t.name, self.uid)  # noqa: B904 (its cause is the user's exception)
 
     def push_idle(self, channel: int, idle: bool) -> None:
         new, status = self.valve.input_idle(channel, idle)
@@ -140,7 +147,11 @@ class SourceRunner:
         batch = self.source.batches[index]
         node = self.node
         for i, value in enumerate(batch.elements):
-            ts = self.strategy.extract_timestamp(value, None)
+            try:
+                where = lambda v=value: f"{node.t.name}: timestamp assigner on {short(v)}"  # noqa: E731
+                ts = call_user(self.strategy.extract_timestamp, where, value, None)
+            except UserFunctionError as exc:
+                raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
             self.observe(batch.partition_of(i), value, ts)
             node.collect(StreamRecord(value, ts))
 
@@ -223,11 +234,11 @@ class LocalExecutor:
         self.progress = progress
         self.order = topological(sinks)
         self.nodes: Dict[int, _Node] = {}
-        for t in self.order:
+        for i, t in enumerate(self.order):
             op = t.factory() if t.factory is not None else None
             if watermarks_only and op is not None and not isinstance(op, TimestampsAndWatermarksOperator):
                 op = StreamOperator(op.name)  # the Spark driver tracks watermarks only: forward them
-            self.nodes[t.id] = _Node(t, op)
+            self.nodes[t.id] = _Node(t, op, node_uid(t, i))
         for t in self.order:
             node = self.nodes[t.id]
             for ch, parent_t in enumerate(t.inputs):
@@ -254,7 +265,11 @@ class LocalExecutor:
                 self._set_clock(i)
                 now = self.clock.now()
                 for op in operators:
-                    op.advance_processing_time(now)
+                    try:
+                        op.advance_processing_time(now)
+                    except UserFunctionError as exc:
+                        node = next(n for n in self.nodes.values() if n.operator is op)
+                        raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
                 for s in self.sources:
                     s.emit_batch(i)
                 self._periodic_emit(i, operators)

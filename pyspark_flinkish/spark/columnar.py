@@ -35,6 +35,7 @@ from .plan import (
     _FixedClock,
     _frame,
     _KeyedOutput,
+    reported_to_driver,
     restore_window_table,
     save_window_table,
 )
@@ -276,6 +277,23 @@ def run_partition(
     prev_version: int,
 ) -> Any:
     """``cogroup(...).applyInPandas`` body for one state partition of the columnar window."""
+    with reported_to_driver(plan.nodes[cw.window]):
+        return _run_partition(cw, plan, partials, others, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
+
+
+def _run_partition(
+    cw: ColumnarWindow,
+    plan: ExecPlan,
+    partials: Any,
+    others: Any,
+    wm_prev: int,
+    wm_new: int,
+    now: int,
+    parts: int,
+    state_root: str,
+    batch_id: int,
+    prev_version: int,
+) -> Any:
     from pyspark.sql import Row
 
     from .environment import _py

@@ -32,8 +32,15 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from ..core.clock import Clock
 from ..core.codec import dump_document, load_document
 from ..core.durations import TimeLike, to_millis
-from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
-from ..core.operators import TimestampsAndWatermarksOperator
+from ..core.errors import (
+    FlinkishError,
+    InvalidPipelineError,
+    InvalidTypeError,
+    StateError,
+    UnsupportedFeatureError,
+    UserFunctionError,
+)
+from ..core.operators import TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.watermarks import WatermarkStrategy, WatermarksWithIdleness
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
@@ -43,7 +50,20 @@ from ..local.executor import LocalExecutor
 from . import columnar, state_store
 from .dead_letters import dead_letter_counts, with_dead_letter_sinks
 from .far_future import DEFAULT_HORIZON_MS, FutureRecords
-from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, route_records, run_keyed_partition, state_signature
+from .plan import (
+    ROW_DDL,
+    ExecPlan,
+    Node,
+    compare_signatures,
+    dumps,
+    loads,
+    reported_to_driver,
+    route_partition,
+    route_records,
+    run_keyed_partition,
+    state_signature,
+    user_error_from,
+)
 from .session import local_temp_dir, spark_path
 
 _log = logging.getLogger("pyspark_flinkish.spark")
@@ -75,15 +95,33 @@ class SparkJobHandle:
         self.driver = driver
 
     def await_termination(self, timeout: Optional[float] = None) -> Optional[bool]:
-        result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+        """Wait for the query; a failed query raises the package error that stopped it (e.g. a
+        :class:`UserFunctionError` naming operator, key, window and the original traceback), else Spark's."""
+        try:
+            result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+        except Exception as exc:
+            self._raise_failure(exc)
+            raise
         if self.driver is not None:
             self.driver.raise_if_failed()
         return result  # type: ignore[no-any-return]
 
     def process_all_available(self) -> None:
-        self.query.processAllAvailable()
+        try:
+            self.query.processAllAvailable()
+        except Exception as exc:
+            self._raise_failure(exc)
+            raise
         if self.driver is not None:
             self.driver.raise_if_failed()
+
+    def _raise_failure(self, exc: BaseException) -> None:
+        failure = self.driver.failure if self.driver is not None else None
+        if isinstance(failure, FlinkishError):
+            raise failure
+        error = user_error_from(exc)
+        if error is not None:
+            raise error from exc
 
     def stop(self) -> None:
         self.query.stop()
@@ -484,17 +522,15 @@ class _ForeachBatchDriver:
             if sig is not None:
                 current[node.uid] = sig
         stored = meta.get("operators")
-        if stored is None:
-            self._write_meta({**meta, "operators": current})
-            return
-        changed = [(uid, stored[uid], sig) for uid, sig in current.items() if uid in stored and stored[uid] != sig]
-        if changed:
-            lines = "; ".join(f"{uid}: checkpoint has [{old}], the pipeline has [{new}]" for uid, old, new in changed)
+        problems, merged = compare_signatures(stored or {}, current)
+        if problems:
             msg = (
-                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly ({lines}). "
+                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly: {'; '.join(problems)}. "
                 "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
             )
             raise StateError(msg)
+        if merged != stored:
+            self._write_meta({**meta, "operators": merged})
 
     def _write_meta(self, meta: Dict[str, Any]) -> None:
         path = os.path.join(self.checkpoint, "flinkish", META_FILE)
@@ -555,7 +591,7 @@ class _ForeachBatchDriver:
                     batches = t.source.batches
                     elements = batches[i].elements if i < len(batches) else []
                     for j, value in enumerate(elements):
-                        ts = t.watermark_strategy.extract_timestamp(value, None)
+                        ts = _assign_timestamp(t, self.plan.nodes[self.plan.transformations.index(t)], value, None)
                         part = batches[i].partition_of(j)
                         for c, v in zip(rows, (uid, dumps(value), ts, repr(part), [i, j], i, False)):
                             rows[c].append(v)
@@ -636,7 +672,10 @@ class _ForeachBatchDriver:
         try:
             self._run(df, batch_id)
         except BaseException as exc:
-            self.failure = exc
+            error = user_error_from(exc)  # a user function raised on an executor: its clear message, not Py4J's
+            self.failure = exc if error is None else error
+            if error is not None and error is not exc:
+                raise error from exc
             raise
 
     def _wm_now(self) -> Dict[int, int]:
@@ -945,14 +984,20 @@ def _deliver_values(
     :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`, else one call per value."""
     if "batch_writer" in t.spec:
         t.spec["batch_writer"](spark, values, batch_id, context or {})
-    elif "foreach_batch" in t.spec:
-        from .types import to_rows, to_spark_type
+        return
+    uid = (context or {}).get("sink_uid") or t.uid or t.name
+    try:
+        if "foreach_batch" in t.spec:
+            from .types import to_rows, to_spark_type
 
-        output_type = t.inputs[0].output_type
-        t.spec["foreach_batch"](spark.createDataFrame(to_rows(values, output_type), to_spark_type(output_type)), batch_id)
-    else:
-        for v in values:
-            t.sink(v)
+            output_type = t.inputs[0].output_type
+            df = spark.createDataFrame(to_rows(values, output_type), to_spark_type(output_type))
+            call_user(t.spec["foreach_batch"], lambda: f"{t.name}: foreach_batch function (batch {batch_id})", df, batch_id)
+        else:
+            for v in values:
+                call_user(t.sink, lambda v=v: f"{t.name}: sink function on {short(v)}", v)
+    except UserFunctionError as exc:
+        raise in_node(exc, t.name, uid)  # noqa: B904 (its cause is the user's exception)
 
 
 def _keyed(
@@ -1056,6 +1101,7 @@ def _dataframe_records(t: Transformation) -> Callable[[Any], Iterator[Tuple[Any,
     version_col = getattr(src, "version_column", None)  # hook: a commit version heading the order (from_delta)
     ts_col, part_col, order_cols = src.timestamp_column, src.partition_column, list(src.order_columns)
     make_element = src.element
+    name = t.name
 
     def records(frames: Any) -> Iterator[Tuple[Any, Optional[int], Optional[str], List[int]]]:
         import pandas as pd
@@ -1076,7 +1122,8 @@ def _dataframe_records(t: Transformation) -> Callable[[Any], Iterator[Tuple[Any,
                     raw = rec[ts_col]
                     ts = None if raw is None or (not isinstance(raw, int) and pd.isna(raw)) else _to_millis(raw)
                 if strategy.timestamp_assigner is not None and not getattr(element, "no_timestamp_assigner", False):
-                    ts = strategy.extract_timestamp(element, ts)
+                    where = lambda e=element: f"{name}: timestamp assigner on {short(e)}"  # noqa: E731
+                    ts = call_user(strategy.extract_timestamp, where, element, ts)
                 # without order columns: the row's position in its input split (stable when a batch is replayed)
                 order = [int(rec[c]) for c in order_cols] if order_cols else [task_partition, position]
                 if version_col is not None:
@@ -1087,17 +1134,28 @@ def _dataframe_records(t: Transformation) -> Callable[[Any], Iterator[Tuple[Any,
     return records
 
 
+def _assign_timestamp(t: Transformation, node: Any, value: Any, previous: Optional[int]) -> Optional[int]:
+    """The source's timestamp assigner on ``value`` (driver side); its error names the source."""
+    try:
+        where = f"{t.name}: timestamp assigner on {short(value)}"
+        return call_user(t.watermark_strategy.extract_timestamp, lambda: where, value, previous)  # type: ignore[no-any-return]
+    except UserFunctionError as exc:
+        raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+
+
 def _dataframe_rows(t: Transformation, uid: str) -> Any:
     """Convert a streaming DataFrame source to the common source rows (on the executors)."""
     records = _dataframe_records(t)
+    node = Node(index=-1, kind="source", uid=uid, factory=None, keyed=False, key_selector=None, name=t.name)
 
     def convert(frames: Any) -> Any:
         import pandas as pd
 
         out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
-        for element, ts, part, order in records(frames):
-            for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
-                out[c].append(v)
+        with reported_to_driver(node):
+            for element, ts, part, order in records(frames):
+                for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
+                    out[c].append(v)
         frame = pd.DataFrame(out)
         frame["ts"] = frame["ts"].astype("Int64")
         yield frame

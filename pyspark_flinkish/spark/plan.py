@@ -21,18 +21,20 @@ cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the ba
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..core.batch_window import BatchWindowOperator, batch_eligibility
 from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_value
-from ..core.errors import UnsupportedFeatureError
-from ..core.operators import KeyedOperator, StreamOperator
+from ..core.errors import UnsupportedFeatureError, UserFunctionError
+from ..core.operators import KeyedOperator, StreamOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
-from ..datastream.plan import Transformation, topological
+from ..datastream.plan import Transformation, node_uid, topological
 from . import state_store
 
 ROW_COLUMNS = ["kind", "dest", "sp", "key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"]
@@ -96,6 +98,46 @@ def state_partition(key_bytes: bytes, partitions: int) -> int:
     return zlib.crc32(key_bytes) % partitions
 
 
+_ERROR_BEGIN, _ERROR_END = "<<pyspark_flinkish error>>", "<</pyspark_flinkish error>>"
+
+
+@contextlib.contextmanager
+def reported_to_driver(node: Optional[Node] = None) -> Iterator[None]:
+    """Around the body of a Spark task: a :class:`UserFunctionError` leaves it with the plan ``node`` named
+    (unless an inner node named itself) and its message between markers, so that the driver can raise it
+    again without Spark's and Py4J's stack traces around it (:func:`user_error_from`)."""
+    try:
+        yield
+    except UserFunctionError as exc:
+        if _ERROR_BEGIN in str(exc):
+            raise
+        if node is not None:
+            exc = in_node(exc, node.name, node.uid)
+        msg = f"{_ERROR_BEGIN}{exc}{_ERROR_END}"
+        raise UserFunctionError(msg) from exc
+
+
+def user_error_from(exc: BaseException) -> Optional[UserFunctionError]:
+    """The :class:`UserFunctionError` a Spark task raised, rebuilt on the driver from the text of the Spark /
+    Py4J exception that carries it (its cause is ``exc``); None when ``exc`` carries none."""
+    seen: List[BaseException] = []
+    current: Optional[BaseException] = exc
+    while current is not None and current not in seen:
+        if isinstance(current, UserFunctionError) and _ERROR_BEGIN not in str(current):
+            return current
+        match = re.search(re.escape(_ERROR_BEGIN) + "(.*?)" + re.escape(_ERROR_END), str(current), re.S)
+        if match:
+            error = UserFunctionError(match.group(1))
+            names = re.match(r"operator '(.*?)' \(uid '(.*?)'\)", match.group(1))
+            if names:
+                error.operator, error.uid = names.group(1), names.group(2)
+            error.__cause__ = exc
+            return error
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
 @dataclass
 class Node:
     """One plan node as executors see it (no source data, only what running it needs)."""
@@ -111,27 +153,105 @@ class Node:
     level: int = 0  # keyed operators: 1 + the deepest keyed ancestor
     generates_watermarks: bool = False  # assign_timestamps_and_watermarks
     batched: bool = False  # a window run by BatchWindowOperator (core/batch_window.py)
+    name: str = ""  # the transformation's name (error messages)
 
 
 def state_signature(t: Transformation) -> Optional[str]:
-    """What shapes a keyed operator's state (for windows: assigner, trigger, evictor, lateness, contents and the
-    aggregate/reduce function's class), so that a restart with an incompatible operator is caught up front."""
+    """What shapes a keyed operator's state, so that a restart with an incompatible operator is caught up front:
+    for windows the assigner, trigger, evictor, lateness, contents and the aggregate/reduce function's class, else
+    the operator and its function's class; then ``" | "``-separated parts known only for some pipelines
+    (:func:`signatures_compatible` compares a part only when both sides have it): the declared key type
+    (``key_by(..., key_type=...)``), the aggregate's accumulator type and the state the operator declares when
+    opened (state descriptors: name, kind, type). A changed function body keeps the signature."""
     if not t.keyed:
         return None
     spec = t.spec
     if spec.get("op") != "window":
         fn = spec.get("function") or spec.get("process_function")
-        return f"{spec.get('op')}:{type(fn).__name__ if fn is not None else '-'}"
-    contents = spec.get("contents")
-    fn = getattr(contents, "agg_fn", None) or getattr(contents, "reduce_fn", None)
-    parts = [
-        repr(spec.get("assigner")),
-        repr(spec.get("trigger")),
-        repr(spec.get("evictor")),
-        f"lateness={spec.get('allowed_lateness')}",
-        f"contents={getattr(contents, 'kind', '-')}:{type(fn).__name__ if fn is not None else '-'}",
-    ]
-    return "window:" + " ".join(parts)
+        base = f"{spec.get('op')}:{type(fn).__name__ if fn is not None else '-'}"
+    else:
+        contents = spec.get("contents")
+        fn = getattr(contents, "agg_fn", None) or getattr(contents, "reduce_fn", None)
+        parts = [
+            repr(spec.get("assigner")),
+            repr(spec.get("trigger")),
+            repr(spec.get("evictor")),
+            f"lateness={spec.get('allowed_lateness')}",
+            f"contents={getattr(contents, 'kind', '-')}:{type(fn).__name__ if fn is not None else '-'}",
+        ]
+        base = "window:" + " ".join(parts)
+    extra = {}
+    if spec.get("key_type") is not None:
+        extra["key"] = repr(spec["key_type"])
+    agg = getattr(spec.get("contents"), "agg_fn", None)
+    if agg is not None:
+        try:
+            extra["accumulator"] = type(agg.create_accumulator()).__name__
+        except Exception:  # user code: the part stays unknown
+            pass
+    declared = _declared_state(t)
+    if declared is not None:
+        extra["state"] = declared
+    return base + "".join(f" | {k}={v}" for k, v in extra.items())
+
+
+def _declared_state(t: Transformation) -> Optional[str]:
+    """The state descriptors a fresh copy of the operator registers when opened (the user's ``open`` included),
+    or None when it cannot be opened here (the part of the signature then stays unknown)."""
+    from pyspark import cloudpickle  # what executors get: a copy, the user's function objects stay untouched
+
+    try:
+        op = pickle.loads(cloudpickle.dumps(t.factory))()  # type: ignore[misc]
+        op.open(_NullOutput(), _FixedClock(0))
+        descriptors = op.backend.descriptors
+        text = ",".join(
+            f"{name}:{d.kind}:{d.type_info!r}" + (":ttl" if d._ttl() is not None else "")
+            for name, d in sorted(descriptors.items())
+        )
+        op.close()
+    except Exception:  # user code that cannot run on the driver
+        return None
+    return f"[{text}]"
+
+
+class _NullOutput:
+    def collect(self, record: Any) -> None:
+        return None
+
+    def collect_side(self, tag: Any, record: Any) -> None:
+        return None
+
+    def emit_watermark(self, watermark: int) -> None:
+        return None
+
+    def emit_idle(self, idle: bool) -> None:
+        return None
+
+
+def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple[List[str], Dict[str, str]]:
+    """Compare a checkpoint's operator signatures (uid -> :func:`state_signature`) with the pipeline's: returns
+    one line per incompatible operator (its uid and what changed) and the signatures to store from now on.
+
+    The first part of a signature must be equal; a ``" | "`` part only when both sides have it (a checkpoint
+    written before the part existed, or state that could not be inspected this time); stored parts the pipeline
+    cannot tell are kept. Operators the checkpoint has no state for are new and get recorded."""
+    problems, merged = [], dict(stored)
+    for uid, sig in current.items():
+        old = stored.get(uid)
+        if old is None:
+            merged[uid] = sig
+            continue
+        old_base, *old_rest = old.split(" | ")
+        new_base, *new_rest = sig.split(" | ")
+        old_parts = dict(p.split("=", 1) for p in old_rest)
+        new_parts = dict(p.split("=", 1) for p in new_rest)
+        changes = [] if old_base == new_base else [f"[{old_base}] -> [{new_base}]"]
+        changes += [f"{k} {old_parts[k]} -> {new_parts[k]}" for k in old_parts if k in new_parts and old_parts[k] != new_parts[k]]
+        if changes:
+            problems.append(f"operator {uid!r}: " + "; ".join(changes))
+        else:
+            merged[uid] = new_base + "".join(f" | {k}={v}" for k, v in {**old_parts, **new_parts}.items())
+    return problems, merged
 
 
 class ExecPlan:
@@ -143,7 +263,7 @@ class ExecPlan:
         index = {t.id: i for i, t in enumerate(order)}
         self.nodes: List[Node] = []
         for i, t in enumerate(order):
-            uid = t.uid or f"{i:03d}-{t.kind}-{t.name}".replace("/", "_").replace(" ", "_").replace("(", "_").replace(")", "")
+            uid = node_uid(t, i)
             self.nodes.append(
                 Node(
                     index=i,
@@ -154,6 +274,7 @@ class ExecPlan:
                     key_selector=t.spec.get("key_selector"),
                     generates_watermarks=t.spec.get("op") == "timestamps",
                     batched=vectorize and t.spec.get("op") == "window" and batch_eligibility(t.factory()) is None,
+                    name=t.name,
                 )
             )
         for i, t in enumerate(order):
@@ -237,6 +358,13 @@ class ChainRunner:
         entry[2] = max(entry[2], batch)
 
     def push(self, index: int, record: StreamRecord, order: List[int]) -> None:
+        try:
+            self._push(index, record, order)
+        except UserFunctionError as exc:
+            node = self.plan.nodes[index]
+            raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+
+    def _push(self, index: int, record: StreamRecord, order: List[int]) -> None:
         node = self.plan.nodes[index]
         if node.kind == "sink":
             self.rows.append(
@@ -252,7 +380,7 @@ class ChainRunner:
             )
             return
         if node.keyed:
-            key = node.key_selector(record.value)  # type: ignore[misc]
+            key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
             kb = encode_key(key)
             self.rows.append(
                 {
@@ -345,9 +473,15 @@ def route_partition(
 ) -> Iterator[Any]:
     """``mapInPandas`` body for source rows (columns ``src``, ``value``, ``ts``, ``part``, ``ord``, ``batch``,
     ``marker``): runs the stateless chain of each record and yields routed rows and statistics rows."""
+    runner = ChainRunner(plan, watermarks, now, partitions)
+    with reported_to_driver():
+        _route_frames(runner, frames, source_index)
+    yield _routed_frame(runner)
+
+
+def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict[str, int]) -> None:
     import pandas as pd
 
-    runner = ChainRunner(plan, watermarks, now, partitions)
     for pdf in frames:
         for src, value, ts, part, order, batch, marker in zip(
             pdf["src"], pdf["value"], pdf["ts"], pdf["part"], pdf["ord"], pdf["batch"], pdf["marker"]
@@ -362,7 +496,6 @@ def route_partition(
             source_order = [int(x) for x in order]
             runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val, source_order)
             runner.forward(node, StreamRecord(loads(value), ts_val), [1, *source_order])
-    yield _routed_frame(runner)
 
 
 def route_records(
@@ -376,9 +509,10 @@ def route_records(
     """``mapInPandas`` body fusing a DataFrame source's conversion with the route: ``records`` are the source's
     ``(element, timestamp, partition, order)``; no element is pickled between the two."""
     runner = ChainRunner(plan, watermarks, now, partitions)
-    for element, ts, part, order in records:
-        runner.stat(node, "" if part is None else part, ts, -1, order)
-        runner.forward(node, StreamRecord(element, ts), [1, *order])
+    with reported_to_driver(plan.nodes[node]):  # the source's own conversion (timestamp assigner) runs in ``records``
+        for element, ts, part, order in records:
+            runner.stat(node, "" if part is None else part, ts, -1, order)
+            runner.forward(node, StreamRecord(element, ts), [1, *order])
     yield _routed_frame(runner)
 
 
@@ -422,6 +556,22 @@ def run_keyed_partition(
     prev_version: int,
 ) -> Any:
     """``applyInPandas`` body for one (keyed operator, state partition): restore, process, fire, snapshot."""
+    with reported_to_driver(plan.nodes[int(pdf["dest"].iloc[0])]):
+        args = (watermarks_prev, watermarks_new, now, partitions, state_root, batch_id, prev_version)
+        return _run_keyed_partition(plan, pdf, *args)
+
+
+def _run_keyed_partition(
+    plan: ExecPlan,
+    pdf: Any,
+    watermarks_prev: Dict[int, int],
+    watermarks_new: Dict[int, int],
+    now: int,
+    partitions: int,
+    state_root: str,
+    batch_id: int,
+    prev_version: int,
+) -> Any:
     index = int(pdf["dest"].iloc[0])
     sp = int(pdf["sp"].iloc[0])
     node = plan.nodes[index]

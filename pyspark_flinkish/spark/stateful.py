@@ -49,7 +49,7 @@ from ..core.records import StreamRecord
 from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger, ProcessingTimeTrigger, PurgingTrigger
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
-from .plan import ChainRunner, ExecPlan, _FixedClock, _KeyedOutput, decode_key, dumps, loads
+from .plan import ChainRunner, ExecPlan, Node, _FixedClock, _KeyedOutput, decode_key, dumps, loads, reported_to_driver
 
 SHIFT = 2**40
 """Event times are shifted by this many ms inside Spark (Spark's watermark starts at 0, Flink's at LONG_MIN)."""
@@ -151,23 +151,8 @@ def route(plan: ExecPlan, frames: Any, now: int, source_uid: str, records: Any =
 
     runner = ChainRunner(plan, {}, now, 1)
     source = next(n.index for n in plan.nodes if n.uid == source_uid)
-    top: Optional[int] = None
-    if records is not None:
-        for element, ts_val, _, order in records(frames):
-            if ts_val is not None:
-                top = ts_val + SHIFT if top is None else max(top, ts_val + SHIFT)
-            runner.forward(source, StreamRecord(element, ts_val), [1, *order])
-    else:
-        for pdf in frames:
-            for value, ts, order, marker in zip(pdf["value"], pdf["ts"], pdf["ord"], pdf["marker"]):
-                ts_val = None if ts is None or pd.isna(ts) else int(ts)
-                if marker:
-                    if ts_val is not None:  # the end-of-input carrier (already in Spark's shifted time)
-                        top = END_OF_INPUT
-                    continue
-                if ts_val is not None:
-                    top = ts_val + SHIFT if top is None else max(top, ts_val + SHIFT)
-                runner.forward(source, StreamRecord(loads(value), ts_val), [1, *[int(x) for x in order]])
+    with reported_to_driver(plan.nodes[source]):
+        top = _route_rows(runner, source, frames, records)
     rows = [
         {"kind": "rec", "dest": r["dest"], "key": r["key"], "value": r["value"], "ts": r["ts"], "ord": r["ord"], "__et": None}
         for r in runner.rows
@@ -189,6 +174,30 @@ def route(plan: ExecPlan, frames: Any, now: int, source_uid: str, records: Any =
     df["ts"] = df["ts"].astype("Int64")
     df["__et"] = pd.to_datetime(df["__et"])
     yield df
+
+
+def _route_rows(runner: ChainRunner, source: int, frames: Any, records: Any) -> Optional[int]:
+    """The chain of every source row; returns the largest shifted event time seen (or the end-of-input one)."""
+    import pandas as pd
+
+    top: Optional[int] = None
+    if records is not None:
+        for element, ts_val, _, order in records(frames):
+            if ts_val is not None:
+                top = ts_val + SHIFT if top is None else max(top, ts_val + SHIFT)
+            runner.forward(source, StreamRecord(element, ts_val), [1, *order])
+    else:
+        for pdf in frames:
+            for value, ts, order, marker in zip(pdf["value"], pdf["ts"], pdf["ord"], pdf["marker"]):
+                ts_val = None if ts is None or pd.isna(ts) else int(ts)
+                if marker:
+                    if ts_val is not None:  # the end-of-input carrier (already in Spark's shifted time)
+                        top = END_OF_INPUT
+                    continue
+                if ts_val is not None:
+                    top = ts_val + SHIFT if top is None else max(top, ts_val + SHIFT)
+                runner.forward(source, StreamRecord(loads(value), ts_val), [1, *[int(x) for x in order]])
+    return top
 
 
 def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> Any:
@@ -235,7 +244,17 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
                 state.setTimeoutTimestamp(spark_timeout(timers[0][0], spark_wm, delay))
         yield from _output(runner.rows)
 
-    return fn
+    return _reported(fn, plan.nodes[keyed_index])
+
+
+def _reported(fn: Any, node: Node) -> Any:
+    """``fn`` (an ``applyInPandasWithState`` function) with its user errors reported to the driver."""
+
+    def reported(key: Any, frames: Any, state: Any) -> Any:
+        with reported_to_driver(node):
+            yield from fn(key, frames, state)
+
+    return reported
 
 
 def _key_records(frames: Any) -> List[Tuple[List[int], Any, Optional[int]]]:
@@ -320,7 +339,7 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
                 state.setTimeoutTimestamp(spark_timeout(min(due), spark_wm, delay))
         yield from _output(runner.rows)
 
-    return fn
+    return _reported(fn, plan.nodes[keyed_index])
 
 
 class StatefulQueryBuilder:

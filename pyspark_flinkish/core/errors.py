@@ -34,6 +34,13 @@ class StateError(FlinkishError, RuntimeError):
     """Keyed state was used wrongly (outside a keyed context, incompatible snapshot, ...)."""
 
 
+class BadInputError(FlinkishError, ValueError):
+    """Input data the pipeline cannot take, under a policy that says to fail (e.g. a malformed Kafka record).
+
+    Raised by the package's own steps, never by user code: it passes through unchanged where user functions'
+    errors are wrapped in a :class:`UserFunctionError` (whose message would quote the element)."""
+
+
 class UserFunctionError(FlinkishError, RuntimeError):
     """A user function raised; the message names the operator (name and uid), the function, the key and the
     window (where there are ones) and ends with the original traceback; the original exception is the cause

@@ -14,7 +14,7 @@ import traceback
 from typing import Any, Callable, Dict, Hashable, List, Optional, Union
 
 from .clock import Clock
-from .errors import InvalidTypeError, UserFunctionError
+from .errors import BadInputError, InvalidTypeError, UserFunctionError
 from .functions import (
     KeyedProcessFunction,
     KeyedStateStore,
@@ -49,7 +49,7 @@ def call_user(fn: Callable[..., Any], where: Union[str, Callable[[], str]], *arg
         if result is not None and hasattr(result, "__next__"):
             result = list(result)  # run generators now, inside the right key/window context
         return result
-    except UserFunctionError:
+    except (UserFunctionError, BadInputError):
         raise
     except Exception as exc:
         place = where() if callable(where) else where

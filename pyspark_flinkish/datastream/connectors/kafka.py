@@ -33,7 +33,7 @@ from enum import Enum
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ...common.serialization import DeserializationSchema, RawBytesSchema, SimpleStringSchema
-from ...core.errors import FlinkishError, InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
+from ...core.errors import BadInputError, InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
 from ...core.records import OutputTag
 from ...core.typeinfo import TypeInformation
 from ..formats.json import JsonRowDeserializationSchema
@@ -75,7 +75,7 @@ EARLIEST_OFFSET = -2  # Spark's (and Kafka's) markers in a startingOffsets JSON
 LATEST_OFFSET = -1
 
 
-class MalformedRecordError(FlinkishError, ValueError):
+class MalformedRecordError(BadInputError):
     """A Kafka record's value could not be decoded and the source's policy is
     :attr:`MalformedRecordPolicy.FAIL`.
 
@@ -154,6 +154,15 @@ class MalformedRecord(NamedTuple):
     reason: str
 
     no_timestamp_assigner = True  # the strategy's assigner expects decoded values: its time is the Kafka timestamp
+
+    def __repr__(self) -> str:  # the raw bytes may hold anything (personal data, secrets): only their size
+        def size(b: Optional[bytes]) -> str:
+            return "None" if b is None else f"<{len(b)} bytes>"
+
+        return (
+            f"MalformedRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+            f"timestamp={self.timestamp}, key={size(self.key)}, value={size(self.value)}, reason={self.reason!r})"
+        )
 
 
 class KafkaOffsetResetStrategy(Enum):

@@ -28,7 +28,17 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..core.aggregates import ColumnAggregate
 from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from ..core.fields import field_selector
-from .plan import ChainRunner, ExecPlan, _FixedClock, _frame, _KeyedOutput, restore_window_table, save_window_table
+from ..monitoring import partition_metrics
+from .plan import (
+    ChainRunner,
+    ExecPlan,
+    _FixedClock,
+    _frame,
+    _KeyedOutput,
+    metric_row,
+    restore_window_table,
+    save_window_table,
+)
 
 _KEY_TYPES = ("LongType", "IntegerType", "ShortType", "ByteType", "StringType", "BooleanType")
 _INTEGRAL = ("LongType", "IntegerType", "ShortType", "ByteType")
@@ -244,9 +254,13 @@ def run_partition(
     batch_id: int,
     prev_version: int,
 ) -> Any:
-    """``cogroup(...).applyInPandas`` body for one state partition of the columnar window."""
+    """``cogroup(...).applyInPandas`` body for one state partition of the columnar window; the output ends with
+    the partition's ``metric`` row (``numRecordsIn`` is left to the driver: Spark pre-aggregated the rows)."""
+    import time
+
     from pyspark.sql import Row
 
+    started = time.perf_counter()
     from .environment import _py
 
     sp = int(partials["__sp"].iloc[0]) if len(partials) else int(others["__sp"].iloc[0])
@@ -275,5 +289,6 @@ def run_partition(
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
-    save_window_table(batch, state_root, node.uid, sp, batch_id)
-    return _frame(runner.rows)
+    path = save_window_table(batch, state_root, node.uid, sp, batch_id)
+    metrics = partition_metrics(op, None, len(runner.rows), path, started, batch.open_windows(), batch.num_keys())
+    return _frame([*runner.rows, metric_row(cw.window, sp, metrics)])

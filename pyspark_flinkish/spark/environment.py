@@ -19,15 +19,17 @@ State never passes through the driver; only watermark statistics (a few rows per
 
 from __future__ import annotations
 
+import collections
 import copy
 import glob
+import json
 import logging
 import os
 import pickle
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.clock import Clock
 from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
@@ -38,6 +40,7 @@ from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from ..datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
 from ..local.executor import LocalExecutor
+from ..monitoring import OPERATOR_COUNTERS, log_progress, merge_partitions, write_progress
 from . import columnar, state_store
 from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, route_records, run_keyed_partition, state_signature
 from .session import local_temp_dir, spark_path
@@ -64,11 +67,12 @@ class _DataFrameSource:
 
 
 class SparkJobHandle:
-    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks."""
+    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks and metrics."""
 
-    def __init__(self, query: Any, driver: Optional[_ForeachBatchDriver]) -> None:
+    def __init__(self, query: Any, driver: Optional[_ForeachBatchDriver], stateful_delay: Optional[int] = None) -> None:
         self.query = query
         self.driver = driver
+        self._stateful_delay = stateful_delay  # applyInPandasWithState: Spark's watermark delay (ms)
 
     def await_termination(self, timeout: Optional[float] = None) -> Optional[bool]:
         result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
@@ -95,6 +99,26 @@ class SparkJobHandle:
     def watermarks(self) -> Dict[str, int]:
         """Each operator's current watermark after the last completed micro-batch (foreachBatch executor)."""
         return self.driver.operator_watermarks() if self.driver is not None else {}
+
+    def progress(self, batch_id: Optional[int] = None) -> Optional[Dict[str, Any]]:
+        """The combined progress of the last micro-batch (or of ``batch_id``, if still among the recent ones): this
+        package's metrics (``docs/operations.md#metrics``) plus, under ``"spark"``, Spark's
+        ``StreamingQueryProgress`` of the same batch id as a dict (None until Spark reported it: Spark reports a
+        batch after the foreachBatch function returned). None before the first batch."""
+        history = self.recent_progress()
+        if batch_id is None:
+            return history[-1] if history else None
+        return next((p for p in history if p.get("batch_id") == batch_id), None)
+
+    def recent_progress(self) -> List[Dict[str, Any]]:
+        """The combined progress (see :meth:`progress`) of the recent micro-batches, oldest first: the driver keeps
+        the last 100 (they are also in ``<checkpoint>/flinkish/progress``); Spark keeps
+        ``spark.sql.streaming.numRecentProgressUpdates`` (100) of its own. With ``apply_in_pandas_with_state`` it
+        is built from Spark's progress alone (input records, watermark, Spark's state operator metrics)."""
+        spark = {p.get("batchId"): p for p in (self.query.recentProgress or [])}
+        if self.driver is None:
+            return [_stateful_progress(p, self._stateful_delay) for p in spark.values()]
+        return [{**p, "spark": spark.get(p["batch_id"])} for p in list(self.driver.history)]
 
 
 class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
@@ -328,7 +352,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), None)
+        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"])
 
     def _start(
         self,
@@ -351,6 +375,42 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if trigger:
             writer = writer.trigger(**trigger)
         return SparkJobHandle(writer.start(), driver)
+
+
+def _stateful_progress(spark: Dict[str, Any], delay: Optional[int]) -> Dict[str, Any]:
+    """The progress of an ``apply_in_pandas_with_state`` batch from Spark's alone: input records (all sources
+    together), the watermark Spark used for the batch as Flink's watermark, and the stateful operator's
+    ``numKeys`` (Spark's ``numRowsTotal``: keys with state), ``stateSizeBytes`` (``memoryUsedBytes`` of the
+    state store) and ``numRecordsOut`` (``numRowsUpdated``: keys whose state was written). Late records and
+    fired windows are not counted on this backend."""
+    from .stateful import flink_watermark
+
+    watermark = None
+    text = (spark.get("eventTime") or {}).get("watermark")
+    if text and delay is not None:
+        import datetime
+
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        watermark = flink_watermark(int(round(moment.timestamp() * 1000)), delay)
+    operators = {}
+    for i, op in enumerate(spark.get("stateOperators") or []):
+        operators[f"stateful-{i}"] = {
+            "name": op.get("operatorName", "applyInPandasWithState"),
+            "keyed": True,
+            "currentOutputWatermark": watermark,
+            "numKeys": op.get("numRowsTotal"),
+            "stateSizeBytes": op.get("memoryUsedBytes"),
+            "numRecordsOut": op.get("numRowsUpdated"),
+        }
+    duration = (spark.get("durationMs") or {}).get("triggerExecution")
+    return {
+        "batch_id": spark.get("batchId"),
+        "backend": "apply_in_pandas_with_state",
+        "input_records": spark.get("numInputRows"),
+        "operators": operators,
+        "durations_ms": {"total": duration} if duration is not None else {},
+        "spark": spark,
+    }
 
 
 def _query_name(job_name: str) -> str:
@@ -382,6 +442,8 @@ class _ForeachBatchDriver:
         self.durations: Dict[str, float] = {}  # milliseconds per phase of the last batch (progress, profiling)
         self.input_counts: Dict[str, Dict[str, int]] = {}  # progress: records per source and partition, last batch
         self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
+        self.metric_rows: List[Tuple[int, int, Dict[str, Any]]] = []  # (step, operator, metrics) of the batch
+        self.history: Deque[Dict[str, Any]] = collections.deque(maxlen=100)  # progress of the recent batches
         self.sinks = sinks
         self.watermark_graph = self._new_graph()
         self.last_batch: Optional[int] = None
@@ -662,6 +724,7 @@ class _ForeachBatchDriver:
     def _run(self, df: Any, batch_id: int) -> None:
         self.durations = {}
         self.input_counts = {}
+        self.metric_rows = []
         start = time.perf_counter()
         with self._phase("open"):
             prev_version = self._open(batch_id)
@@ -693,16 +756,62 @@ class _ForeachBatchDriver:
             self._commit(batch_id)
         self.batches_run += 1
         self.durations["total"] = (time.perf_counter() - start) * 1000
+        progress = {
+            "batch_id": batch_id,
+            "replay_batch": batch_index,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+            "watermarks": self.operator_watermarks(),
+            "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
+            **self._progress_counters(by_sink),
+        }
+        progress["sources"] = self._source_metrics(progress)
+        progress["operators"] = self._operator_metrics()
+        self.history.append(progress)
+        try:  # publishing must never fail the batch (a full disk, a logging handler's error)
+            log_progress(progress)
+            write_progress(self.checkpoint, progress)
+        except Exception as exc:
+            _log.warning("batch %d: could not publish its progress: %r", batch_id, exc)
         if self.progress is not None:
-            self.progress(
-                {
-                    "batch_id": batch_id,
-                    "replay_batch": batch_index,
-                    "watermarks": self.operator_watermarks(),
-                    "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
-                    **self._progress_counters(by_sink),
-                }
-            )
+            self.progress(progress)
+
+    def _source_metrics(self, progress: Dict[str, Any]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+        """Per source and source partition: ``currentWatermark`` (None while idle) and ``numRecordsIn``."""
+        out: Dict[str, Dict[str, Dict[str, Any]]] = {}
+        for name, parts in progress["source_watermarks"].items():
+            counts = progress["input_records"].get(name, {})
+            out[name] = {
+                p: {"currentWatermark": parts.get(p), "numRecordsIn": counts.get(p, 0)} for p in {**counts, **parts}
+            }
+        return out
+
+    def _operator_metrics(self) -> Dict[str, Dict[str, Any]]:
+        """Per operator (by uid): its name, input and output watermark after the batch, and for keyed operators
+        the merged metric rows of their state partitions (counters over all steps of the batch, gauges of the
+        last step)."""
+        g = self.watermark_graph
+        out: Dict[str, Dict[str, Any]] = {}
+        for i, t in enumerate(self.plan.transformations):
+            node = g.nodes.get(t.id)
+            if node is None or node.operator is None:
+                continue
+            entry: Dict[str, Any] = {
+                "name": t.name,
+                "keyed": bool(t.keyed),
+                "currentInputWatermark": node.valve.last_output,
+                "currentOutputWatermark": node.operator.current_watermark,
+            }
+            if t.keyed:
+                rows = [(step, m) for step, dest, m in self.metric_rows if dest == i]
+                last = max((step for step, _ in rows), default=0)
+                counters = merge_partitions([m for _, m in rows])
+                gauges = merge_partitions([m for step, m in rows if step == last])
+                entry.update({k: (counters[k] if k in OPERATOR_COUNTERS else gauges[k]) for k in counters})
+                if self.columnar is not None and i == self.columnar.window:  # Spark pre-aggregated its input
+                    source = self.plan.transformations[self.columnar.source].name
+                    entry["numRecordsIn"] = sum(self.input_counts.get(source, {}).values())
+            out[self.plan.nodes[i].uid] = entry
+        return out
 
     # -- progress counters (demo and monitoring): read-only views of what the batch saw and delivered
     def _progress_counters(self, by_sink: Dict[int, List[Any]]) -> Dict[str, Any]:
@@ -838,10 +947,15 @@ class _ForeachBatchDriver:
             materialized.append(keyed)
 
         by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
+        step = len({s for s, _, _ in self.metric_rows})
         with self._phase("collect"):
-            for o in outputs:
-                for r in o.filter(F.col("dest").isin(plan.sinks)).select("dest", "value", "ord").collect():
-                    by_sink[int(r["dest"])].append(r)
+            for o in outputs:  # the keyed operators' metric rows come with the sinks' rows (no job of their own)
+                wanted = F.col("dest").isin(plan.sinks) | (F.col("kind") == "metric")
+                for r in o.filter(wanted).select("kind", "dest", "value", "ord").collect():
+                    if r["kind"] == "metric":
+                        self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
+                    else:
+                        by_sink[int(r["dest"])].append(r)
         return by_sink, materialized
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:

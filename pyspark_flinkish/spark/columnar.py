@@ -290,5 +290,5 @@ def run_partition(
     batch.advance_watermark(wm_new)
     op.close()
     path = save_window_table(batch, state_root, node.uid, sp, batch_id)
-    metrics = partition_metrics(op, None, len(runner.rows), path, started, batch.open_windows(), batch.num_keys())
+    metrics = partition_metrics(op, None, out.emitted, path, started, batch.open_windows(), batch.num_keys())
     return _frame([*runner.rows, metric_row(cw.window, sp, metrics)])

@@ -310,6 +310,15 @@ class _KeyedOutput(_ChainOutput):
         self.op = op
         self.sp = sp
         self.phase: Optional[int] = None  # None: element phase (order below the input record's)
+        self.emitted = 0  # records the operator emitted (main and side outputs): its numRecordsOut
+
+    def collect(self, record: StreamRecord) -> None:
+        self.emitted += 1
+        super().collect(record)
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        self.emitted += 1
+        super().collect_side(tag, record)
 
     def _order(self) -> List[int]:
         self.n += 1
@@ -449,7 +458,7 @@ def run_keyed_partition(
     rows.sort()
     path = state_store.write(state_root, node.uid, sp, batch_id, rows)
     windows = op.open_windows() if hasattr(op, "open_windows") else None
-    metrics = partition_metrics(op, len(records), len(runner.rows), path, started, windows, len(rows))
+    metrics = partition_metrics(op, len(records), out.emitted, path, started, windows, len(rows))
     return _frame([*runner.rows, metric_row(index, sp, metrics)])
 
 
@@ -494,7 +503,7 @@ def _run_batched(
     op.close()
     path = save_window_table(batch, state_root, uid, sp, batch_id)
     return partition_metrics(
-        op, len(records), len(out.runner.rows), path, started, batch.open_windows(), batch.num_keys()
+        op, len(records), out.emitted, path, started, batch.open_windows(), batch.num_keys()
     )
 
 

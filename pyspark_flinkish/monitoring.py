@@ -81,7 +81,7 @@ def merge_partitions(parts: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for name in (*OPERATOR_COUNTERS, *OPERATOR_GAUGES):
         values = [p.get(name) for p in parts]
-        present = [v for v in values if v is not None]
+        present: List[float] = [v for v in values if v is not None]
         out[name] = (round(sum(present), 1) if name == "busyTimeMs" else sum(present)) if present else None
     return out
 
@@ -136,7 +136,7 @@ def _short_partitions(parts: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def _sum(ops: Iterable[Mapping[str, Any]], name: str) -> Optional[int]:
-    values = [o.get(name) for o in ops if o.get(name) is not None]
+    values: List[int] = [o[name] for o in ops if o.get(name) is not None]
     return sum(values) if values else None
 
 

@@ -110,6 +110,8 @@ def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spa
     checkpoint = tmp_path / "ck"
     caplog.set_level(logging.INFO, logger="pyspark_flinkish.progress")
     handle = env.execute("api", checkpoint_location=str(checkpoint), trigger={"availableNow": True}, progress=reported.append)
+    listened: list = []
+    handle.on_progress(listened.append)  # a StreamingQueryListener: Spark's progress with the package's metrics
     handle.await_termination()
     assert got_alerts == expected_alerts
     assert got_neg == expected_neg
@@ -161,6 +163,8 @@ def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spa
     assert json.loads((checkpoint / "flinkish" / "progress" / stored[3]).read_text())["operators"] == json.loads(
         json.dumps(reported[3]["operators"])
     )
+    assert [p["batch_id"] for p in listened] == [0, 1, 2, 3, 4] and not handle._listeners
+    assert all(p["spark"]["batchId"] == p["batch_id"] and p["operators"] == r["operators"] for p, r in zip(listened, reported))
     lines = [r.getMessage() for r in caplog.records if r.name == "pyspark_flinkish.progress"]
     assert len(lines) == 5 and lines[3].split()[0] == "3" and "late=1+1" in lines[3], lines
 

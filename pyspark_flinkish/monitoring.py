@@ -149,7 +149,7 @@ def progress_line(progress: Mapping[str, Any], time_format: Callable[[Optional[i
     output watermark of the keyed operators (of all operators without keyed ones); ``fired``: windows fired;
     ``late``: late records dropped + sent to the late side output; ``open`` / ``keys`` / ``state``: open windows,
     keys with state and the state files' size after the batch; ``dead`` / ``future``: dead-letter and
-    future-timestamp records when the progress counts them; ``in/s`` and ``done/s`` when it carries Spark's
+    far-future records of the batch (when there are any); ``in/s`` and ``done/s`` when it carries Spark's
     progress of the same batch (``spark``); ``took``: the batch's time on the driver. Fields without a value are
     left out. ``time_format`` renders watermarks (default :func:`format_time`)."""
     fields = [f"{progress.get('batch_id', '?'):>5}"]
@@ -184,7 +184,7 @@ def progress_line(progress: Mapping[str, Any], time_format: Callable[[Optional[i
         fields.append(f"state={_size(state)}")
     for label, name in (("dead", "dead_letters"), ("future", "future_records")):
         value = _count(progress.get(name))
-        if value is not None:
+        if value:
             fields.append(f"{label}={value}")
     spark = progress.get("spark")
     if isinstance(spark, Mapping):

@@ -107,3 +107,35 @@ def test_connector_does_not_import_pyspark() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
+
+
+def test_parse_commit() -> None:
+    meta = delta.commit_metadata(7, 3, "flinkish-q-out")
+    assert delta.parse_commit(meta) == ("flinkish-q-out", 3)
+    assert delta.parse_commit(None) is None
+    assert delta.parse_commit("a user's own metadata") is None
+    assert delta.parse_commit('{"flinkish": {"batch_id": "3", "app_id": "a"}}') is None  # not a batch id
+
+
+def test_last_committed_batch_reads_a_local_log_newest_first(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The log as Delta writes it: one JSON action per line, a ``commitInfo`` among them; other writers' commits
+    and other apps' commits are passed over; a table without a log has no committed batch."""
+    import json
+
+    log = tmp_path / "t" / "_delta_log"
+    assert delta.last_committed_batch(None, str(tmp_path / "t"), None, "a") is None
+    log.mkdir(parents=True)
+    commits = [
+        {"operation": "CREATE TABLE"},
+        {"operation": "WRITE", "userMetadata": delta.commit_metadata(None, 0, "a")},
+        {"operation": "WRITE", "userMetadata": delta.commit_metadata(None, 1, "a")},
+        {"operation": "WRITE", "userMetadata": delta.commit_metadata(None, 5, "b")},
+        {"operation": "WRITE"},  # another writer's plain append
+    ]
+    for v, info in enumerate(commits):
+        lines = [{"add": {"path": f"part-{v}.parquet"}}, {"commitInfo": info}]
+        (log / f"{v:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    (log / "00000000000000000010.checkpoint.parquet").write_bytes(b"")  # not a commit file
+    assert delta.last_committed_batch(None, str(tmp_path / "t"), None, "a") == 1
+    assert delta.last_committed_batch(None, "file:" + str(tmp_path / "t"), None, "b") == 5
+    assert delta.last_committed_batch(None, str(tmp_path / "t"), None, "c") is None

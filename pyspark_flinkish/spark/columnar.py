@@ -30,6 +30,7 @@ from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from ..core.fields import field_selector
 from ..monitoring import partition_metrics
 from .plan import (
+    FUTURE_SAMPLES,
     ChainRunner,
     ExecPlan,
     _FixedClock,
@@ -164,12 +165,34 @@ def prepared(cw: ColumnarWindow, df: Any, partitions: int) -> Any:
     )
 
 
-def statistics(prepared_df: Any) -> List[Dict[str, Any]]:
-    """Per source partition: max timestamp and number of timestamped rows (the watermark generators' input)."""
+def statistics(prepared_df: Any, future_after: Optional[int] = None) -> List[Dict[str, Any]]:
+    """Per source partition: max timestamp and number of timestamped rows (the watermark generators' input), and
+    with ``future_after`` the far-future records (``ts > future_after``) as ``future`` rows like the route's
+    (``spark/plan.py``): their count per partition, and the first few with their order (a second, small job,
+    run only when there are some)."""
     from pyspark.sql import functions as F
 
-    rows = prepared_df.groupBy("__part").agg(F.max("__ts").alias("mx"), F.count("__ts").alias("n")).collect()
-    return [{"part": r["__part"], "stat_max": r["mx"], "stat_count": r["n"], "stat_batch": -1} for r in rows]
+    aggs = [F.max("__ts").alias("mx"), F.count("__ts").alias("n")]
+    if future_after is not None:
+        future = F.col("__ts") > F.lit(future_after)
+        aggs += [F.count(F.when(future, 1)).alias("fn"), F.max(F.when(future, F.col("__ts"))).alias("fmx")]
+    rows = prepared_df.groupBy("__part").agg(*aggs).collect()
+    out: List[Dict[str, Any]] = [
+        {"kind": "stat", "part": r["__part"], "stat_max": r["mx"], "stat_count": r["n"], "stat_batch": -1} for r in rows
+    ]
+    if future_after is None or not any(r["fn"] for r in rows):
+        return out
+    for r in rows:
+        if r["fn"]:
+            out.append(
+                {"kind": "future", "part": r["__part"], "stat_max": r["fmx"], "stat_count": r["fn"], "ts": None, "ord": None}
+            )
+    samples = prepared_df.filter(F.col("__ts") > F.lit(future_after)).select("__part", "__ts", "__ord").limit(FUTURE_SAMPLES)
+    for r in samples.collect():
+        out.append(
+            {"kind": "future", "part": r["__part"], "stat_max": None, "stat_count": None, "ts": r["__ts"], "ord": r["__ord"]}
+        )
+    return out
 
 
 def split(cw: ColumnarWindow, prepared_df: Any, watermark: int) -> Tuple[Any, Any]:

@@ -2,19 +2,22 @@
 
 Writing (``DeltaBatchWriter``)
 ------------------------------
-Every micro-batch of a sink becomes exactly one Delta commit, made idempotent with Delta's transaction
-identifiers: ``txnAppId`` = :func:`app_id` (the Spark query id stored in the checkpoint, plus the sink's uid)
-and ``txnVersion`` = the Spark batch id. Delta records ``(appId, version)`` in the commit itself and skips a
-later write whose version is not greater, so a replayed batch (same id, same records) is not applied twice.
-Appends pass them as write options; a MERGE (``merge_keys``) cannot take write options, so the writer sets
-Delta's documented session settings ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` (and
-``spark.databricks.delta.commitInfo.userMetadata``) on a session of its own for the duration of the MERGE.
-An empty batch is committed too (an empty append): it carries the watermark.
+Every micro-batch of a sink becomes exactly one Delta commit. Each commit's ``userMetadata`` holds
+``{"flinkish": {"watermark": W, "batch_id": N, "app_id": A}}``: ``A`` = :func:`app_id` (the Spark query id stored
+in the checkpoint, plus the sink's uid), ``N`` the Spark batch id, ``W`` the watermark of the stream feeding the
+sink after batch ``N``. The metadata is in the same atomic commit as the records (no extra rows or columns in
+the user's table, no second table to keep consistent) and visible in ``DESCRIBE HISTORY``.
 
-Each commit's ``userMetadata`` holds ``{"flinkish": {"watermark": W, "batch_id": N, "app_id": ...}}``: the
-watermark of the stream feeding the sink after batch ``N``. It is in the same atomic commit as the records (no
-extra rows or columns in the user's table, no second table to keep consistent) and visible in
-``DESCRIBE HISTORY``.
+That record makes the writes idempotent: before its first write, and whenever a batch id is not the successor
+of the last one it wrote, the writer reads the table's log back to the newest commit of its app id
+(:func:`last_committed_batch`) and skips a batch id not above it. Spark replays an uncommitted batch with the
+same id, so a batch whose commit succeeded before a crash is not written again. In steady state (batch ``N+1``
+after this writer committed ``N``) no read is needed. This replaces Delta's ``txnAppId``/``txnVersion`` write
+options, which give the same guarantee but make every commit look its transaction up in a reconstruction of
+the table's state: three Spark jobs per commit, which tripled the per-batch cost of a small micro-batch
+(``docs/benchmarks.md``, part 4). A MERGE (``merge_keys``) takes no write options: its ``userMetadata`` is set
+with Delta's session setting ``spark.databricks.delta.commitInfo.userMetadata`` on a session of its own.
+An empty batch is committed too (an empty append): it carries the watermark.
 
 Reading (``from_delta``)
 ------------------------
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -42,19 +46,16 @@ from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatch, MicroBatchSource
 from .environment import _DataFrameSource, _to_millis
 
+_log = logging.getLogger("pyspark_flinkish.spark.delta")
 METADATA_KEY = "flinkish"
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-TXN_CONFS = (
-    "spark.databricks.delta.write.txnAppId",
-    "spark.databricks.delta.write.txnVersion",
-    "spark.databricks.delta.commitInfo.userMetadata",
-)
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 _END_INDEX_MIN = 2**62  # Delta's "version complete" index sentinels are near Long.MaxValue
 
 
 # ---------------------------------------------------------------------------------------------- pure helpers
 def app_id(checkpoint: str, sink_uid: str) -> str:
-    """The Delta ``txnAppId`` of one sink of one query: ``flinkish-<query id>-<sink uid>``.
+    """The app id of one sink of one query in its commits' metadata: ``flinkish-<query id>-<sink uid>``.
 
     The query id is the one Spark keeps in ``<checkpoint>/spark/metadata`` (stable across restarts of the same
     checkpoint, new for a new checkpoint); without it (never with a started query) a hash of the checkpoint's
@@ -88,6 +89,69 @@ def parse_watermark(user_metadata: Optional[str]) -> Optional[int]:
     entry = data.get(METADATA_KEY) if isinstance(data, dict) else None
     wm = entry.get("watermark") if isinstance(entry, dict) else None
     return int(wm) if isinstance(wm, int) else None
+
+
+def parse_commit(user_metadata: Optional[str]) -> Optional[Tuple[str, int]]:
+    """``(app id, batch id)`` of a commit made by :class:`DeltaBatchWriter`, or None (another writer's commit)."""
+    if not user_metadata or METADATA_KEY not in user_metadata:
+        return None
+    try:
+        entry = json.loads(user_metadata).get(METADATA_KEY)
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("batch_id"), int) or not isinstance(entry.get("app_id"), str):
+        return None
+    return entry["app_id"], entry["batch_id"]
+
+
+def _local_path(path: Optional[str]) -> Optional[str]:
+    """The local file-system path of a table location, or None (an object store or other remote file system)."""
+    if path is None:
+        return None
+    return path.removeprefix("file:") if "://" not in path or path.startswith("file:") else None
+
+
+def last_committed_batch(spark: Any, path: Optional[str], table: Optional[str], app: str) -> Optional[int]:
+    """The batch id of the newest commit of ``app`` in a Delta table (None: none, or no table yet).
+
+    Reads the commit files of a local table directly, newest first, stopping at the first commit of ``app``;
+    other tables through ``DeltaTable.history()`` (the commit infos, read on the driver). A commit file removed
+    by Delta's log clean-up (``delta.logRetentionDuration``, 30 days by default) is not seen: a batch left
+    uncommitted that long before a restart would be written again.
+    """
+    local = _local_path(path)
+    if local is not None:
+        log_dir = os.path.join(local, "_delta_log")
+        try:
+            names = os.listdir(log_dir)
+        except FileNotFoundError:
+            return None
+        versions = sorted((int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()), reverse=True)
+        for v in versions:
+            try:
+                with open(os.path.join(log_dir, f"{v:020d}.json"), encoding="utf-8") as f:
+                    info = next((json.loads(line)["commitInfo"] for line in f if '"commitInfo"' in line), {})
+            except FileNotFoundError:
+                continue  # cleaned up while listing
+            found = parse_commit(info.get("userMetadata"))
+            if found is not None and found[0] == app:
+                return found[1]
+        return None
+    from delta.tables import DeltaTable
+
+    if table is not None:
+        if not spark.catalog.tableExists(table):
+            return None
+        history = DeltaTable.forName(spark, table).history()
+    else:
+        if not DeltaTable.isDeltaTable(spark, path):
+            return None
+        history = DeltaTable.forPath(spark, path).history()
+    for row in history.select("version", "userMetadata").orderBy("version", ascending=False).toLocalIterator():
+        found = parse_commit(row["userMetadata"])
+        if found is not None and found[0] == app:
+            return found[1]
+    return None
 
 
 def consumed_through(offset: Dict[str, Any]) -> int:
@@ -176,12 +240,16 @@ class DeltaBatchWriter:
         self._session: Any = None
         self._table_ready = False
         self._lock = threading.Lock()
-        self.commits = 0  # commits attempted by this instance (Delta may skip replays)
+        self._last: Dict[str, int] = {}  # app id -> the newest batch id known to be in the table
+        self.commits = 0  # commits made by this instance
+        self.skipped = 0  # replayed batches found already committed and not written again
 
     def _own_session(self, spark: Any) -> Any:
         # MERGE takes its transaction id from session settings: a session of its own keeps them from other queries
         if self._session is None:
             self._session = spark.newSession()
+            # an empty batch is still a commit: it carries the watermark (Delta elides empty commits by default)
+            self._session.conf.set("spark.databricks.delta.skipRecordingEmptyCommits", "false")
         return self._session
 
     def _ensure_table(self, spark: Any, schema: Any) -> None:
@@ -214,20 +282,25 @@ class DeltaBatchWriter:
             app = app_id(context.get("checkpoint", ""), str(context.get("sink_uid", "sink")))
             metadata = commit_metadata(context.get("watermark"), batch_id, app)
             self._ensure_table(session, schema)
+            last = self._last.get(app)
+            if last is None or batch_id != last + 1:  # first write, or a replay: the table's log knows
+                found = last_committed_batch(session, self.sink.path, self.sink.table, app)
+                if found is not None:
+                    last = found if last is None else max(found, last)
+            if last is not None and batch_id <= last:
+                self.skipped += 1
+                _log.info("Delta sink %s: batch %d is already committed (last: %d); not written again", app, batch_id, last)
+                self._last[app] = last
+                return
             if self.sink.merge_keys and rows:
-                self._merge(session, _last_wins(rows, schema.names, self.sink.merge_keys), schema, app, batch_id, metadata)
+                self._merge(session, _last_wins(rows, schema.names, self.sink.merge_keys), schema, metadata)
             else:
-                self._append(session, session.createDataFrame(rows, schema), app, batch_id, metadata)
+                self._append(session, session.createDataFrame(rows, schema), metadata)
+            self._last[app] = batch_id
             self.commits += 1
 
-    def _append(self, spark: Any, df: Any, app: str, batch_id: int, metadata: str) -> None:
-        writer = (
-            df.write.format("delta")
-            .mode("append")
-            .option("txnAppId", app)
-            .option("txnVersion", str(batch_id))
-            .option("userMetadata", metadata)
-        )
+    def _append(self, spark: Any, df: Any, metadata: str) -> None:
+        writer = df.write.format("delta").mode("append").option("userMetadata", metadata)
         if self.sink.partition_by:
             writer = writer.partitionBy(*self.sink.partition_by)
         if self.sink.path is not None:
@@ -235,11 +308,10 @@ class DeltaBatchWriter:
         else:
             writer.saveAsTable(self.sink.table)
 
-    def _merge(self, spark: Any, rows: List[tuple], schema: Any, app: str, batch_id: int, metadata: str) -> None:  # type: ignore[type-arg]
+    def _merge(self, spark: Any, rows: List[tuple], schema: Any, metadata: str) -> None:  # type: ignore[type-arg]
         source = spark.createDataFrame(rows, schema)
         condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in self.sink.merge_keys)
-        for key, value in zip(TXN_CONFS, (app, str(batch_id), metadata)):
-            spark.conf.set(key, value)
+        spark.conf.set(USER_METADATA_CONF, metadata)
         try:
             (
                 self._table(spark)
@@ -250,8 +322,7 @@ class DeltaBatchWriter:
                 .execute()
             )
         finally:
-            for key in TXN_CONFS:
-                spark.conf.unset(key)
+            spark.conf.unset(USER_METADATA_CONF)
 
 
 # ---------------------------------------------------------------------------------------------- source
@@ -303,7 +374,7 @@ def commit_watermarks(spark: Any, path: str, versions: Sequence[int]) -> Dict[in
     if not versions:
         return {}
     out: Dict[int, Optional[int]] = {}
-    local = path.removeprefix("file:") if "://" not in path or path.startswith("file:") else None
+    local = _local_path(path)
     missing = list(versions)
     if local is not None:
         missing = []
@@ -435,6 +506,8 @@ __all__ = [
     "app_id",
     "commit_metadata",
     "consumed_through",
+    "last_committed_batch",
+    "parse_commit",
     "from_delta",
     "parse_watermark",
     "plan_steps",

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.clock import Clock
+from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
 from ..core.operators import TimestampsAndWatermarksOperator
 from ..core.watermarks import WatermarkStrategy, WatermarksWithIdleness
@@ -42,6 +43,8 @@ from ..datastream.stream_execution_environment import JobExecutionResult, Stream
 from ..local.executor import LocalExecutor
 from ..monitoring import OPERATOR_COUNTERS, log_progress, merge_partitions, write_progress
 from . import columnar, state_store
+from .dead_letters import dead_letter_counts, with_dead_letter_sinks
+from .far_future import DEFAULT_HORIZON_MS, FutureRecords
 from .plan import ROW_DDL, ExecPlan, dumps, loads, route_partition, route_records, run_keyed_partition, state_signature
 from .session import local_temp_dir, spark_path
 
@@ -203,6 +206,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         vectorize: let the foreachBatch executor run eligible windows batch-wise (tumbling/sliding event time,
             default trigger, no evictor, reduce/aggregate; see ``docs/spark-executors.md``). It changes speed and
             the state files' layout, never results; it is fixed by the first run of a checkpoint.
+        future_horizon_ms: records whose event time is more than this ahead of the micro-batch's processing time
+            are counted (progress ``future_records``) and logged by the foreachBatch executor — processed as Flink
+            would, but they will make later records of their partition late (default: 1 hour; None: off).
     """
 
     def __init__(
@@ -212,8 +218,14 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         state_partitions: Optional[int] = None,
         backend: str = "foreach_batch",
         vectorize: bool = True,
+        future_horizon_ms: Optional[TimeLike] = DEFAULT_HORIZON_MS,
     ) -> None:
         super().__init__(clock)
+        horizon = None if future_horizon_ms is None else to_millis("future_horizon_ms", future_horizon_ms)
+        if horizon is not None and horizon < 0:
+            msg = f"future_horizon_ms must be >= 0 (or None to turn the check off); got {future_horizon_ms!r}"
+            raise InvalidPipelineError(msg)
+        self.future_horizon_ms = horizon
         if backend not in ("foreach_batch", "apply_in_pandas_with_state"):
             msg = f"backend must be 'foreach_batch' (default) or 'apply_in_pandas_with_state'; got {backend!r}"
             raise InvalidPipelineError(msg)
@@ -284,6 +296,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         partitions: Optional[Sequence[Any]] = None,
         options: Optional[Dict[str, str]] = None,
         source_name: str = "Kafka",
+        malformed_records: Any = None,
+        dead_letter_table: Any = None,
     ) -> DataStream:
         """A stream of the records of Kafka ``topics`` (a name or a list), with a watermark per Kafka partition.
 
@@ -300,10 +314,16 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             max_offsets_per_trigger: at most this many records per micro-batch (backpressure).
             include_metadata: elements are ``KafkaRecord(topic, partition, offset, timestamp, key, value)``.
             malformed_records_tag: an ``OutputTag`` for values that cannot be decoded (``MalformedRecord`` with the
-                reason); without it such a record fails the query with a ``MalformedRecordError``.
+                reason): they go to that side output (the policy ``"side_output"``).
             partitions: the topic's partitions (default: listed from the brokers now).
             options: ``kafka.*`` consumer properties (SSL, SASL, ...) passed to Spark untouched; other keys are
                 Spark Kafka source options (``failOnDataLoss``, ``minPartitions``, ...).
+            malformed_records: what happens to values that cannot be decoded (``MalformedRecordPolicy``):
+                ``"dead_letter"`` (default: a Delta table, the stream goes on), ``"fail"`` (a
+                ``MalformedRecordError`` naming topic, partition and offset) or ``"side_output"`` (needs
+                ``malformed_records_tag``, which implies it).
+            dead_letter_table: the dead-letter Delta table: a path, a catalog table name or a ``DeltaSink``
+                (default: ``<checkpoint_location>/dead_letters``). See ``docs/operations.md``.
         """
         from ..datastream.connectors.kafka import KafkaSource
 
@@ -319,6 +339,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             malformed_records_tag=malformed_records_tag,
             partitions=partitions,
             options=options,
+            malformed_records=malformed_records,
+            dead_letter_table=dead_letter_table,
         )
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
         return self.from_source(source, strategy, source_name)
@@ -437,6 +459,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             raise InvalidPipelineError(msg)
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
+        sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
         driver = _ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream()
         spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))
@@ -520,6 +543,8 @@ class _ForeachBatchDriver:
         self.columnar = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
         self.exec_plan = copy.copy(self.plan)  # what the executors get: no source data, no DataFrames
         self.exec_plan.transformations = []
+        self.exec_plan.future_horizon_ms = env.future_horizon_ms
+        self.future: Optional[FutureRecords] = None  # far-future records of the current batch
         for node in self.plan.nodes:
             if node.kind == "source":
                 self._check_source(self.plan.transformations[node.index])
@@ -795,6 +820,7 @@ class _ForeachBatchDriver:
         self.durations = {}
         self.input_counts = {}
         self.metric_rows = []
+        self.future = None
         start = time.perf_counter()
         with self._phase("open"):
             prev_version = self._open(batch_id)
@@ -825,6 +851,8 @@ class _ForeachBatchDriver:
                 m.unpersist()
             self._commit(batch_id)
         self.batches_run += 1
+        if self.future is not None:
+            self.future.log()
         self.durations["total"] = (time.perf_counter() - start) * 1000
         progress = {
             "batch_id": batch_id,
@@ -886,7 +914,9 @@ class _ForeachBatchDriver:
     # -- progress counters (demo and monitoring): read-only views of what the batch saw and delivered
     def _progress_counters(self, by_sink: Dict[int, List[Any]]) -> Dict[str, Any]:
         """``input_records`` (this batch, per source and partition), ``source_watermarks`` (per source and
-        partition, None while idle) and ``sink_records`` (records delivered to each sink this batch, by sink uid)."""
+        partition, None while idle), ``sink_records`` (records delivered to each sink this batch, by sink uid),
+        ``dead_letters`` (malformed records written to dead-letter tables, per source) and ``future_records``
+        (records more than ``future_horizon_ms`` ahead of processing time, per source and partition)."""
         g = self.watermark_graph
         return {
             "input_records": {name: dict(parts) for name, parts in self.input_counts.items()},
@@ -898,6 +928,8 @@ class _ForeachBatchDriver:
             "sink_records": {
                 self.plan.nodes[i].uid: len(rows) for i, rows in by_sink.items()
             },
+            "dead_letters": dead_letter_counts(self.plan.transformations, by_sink),
+            "future_records": {} if self.future is None else {k: dict(v) for k, v in self.future.counts.items()},
         }
 
     def _replay_steps(self, df: Any) -> List[Any]:
@@ -924,9 +956,11 @@ class _ForeachBatchDriver:
         with self._phase("plan"):
             prepared = columnar.prepared(cw, df, parts)  # read twice (statistics, keyed); cheaper than caching it
         with self._phase("stats"):
-            stats = [
-                dict(s, dest=cw.source, part="" if s["part"] is None else s["part"]) for s in columnar.statistics(prepared)
-            ]
+            horizon = self.exec_plan.future_horizon_ms
+            rows = columnar.statistics(prepared, None if horizon is None else now + horizon)
+            stats = self._take_future(
+                [dict(s, dest=cw.source, part="" if s["part"] is None else s["part"]) for s in rows], now
+            )
         with self._phase("watermarks"):
             batch_index = self._advance_watermarks(stats)
             wm_new = self._wm_now()
@@ -969,7 +1003,7 @@ class _ForeachBatchDriver:
                 lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
             ).persist()
         with self._phase("route"):
-            stats = routed.filter(F.col("kind") == "stat").collect()
+            stats = self._take_future(routed.filter(F.col("kind").isin("stat", "future")).collect(), now)
         with self._phase("watermarks"):
             batch_index = self._advance_watermarks(stats)
         wm_new = self._wm_now()
@@ -1027,6 +1061,19 @@ class _ForeachBatchDriver:
                     else:
                         by_sink[int(r["dest"])].append(r)
         return by_sink, materialized
+
+    def _take_future(self, rows: List[Any], now: int) -> List[Any]:
+        """Record the ``future`` rows (far-future records, see ``spark/plan.py``); returns the other rows."""
+        out = []
+        for row in rows:
+            if row["kind"] != "future":
+                out.append(row)
+                continue
+            if self.future is None:
+                self.future = FutureRecords(self.exec_plan.future_horizon_ms or 0, now)
+            t = self.plan.transformations[int(row["dest"])]
+            self.future.add(t.name, row, getattr(t.source, "order_columns", ()) if t.kind == "source" else ())
+        return out
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
         """Feed the batch's statistics to the generators and run the periodic emission; returns the replay

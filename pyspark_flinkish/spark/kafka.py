@@ -11,9 +11,12 @@ A :class:`~pyspark_flinkish.datastream.connectors.kafka.KafkaSource` becomes a s
 * ``order_columns``: (topic,) partition, offset — the processing order within a micro-batch;
 * ``timestamp_column``: the JSON field given by ``set_timestamp_field``, else the record's Kafka timestamp.
 
-A JSON value that cannot be decoded becomes a :class:`MalformedRecord`; a stateless step right after the source
-sends it to the malformed-records side output, or fails the query with a :class:`MalformedRecordError` naming
-the topic, partition and offset (never the value).
+A JSON value that cannot be decoded — null (a tombstone), not UTF-8, not JSON, not an object, a field whose JSON
+type does not fit the schema, or (with ``timestamp_field``) a missing or null event time — becomes a
+:class:`MalformedRecord` with a precise reason (:func:`malformed_reason`: which field, which JSON type, never the
+value). A stateless step right after the source applies the source's :class:`MalformedRecordPolicy`: a
+dead-letter side output that the driver writes to a Delta table (``spark/dead_letters.py``), the user's side
+output, or a :class:`MalformedRecordError` naming the topic, partition and offset (never the value).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import json
 import math
 from typing import Any, Callable, Dict, List, Optional
 
-from ..core.errors import InvalidPipelineError, InvalidTypeError
+from ..core.errors import InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
+from ..core.records import OutputTag
 from ..core.typeinfo import TypeInformation, Types
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.connectors.kafka import (
@@ -31,6 +35,7 @@ from ..datastream.connectors.kafka import (
     KafkaTopicPartition,
     MalformedRecord,
     MalformedRecordError,
+    MalformedRecordPolicy,
 )
 from ..datastream.data_stream import DataStream
 from ..datastream.formats.json import JsonRowDeserializationSchema
@@ -41,6 +46,9 @@ TOPIC, PARTITION, OFFSET = "__kafka_topic", "__kafka_partition", "__kafka_offset
 TIMESTAMP, KEY, VALUE = "__kafka_timestamp", "__kafka_key", "__kafka_value"
 SPLIT, TOPIC_ORDER, EVENT_TIME = "__kafka_split", "__kafka_topic_order", "__kafka_event_time"
 MALFORMED, PARSED, CORRUPT = "__kafka_malformed", "__kafka_parsed", "__kafka_corrupt"
+PARSE_FAILED = "__kafka_parse_failed"
+DEAD_LETTER_TAG = OutputTag("__flinkish_dead_letters")
+"""The internal side output of the dead-letter policy; ``spark/dead_letters.py`` adds its Delta sink."""
 
 
 def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, name: str) -> DataStream:
@@ -50,6 +58,13 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
 
     from .environment import _DataFrameSource
 
+    if getattr(env, "backend", "foreach_batch") != "foreach_batch":
+        msg = (
+            f"Kafka source {name!r}: the {env.backend} executor cannot read Kafka (it has one global watermark, not "
+            "one per Kafka partition, and no dead-letter table for malformed records); use the foreachBatch "
+            "executor (get_execution_environment(spark), the default)"
+        )
+        raise UnsupportedFeatureError(msg)
     spark = env.spark
     partitions = topic_partitions(spark, source)
     reader = spark.readStream.format("kafka")
@@ -85,7 +100,10 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
             F.col("value").cast("string"), parse_schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         )
         df = raw.select(*columns, parsed.alias(PARSED))
-        bad = F.col(VALUE).isNull() | F.col(PARSED).isNull() | F.col(f"{PARSED}.{CORRUPT}").isNotNull()
+        parse_failed = F.col(PARSED).isNull() | F.col(f"{PARSED}.{CORRUPT}").isNotNull()
+        # Spark decodes invalid UTF-8 with replacement characters, so such a value may still parse as JSON
+        not_utf8 = ~F.call_function("is_valid_utf8", F.col(VALUE).cast("string"))
+        bad = F.col(VALUE).isNull() | parse_failed | not_utf8
         fields = [F.col(PARSED).getField(f.name).alias(f"__v{i}") for i, f in enumerate(schema.fields)]
         if source.timestamp_field is not None:
             field = schema[source.timestamp_field]
@@ -100,9 +118,12 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
                     f"got {field.dataType.simpleString()}"
                 )
                 raise InvalidTypeError(msg)
+            if strategy.timestamp_assigner is None:  # (an assigner gets the field as record_timestamp and decides)
+                bad = bad | event_time.isNull()  # a valid value without event time: Flink would have no timestamp
         df = df.select(*[F.col(c) for c in df.columns if c != PARSED], *fields, bad.alias(MALFORMED),
+                       F.coalesce(parse_failed, F.lit(True)).alias(PARSE_FAILED),
                        F.when(~bad, event_time).alias(EVENT_TIME))
-        element = _json_element(schema, source.include_metadata, str(schema.simpleString()))
+        element = _json_element(schema, source.include_metadata, source.timestamp_field)
         if isinstance(deserializer.type_info, TypeInformation) and not source.include_metadata:
             output_type = deserializer.type_info
     else:
@@ -115,7 +136,14 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
     t = Transformation("source", name, source=src, watermark_strategy=strategy, output_type=output_type)
     stream = DataStream(env, t)
     if isinstance(deserializer, JsonRowDeserializationSchema):
-        stream = stream.process(_RouteMalformed(source.malformed_records_tag), output_type=output_type).name(f"{name}: malformed")
+        policy = source.malformed_records_policy
+        tag = {MalformedRecordPolicy.SIDE_OUTPUT: source.malformed_records_tag, MalformedRecordPolicy.FAIL: None}.get(
+            policy, DEAD_LETTER_TAG
+        )
+        stream = stream.process(_RouteMalformed(tag), output_type=output_type).name(f"{name}: malformed")
+        if policy == MalformedRecordPolicy.DEAD_LETTER:
+            # the driver adds the dead-letter sink when the job starts (its default table is under the checkpoint)
+            stream._t.spec["dead_letters"] = {"source": name, "table": source.dead_letter_table}
     return stream
 
 
@@ -238,18 +266,89 @@ def _converter(data_type: Any) -> Callable[[Any], Any]:
     return nullable(lambda v: v.item() if hasattr(v, "item") else v)
 
 
-def _reason(value: Optional[bytes], schema: str) -> str:
+_JSON_KINDS = {dict: "a JSON object", list: "a JSON array", str: "a JSON string", bool: "a JSON boolean"}
+_MAX_FIELDS = 3  # field problems named in one reason
+
+
+def malformed_reason(
+    value: Optional[bytes],
+    schema: Any,
+    parsed: Optional[Dict[str, Any]] = None,
+    parse_failed: bool = True,
+    timestamp_field: Optional[str] = None,
+) -> str:
+    """Why a Kafka value is a malformed record, precisely and without any of its content.
+
+    ``schema`` is the JSON row's Spark ``StructType``; ``parsed`` the top-level fields as Spark's ``from_json``
+    decoded them (partial results: a field that does not fit is null); ``parse_failed`` whether Spark reported
+    the value as corrupt (else only the event time of ``timestamp_field`` is missing). Spark decides what is
+    malformed; this only explains it, by comparing the value's JSON with what Spark decoded.
+
+    Example:
+        >>> from pyspark.sql.types import LongType, StringType, StructField, StructType
+        >>> schema = StructType([StructField("user", StringType()), StructField("t", LongType())])
+        >>> malformed_reason(b'{"user": "ann", "t": "soon"}', schema, {"user": "ann", "t": None})
+        "field 't' is a JSON string, not bigint"
+        >>> malformed_reason(b'{"user": "ann"}', schema, {"user": "ann", "t": None}, False, "t")
+        "event-time field 't' is missing"
+    """
     if value is None:
         return "null value (a tombstone)"
     try:
-        decoded = json.loads(bytes(value).decode("utf-8"))
+        text = bytes(value).decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-    except json.JSONDecodeError as exc:
-        return f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    try:
+        decoded = json.loads(text)
+    except ValueError as exc:
+        if not parse_failed and timestamp_field is not None:  # Spark read it (it tolerates trailing text)
+            return f"event-time field {timestamp_field!r} is missing or null"
+        msg = getattr(exc, "msg", str(exc))
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        return f"not JSON ({msg}{where})"
     if not isinstance(decoded, dict):
-        return f"not a JSON object (a JSON {type(decoded).__name__})"
-    return f"does not fit the schema {schema}"
+        return f"not a JSON object ({_json_kind(decoded)})"
+    problems = _field_problems(decoded, schema, parsed or {}, "") if parse_failed else []
+    if problems:
+        more = f"; and {len(problems) - _MAX_FIELDS} more fields" if len(problems) > _MAX_FIELDS else ""
+        return "; ".join(problems[:_MAX_FIELDS]) + more
+    if timestamp_field is not None and _is_null(decoded.get(timestamp_field)):
+        return f"event-time field {timestamp_field!r} is {'missing' if timestamp_field not in decoded else 'null'}"
+    return f"does not fit the schema {schema.simpleString()}"
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "a JSON null"
+    if isinstance(value, float):
+        return "a JSON number with a fraction or exponent"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "a JSON integer"
+    return _JSON_KINDS.get(type(value), f"a JSON {type(value).__name__}")
+
+
+def _field_problems(decoded: Dict[str, Any], schema: Any, parsed: Any, prefix: str) -> List[str]:
+    """Fields present in the JSON (not null) that Spark decoded as null: they do not fit their type."""
+    out: List[str] = []
+    for field in schema.fields:
+        raw = decoded.get(field.name)
+        if _is_null(raw):
+            continue
+        got = parsed.get(field.name) if isinstance(parsed, dict) else getattr(parsed, field.name, None)
+        path = prefix + field.name
+        kind = type(field.dataType).__name__
+        if not _is_null(got):
+            if kind == "StructType" and isinstance(raw, dict):  # partial results inside a struct
+                out.extend(_field_problems(raw, field.dataType, got, path + "."))
+            continue
+        type_name = field.dataType.simpleString()
+        if isinstance(raw, str) and kind in ("TimestampType", "TimestampNTZType", "DateType"):
+            out.append(f"field {path!r} is a JSON string that does not parse as a {type_name}")
+        elif isinstance(raw, int) and not isinstance(raw, bool) and kind in ("LongType", "IntegerType", "ShortType", "ByteType"):
+            out.append(f"field {path!r} is a JSON integer out of range for {type_name}")
+        else:
+            out.append(f"field {path!r} is {_json_kind(raw)}, not {type_name}")
+    return out
 
 
 def _meta(rec: Dict[str, Any]) -> tuple:  # type: ignore[type-arg]
@@ -257,7 +356,7 @@ def _meta(rec: Dict[str, Any]) -> tuple:  # type: ignore[type-arg]
     return str(rec[TOPIC]), int(rec[PARTITION]), int(rec[OFFSET]), int(rec[TIMESTAMP]), None if _is_null(key) else bytes(key)
 
 
-def _json_element(schema: Any, include_metadata: bool, ddl: str) -> Callable[[Dict[str, Any]], Any]:
+def _json_element(schema: Any, include_metadata: bool, timestamp_field: Optional[str]) -> Callable[[Dict[str, Any]], Any]:
     from pyspark.sql import Row
 
     names = schema.fieldNames()
@@ -266,7 +365,9 @@ def _json_element(schema: Any, include_metadata: bool, ddl: str) -> Callable[[Di
     def element(rec: Dict[str, Any]) -> Any:
         if rec[MALFORMED]:
             raw = None if _is_null(rec[VALUE]) else bytes(rec[VALUE])
-            return MalformedRecord(*_meta(rec), raw, _reason(raw, ddl))
+            parsed = {n: rec[f"__v{i}"] for i, n in enumerate(names)}
+            reason = malformed_reason(raw, schema, parsed, bool(rec[PARSE_FAILED]), timestamp_field)
+            return MalformedRecord(*_meta(rec), raw, reason)
         value = Row(**{n: c(rec[f"__v{i}"]) for i, (n, c) in enumerate(zip(names, convs))})
         return KafkaRecord(*_meta(rec), value) if include_metadata else value
 
@@ -285,7 +386,8 @@ def _plain_element(charset: Optional[str], include_metadata: bool) -> Callable[[
 
 
 class _RouteMalformed(ProcessFunction):  # type: ignore[type-arg]
-    """Right after a JSON Kafka source: malformed records to the side output, or a clear failure."""
+    """Right after a JSON Kafka source: malformed records to a side output (the user's, or the dead-letter
+    one), or a clear failure (``tag`` None: the policy ``fail``)."""
 
     def __init__(self, tag: Any) -> None:
         self.tag = tag
@@ -295,8 +397,8 @@ class _RouteMalformed(ProcessFunction):  # type: ignore[type-arg]
             if self.tag is None:
                 msg = (
                     f"malformed Kafka record in topic {value.topic!r}, partition {value.partition}, offset "
-                    f"{value.offset}: {value.reason}. Route such records to a side output with "
-                    "from_kafka(malformed_records_tag=OutputTag(...)) or set_malformed_records_tag(...)"
+                    f"{value.offset}: {value.reason}. The source's malformed-records policy is 'fail'; the policy "
+                    "'dead_letter' (the default) writes such records to a Delta table and goes on"
                 )
                 raise MalformedRecordError(msg)
             yield self.tag, value

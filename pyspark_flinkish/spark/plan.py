@@ -12,6 +12,10 @@ tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_
 * ``ord``: the record's position in Flink's processing order within the batch (compared as a list);
 * ``part``, ``stat_max``, ``stat_count``, ``stat_batch``: statistics for watermark generation.
 
+``future`` rows report far-future records (event time more than ``ExecPlan.future_horizon_ms`` ahead of the
+batch's processing time) per (node, ``part``): one with ``stat_count`` (how many) and ``stat_max`` (the latest
+such time), and up to :data:`FUTURE_SAMPLES` with one record's ``ts`` and source order in ``ord``.
+
 Order (``ord``) mirrors the JVM-free engine's depth-first order: ``[0, level, ts, sp, n, ...]`` for outputs of
 processing-time timers at the batch start, ``[1, <source order>, ...]`` for source records and what they
 cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the batch's watermark.
@@ -41,6 +45,9 @@ ROW_DDL = (
     "stat_max long, stat_count long, stat_batch long"
 )
 
+
+FUTURE_SAMPLES = 10
+"""Far-future records reported with their position, per task, node and source partition (all are counted)."""
 
 _SCALARS = frozenset((int, str, float, bool, bytes, type(None)))
 
@@ -175,6 +182,7 @@ class ExecPlan:
         self.sources = [n.index for n in self.nodes if n.kind == "source"]
         self.sinks = [n.index for n in self.nodes if n.kind == "sink"]
         self.levels = sorted({n.level for n in self.nodes if n.keyed})
+        self.future_horizon_ms: Optional[int] = None  # far-future records: see the module docstring
 
     def keyed_at(self, level: int) -> List[int]:
         return [n.index for n in self.nodes if n.keyed and n.level == level]
@@ -203,6 +211,9 @@ class ChainRunner:
         self.rows: List[Dict[str, Any]] = []
         self.stats: Dict[Tuple[int, Optional[str]], List[int]] = {}
         self._ops: Dict[int, StreamOperator] = {}
+        horizon = getattr(plan, "future_horizon_ms", None)
+        self.future_after = None if horizon is None else now + horizon
+        self.future: Dict[Tuple[int, Optional[str]], List[Any]] = {}  # [count, max ts, [(ts, order), ...]]
 
     def _operator(self, index: int) -> StreamOperator:
         op = self._ops.get(index)
@@ -214,11 +225,19 @@ class ChainRunner:
             self._ops[index] = op
         return op
 
-    def stat(self, node: int, part: Optional[str], ts: Optional[int], batch: int = -1) -> None:
+    def stat(
+        self, node: int, part: Optional[str], ts: Optional[int], batch: int = -1, order: Optional[List[int]] = None
+    ) -> None:
         entry = self.stats.setdefault((node, part), [-(2**63), 0, batch])
         if ts is not None:
             entry[0] = max(entry[0], ts)
             entry[1] += 1
+            if self.future_after is not None and ts > self.future_after:
+                future = self.future.setdefault((node, part), [0, ts, []])
+                future[0] += 1
+                future[1] = max(future[1], ts)
+                if len(future[2]) < FUTURE_SAMPLES:
+                    future[2].append((ts, order))
         entry[2] = max(entry[2], batch)
 
     def push(self, index: int, record: StreamRecord, order: List[int]) -> None:
@@ -353,8 +372,9 @@ def route_partition(
             if marker:
                 runner.stat(node, None, None, batch_val)
                 continue
-            runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val)
-            runner.forward(node, StreamRecord(loads(value), ts_val), [1, *[int(x) for x in order]])
+            source_order = [int(x) for x in order]
+            runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val, source_order)
+            runner.forward(node, StreamRecord(loads(value), ts_val), [1, *source_order])
     yield _routed_frame(runner)
 
 
@@ -370,7 +390,7 @@ def route_records(
     ``(element, timestamp, partition, order)``; no element is pickled between the two."""
     runner = ChainRunner(plan, watermarks, now, partitions)
     for element, ts, part, order in records:
-        runner.stat(node, "" if part is None else part, ts)
+        runner.stat(node, "" if part is None else part, ts, -1, order)
         runner.forward(node, StreamRecord(element, ts), [1, *order])
     yield _routed_frame(runner)
 
@@ -380,6 +400,11 @@ def _routed_frame(runner: ChainRunner) -> Any:
         {"kind": "stat", "dest": node, "sp": -1, "part": part, "stat_max": mx, "stat_count": n, "stat_batch": b}
         for (node, part), (mx, n, b) in runner.stats.items()
     ]
+    for (node, part), (count, latest, samples) in runner.future.items():
+        rows.append({"kind": "future", "dest": node, "sp": -1, "part": part, "stat_max": latest, "stat_count": count})
+        rows.extend(
+            {"kind": "future", "dest": node, "sp": -1, "part": part, "ts": ts, "ord": order} for ts, order in samples
+        )
     return _frame(rows)
 
 

@@ -129,6 +129,15 @@ def test_writer_replay_of_a_batch_id_is_skipped(spark: Any, tmp_path: Any) -> No
     assert [c["operation"] for c in commits] == ["CREATE TABLE", "WRITE", "WRITE", "WRITE"]
     assert [parse_watermark(c.get("userMetadata")) for c in commits] == [None, 100, 200, 300]
     assert "key" in (spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["partitionColumns"])
+    # a restart: a new writer knows nothing and reads the log; another writer's append in between hides nothing
+    spark.createDataFrame([("x", 0, 0)], "key string, ts long, v long").write.format("delta").mode("append").save(path)
+    restarted = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
+    restarted(spark, [("c", 3, 3), ("yyy", 8, 8)], 2, context)  # the replay of the last batch: skipped
+    restarted(spark, [("d", 4, 4)], 3, context)
+    other = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
+    other(spark, [("e", 5, 5)], 2, {**context, "sink_uid": "other"})  # another sink (app id): its own batch ids
+    assert _rows(spark, path, ["key", "ts", "v"]) == [("a", 1, 1), ("b", 2, 2), ("c", 3, 3), ("d", 4, 4), ("e", 5, 5), ("x", 0, 0)]
+    assert (restarted.commits, restarted.skipped, other.commits) == (1, 1, 1)
 
 
 def test_writer_merge_is_idempotent_and_last_record_of_a_key_wins(spark: Any, tmp_path: Any) -> None:

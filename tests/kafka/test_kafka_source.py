@@ -9,6 +9,7 @@ same on both engines.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -239,12 +240,15 @@ def test_string_values_with_metadata_and_kafka_timestamps(spark, kafka_broker, k
     assert got == [KafkaRecord(topic, 0, 0, 1_000, b"k1", "héllo"), KafkaRecord(topic, 0, 1, 2_000, None, "world")]
 
 
-def test_a_malformed_record_without_side_output_fails_with_its_offset(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_record_with_the_fail_policy_fails_with_its_offset(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
     topic = kafka_topic(partitions=1)
-    kafka_broker.produce(topic, [json.dumps({"user": "ann", "t": 1, "v": 1}), "[1, 2]"])
+    kafka_broker.produce(topic, [json.dumps({"user": "ann", "t": 1, "v": 1}), json.dumps({"user": "secret-ann", "t": "x"})])
     env = StreamExecutionEnvironment.get_execution_environment(spark)
-    env.from_kafka(topic, kafka_broker.bootstrap_servers, schema=SCHEMA).add_sink(lambda _: None)
+    env.from_kafka(topic, kafka_broker.bootstrap_servers, schema=SCHEMA, malformed_records="fail").add_sink(lambda _: None)
     handle = env.execute("kafka-bad", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
-    with pytest.raises(Exception, match=r"malformed Kafka record in topic .*partition 0, offset 1: not a JSON object"):
+    with pytest.raises(Exception, match=r"malformed Kafka record in topic .*partition 0, offset 1: field 't' is a JSON "
+                       r"string, not bigint\. The source's malformed-records policy is 'fail'") as failure:
         handle.await_termination()
+    assert "secret-ann" not in str(failure.value)  # the value never appears in the error
+    assert not os.path.exists(tmp_path / "ck" / "dead_letters")
     assert MalformedRecord._fields[-1] == "reason"

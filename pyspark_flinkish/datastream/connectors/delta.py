@@ -6,8 +6,8 @@ Flink's ``DeltaSink.forRowData(path, hadoopConf, rowType).withPartitionColumns(.
     results.sink_to(DeltaSink.for_table("silver.scores").with_merge_keys("player", "window_start"))
 
 The rows' schema is the stream's ``output_type`` (e.g. ``Types.ROW_NAMED([...], [...])``). Every micro-batch
-is one Delta commit, made idempotent with Delta's ``txnAppId``/``txnVersion`` (see ``docs/kafka-and-delta.md``), so a
-replayed batch is not written twice. Nothing here imports pyspark: the writing happens in
+is one Delta commit that records its app id and batch id (``userMetadata``), so a replayed batch is found in the
+table's log and not written twice (see ``docs/kafka-and-delta.md``). Nothing here imports pyspark: the writing happens in
 :mod:`pyspark_flinkish.spark.delta`, on the Spark executors only.
 """
 

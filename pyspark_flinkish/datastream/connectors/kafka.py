@@ -17,7 +17,8 @@ Build it as in PyFlink and hand it to ``env.from_source`` of a Spark environment
     events = env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)), "events")
 
 or in one call, ``env.from_kafka("events", "broker:9092", strategy, schema="user STRING, ts BIGINT, score BIGINT",
-timestamp_field="ts")``. On Spark the source is Spark's Kafka source; each Kafka partition (split) has its own
+timestamp_field="ts")``. Records that cannot be decoded go to a dead-letter Delta table by default
+(:class:`MalformedRecordPolicy`). On Spark the source is Spark's Kafka source; each Kafka partition (split) has its own
 watermark generator and the source's watermark is the minimum over non-idle partitions, as in Flink — a lagging
 or empty partition holds it back unless the strategy has ``with_idleness``.
 
@@ -35,6 +36,7 @@ from ...core.errors import FlinkishError, InvalidArgumentError, InvalidTypeError
 from ...core.records import OutputTag
 from ...core.typeinfo import TypeInformation
 from ..formats.json import JsonRowDeserializationSchema
+from .delta import DeltaSink
 
 __all__ = [
     "KafkaOffsetResetStrategy",
@@ -45,6 +47,7 @@ __all__ = [
     "KafkaTopicPartition",
     "MalformedRecord",
     "MalformedRecordError",
+    "MalformedRecordPolicy",
 ]
 
 # Kafka consumer properties Spark's Kafka source sets itself (it rejects them), with what to use instead.
@@ -72,10 +75,46 @@ LATEST_OFFSET = -1
 
 
 class MalformedRecordError(FlinkishError, ValueError):
-    """A Kafka record's value could not be decoded and no malformed-records side output was set.
+    """A Kafka record's value could not be decoded and the source's policy is
+    :attr:`MalformedRecordPolicy.FAIL`.
 
     The message names the topic, partition, offset and the reason; it never contains the value itself.
     """
+
+
+class MalformedRecordPolicy(Enum):
+    """What a Kafka source does with a record it cannot turn into an element (extension; Flink's JSON format
+    fails the job, or skips the record with ``ignore-parse-errors``).
+
+    A record is malformed when its value is null (a tombstone), not UTF-8, not JSON, not a JSON object, has a
+    field whose JSON type does not fit the schema (a timestamp that does not parse included), or lacks the
+    event-time field of ``set_timestamp_field`` (missing or null; unless the watermark strategy has a timestamp
+    assigner, which then gets None as ``record_timestamp`` and decides). Only JSON values can be malformed.
+    """
+
+    DEAD_LETTER = "dead_letter"
+    """The default: the record goes to a dead-letter Delta table (raw key and value bytes, reason, topic,
+    partition, offset, Kafka timestamp, Spark batch id, source name), written exactly once per micro-batch;
+    the stream goes on. See ``docs/operations.md`` ("Dead letters")."""
+    FAIL = "fail"
+    """Fail the query with a :class:`MalformedRecordError` naming topic, partition, offset and the reason
+    (Flink's default). A restart fails again at the same offset."""
+    SIDE_OUTPUT = "side_output"
+    """Send the record as a :class:`MalformedRecord` to the side output of ``set_malformed_records_tag``."""
+
+    @staticmethod
+    def of(policy: Union[str, MalformedRecordPolicy]) -> MalformedRecordPolicy:
+        """The policy named by ``policy`` (a member or its value: ``"dead_letter"``, ``"fail"``, ``"side_output"``)."""
+        if isinstance(policy, MalformedRecordPolicy):
+            return policy
+        for member in MalformedRecordPolicy:
+            if policy == member.value:
+                return member
+        msg = (
+            f"the malformed-records policy must be one of {[m.value for m in MalformedRecordPolicy]} "
+            f"(or a MalformedRecordPolicy); got {policy!r}"
+        )
+        raise InvalidArgumentError(msg)
 
 
 class KafkaTopicPartition(NamedTuple):
@@ -101,7 +140,9 @@ class KafkaRecord(NamedTuple):
 
 
 class MalformedRecord(NamedTuple):
-    """A record whose value could not be decoded, as sent to the malformed-records side output."""
+    """A record whose value could not be decoded: what the side output (``MalformedRecordPolicy.SIDE_OUTPUT``)
+    receives and what a dead-letter row holds. ``value`` and ``key`` are the raw bytes; ``reason`` says what is
+    wrong (which field, which JSON type) and never contains the value itself."""
 
     topic: str
     partition: int
@@ -252,6 +293,8 @@ class KafkaSource:
         partitions: Optional[Sequence[KafkaTopicPartition]] = None,
         properties: Optional[Mapping[str, str]] = None,
         spark_options: Optional[Mapping[str, str]] = None,
+        malformed_records_policy: Union[str, MalformedRecordPolicy, None] = None,
+        dead_letter_table: Union[str, DeltaSink, None] = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.topics: Tuple[str, ...] = tuple(topics)
@@ -266,6 +309,12 @@ class KafkaSource:
         self.partitions: Optional[Tuple[KafkaTopicPartition, ...]] = None if partitions is None else tuple(partitions)
         self.properties: Dict[str, str] = dict(properties or {})
         self.spark_options_extra: Dict[str, str] = dict(spark_options or {})
+        if malformed_records_policy is None:  # a tag alone means its side output (as before policies existed)
+            policy = MalformedRecordPolicy.SIDE_OUTPUT if malformed_records_tag is not None else MalformedRecordPolicy.DEAD_LETTER
+        else:
+            policy = MalformedRecordPolicy.of(malformed_records_policy)
+        self.malformed_records_policy = policy
+        self.dead_letter_table: Optional[DeltaSink] = _dead_letter_sink(dead_letter_table)
         self._validate()
 
     @staticmethod
@@ -286,6 +335,8 @@ class KafkaSource:
         malformed_records_tag: Optional[OutputTag] = None,
         partitions: Optional[Sequence[Any]] = None,
         options: Optional[Mapping[str, str]] = None,
+        malformed_records: Union[str, MalformedRecordPolicy, None] = None,
+        dead_letter_table: Union[str, DeltaSink, None] = None,
     ) -> KafkaSource:
         """The source ``env.from_kafka(...)`` reads (see there); ``options`` with a ``kafka.`` prefix are Kafka
         consumer properties, passed to Spark untouched, the others Spark Kafka source options."""
@@ -330,6 +381,10 @@ class KafkaSource:
         builder.set_include_metadata(include_metadata)
         if malformed_records_tag is not None:
             builder.set_malformed_records_tag(malformed_records_tag)
+        if malformed_records is not None:
+            builder.set_malformed_records_policy(malformed_records)
+        if dead_letter_table is not None:
+            builder.set_dead_letter_table(dead_letter_table)
         if partitions is not None:
             builder.set_expected_partitions(
                 [
@@ -370,6 +425,22 @@ class KafkaSource:
         if self.malformed_records_tag is not None and not isinstance(self.malformed_records_tag, OutputTag):
             msg = f"set_malformed_records_tag needs an OutputTag; got {type(self.malformed_records_tag).__name__}"
             raise InvalidTypeError(msg)
+        policy = self.malformed_records_policy
+        if policy == MalformedRecordPolicy.SIDE_OUTPUT and self.malformed_records_tag is None:
+            msg = "the malformed-records policy 'side_output' needs its tag: set_malformed_records_tag(OutputTag(...))"
+            raise InvalidArgumentError(msg)
+        if policy != MalformedRecordPolicy.SIDE_OUTPUT and self.malformed_records_tag is not None:
+            msg = (
+                f"set_malformed_records_tag(...) sends malformed records to a side output, but the policy is "
+                f"{policy.value!r}: drop the tag or use the policy 'side_output'"
+            )
+            raise InvalidArgumentError(msg)
+        if policy != MalformedRecordPolicy.DEAD_LETTER and self.dead_letter_table is not None:
+            msg = (
+                f"a dead-letter table is set, but the malformed-records policy is {policy.value!r}: drop "
+                "set_dead_letter_table(...) or use the policy 'dead_letter'"
+            )
+            raise InvalidArgumentError(msg)
 
     @property
     def value_format(self) -> str:
@@ -441,6 +512,8 @@ class KafkaSourceBuilder:
         self._max_offsets: Optional[int] = None
         self._metadata = False
         self._malformed: Optional[OutputTag] = None
+        self._policy: Optional[MalformedRecordPolicy] = None
+        self._dead_letters: Union[str, DeltaSink, None] = None
         self._partitions: Optional[List[KafkaTopicPartition]] = None
         self._properties: Dict[str, str] = {}
         self._spark_options: Dict[str, str] = {}
@@ -535,8 +608,27 @@ class KafkaSourceBuilder:
 
     def set_malformed_records_tag(self, tag: OutputTag) -> KafkaSourceBuilder:
         """Extension: values that cannot be decoded go to this side output as :class:`MalformedRecord`
-        (``stream.get_side_output(tag)``) instead of failing the query with a :class:`MalformedRecordError`."""
+        (``stream.get_side_output(tag)``) instead of the dead-letter table: the policy
+        :attr:`MalformedRecordPolicy.SIDE_OUTPUT`, implied by the tag."""
         self._malformed = tag
+        return self
+
+    def set_malformed_records_policy(self, policy: Union[str, MalformedRecordPolicy]) -> KafkaSourceBuilder:
+        """Extension: what happens to records that cannot be decoded: ``"dead_letter"`` (the default: a Delta
+        table, see :meth:`set_dead_letter_table`), ``"fail"`` (the query fails with a
+        :class:`MalformedRecordError`, Flink's default) or ``"side_output"`` (with
+        :meth:`set_malformed_records_tag`). See :class:`MalformedRecordPolicy`."""
+        self._policy = MalformedRecordPolicy.of(policy)
+        return self
+
+    def set_dead_letter_table(self, table: Union[str, DeltaSink]) -> KafkaSourceBuilder:
+        """Extension: the Delta table malformed records go to (policy ``"dead_letter"``, the default): a path
+        (absolute, or a URI such as ``s3://...``), a catalog table name (``db.table``, no ``/``), or a
+        ``DeltaSink.for_path/for_table(...)`` (e.g. with partition columns of the dead-letter schema). Default:
+        ``<checkpoint_location>/dead_letters``. Several sources and jobs may share one table: each row names its
+        source and query."""
+        _dead_letter_sink(table)  # validate now
+        self._dead_letters = table
         return self
 
     def set_expected_partitions(self, partitions: Iterable[KafkaTopicPartition]) -> KafkaSourceBuilder:
@@ -576,4 +668,31 @@ class KafkaSourceBuilder:
             partitions=self._partitions,
             properties=self._properties,
             spark_options=self._spark_options,
+            malformed_records_policy=self._policy,
+            dead_letter_table=self._dead_letters,
         )
+
+
+DEAD_LETTER_COLUMNS = (
+    "batch_id", "source", "topic", "partition", "offset", "kafka_timestamp", "key", "value", "reason",
+    "recorded_at", "query_id",
+)
+"""The dead-letter table's columns (``pyspark_flinkish.spark.dead_letters`` has their types)."""
+
+
+def _dead_letter_sink(table: Union[str, DeltaSink, None]) -> Optional[DeltaSink]:
+    """The dead-letter table as a :class:`DeltaSink`: a ``str`` with ``/`` or ``:`` is a path, else a catalog name."""
+    if table is None or isinstance(table, DeltaSink):
+        if table is not None:
+            if table.merge_keys:
+                msg = f"the dead-letter table is appended to; got a DeltaSink with merge keys {list(table.merge_keys)}"
+                raise InvalidArgumentError(msg)
+            unknown = [c for c in table.partition_by if c not in DEAD_LETTER_COLUMNS]
+            if unknown:
+                msg = f"dead-letter table: partition columns {unknown} are not dead-letter columns {list(DEAD_LETTER_COLUMNS)}"
+                raise InvalidArgumentError(msg)
+        return table
+    if not isinstance(table, str) or not table.strip():
+        msg = f"set_dead_letter_table needs a path, a table name or a DeltaSink; got {table!r}"
+        raise InvalidTypeError(msg)
+    return DeltaSink.for_path(table) if ("/" in table or ":" in table) else DeltaSink.for_table(table)

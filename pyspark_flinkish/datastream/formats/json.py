@@ -63,9 +63,9 @@ class JsonRowDeserializationSchemaBuilder:
 
     def ignore_parse_errors(self) -> JsonRowDeserializationSchemaBuilder:
         msg = (
-            "ignore_parse_errors() would drop malformed records silently; route them to a side output instead: "
-            "KafkaSource.builder()...set_malformed_records_tag(OutputTag('malformed')) and "
-            "stream.get_side_output(tag)"
+            "ignore_parse_errors() would drop malformed records silently; by default a Kafka source writes them to "
+            "a dead-letter Delta table (KafkaSource.builder()...set_dead_letter_table(...)), or to a side output: "
+            "set_malformed_records_tag(OutputTag('malformed')) and stream.get_side_output(tag)"
         )
         raise UnsupportedFeatureError(msg)
 

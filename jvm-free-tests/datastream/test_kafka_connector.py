@@ -130,3 +130,37 @@ def test_the_connector_modules_do_not_import_pyspark() -> None:
         "import pyspark_flinkish.common.serialization, pyspark_flinkish.testing.fixtures, pyspark_flinkish.testing.kafka\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="svc" password="jaas-S3CRET";'
+SECRETS = ("jaas-S3CRET", "ks-S3CRET", "key-S3CRET", "opt-S3CRET")
+
+
+def _secret_source() -> KafkaSource:
+    return (
+        _builder()
+        .set_property("security.protocol", "SASL_SSL")
+        .set_property("sasl.mechanism", "PLAIN")
+        .set_property("sasl.jaas.config", JAAS)
+        .set_property("ssl.keystore.password", "ks-S3CRET")
+        .set_property("kafka.ssl.key.password", "key-S3CRET")
+        .set_spark_option("kafka.sasl.client.secret.extra", "opt-S3CRET")
+        .build()
+    )
+
+
+def test_secrets_never_show_in_repr_and_are_redacted_from_quoted_client_errors() -> None:
+    source = _secret_source()
+    assert source.spark_options()["kafka.sasl.jaas.config"] == JAAS  # passed untouched
+    assert source.spark_options()["kafka.ssl.keystore.password"] == "ks-S3CRET"
+    shown = repr(source)
+    assert not any(s in shown for s in SECRETS) and "svc" not in shown
+    assert "kafka.sasl.jaas.config" in shown and "kafka.ssl.keystore.password" in shown
+    quoted = (
+        f"Failed to create new KafkaAdminClient: bad JAAS {JAAS} and a part of it: password=\"jaas-S3CRET\"; "
+        "keystore password ks-S3CRET, key key-S3CRET, opt-S3CRET; protocol SASL_SSL mechanism PLAIN"
+    )
+    redacted = source.redact(quoted)
+    assert not any(s in redacted for s in SECRETS) and JAAS not in redacted
+    assert "[hidden]" in redacted and "SASL_SSL" in redacted and "PLAIN" in redacted  # not secrets: kept
+    assert source.redact("nothing secret here") == "nothing secret here"

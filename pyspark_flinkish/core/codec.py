@@ -14,6 +14,9 @@ Pickle is used only for values JSON cannot express (user classes as accumulators
 only when the caller allows it (``allow_pickle``): like Flink's Python state, such snapshots must only be
 readable and writable by the job itself. Snapshots carry ``format`` and ``version``; an unknown version is
 an error, never a silent reset.
+
+:func:`dump_document` / :func:`load_document` wrap any other JSON state (the Spark driver's watermark state and
+checkpoint metadata) with the same ``format`` / ``version`` check.
 """
 
 from __future__ import annotations
@@ -148,3 +151,31 @@ def decode_snapshot(data: bytes, allow_pickle: bool = True) -> Dict[str, Any]:
     event: List[Tuple[int, Hashable]] = [(ts, decode_value(ns, allow_pickle)) for ts, ns in doc["event_timers"]]
     processing: List[Tuple[int, Hashable]] = [(ts, decode_value(ns, allow_pickle)) for ts, ns in doc["processing_timers"]]
     return {"state": state, "event_timers": event, "processing_timers": processing}
+
+
+def dump_document(format: str, version: int, body: Dict[str, Any]) -> bytes:
+    """A JSON document ``{"format": ..., "version": ..., **body}`` as UTF-8 bytes (body: plain JSON data)."""
+    doc = {"format": format, "version": version, **body}
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def load_document(data: bytes, format: str, version: int, where: str) -> Dict[str, Any]:
+    """Inverse of :func:`dump_document`: the body, or a :class:`StateError` naming ``where`` when the data is not
+    such a document or has another version (never a silent reset)."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"{where} is not a valid {format} document: {exc}"
+        raise StateError(msg) from exc
+    if not isinstance(doc, dict) or doc.get("format") != format:
+        found = doc.get("format") if isinstance(doc, dict) else None
+        msg = f"{where} is not a {format} document (format={found!r})"
+        raise StateError(msg)
+    if doc.get("version") != version:
+        msg = (
+            f"{where} has {format} version {doc.get('version')!r}, but this version of pyspark_flinkish reads version "
+            f"{version}; refusing to reset state silently (use the pyspark_flinkish version that wrote it, or a new "
+            "checkpoint location)"
+        )
+        raise StateError(msg)
+    return {k: v for k, v in doc.items() if k not in ("format", "version")}

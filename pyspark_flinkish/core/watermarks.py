@@ -9,6 +9,10 @@
   non-idle partitions; all idle means the source is idle (Flink's ``WatermarkOutputMultiplexer``).
 * :class:`StatusWatermarkValve` — combines input channels of an operator (``union``): min over active,
   aligned channels, monotone; all idle → emit the max and go idle.
+
+Every stateful class here has ``to_dict`` / ``from_dict`` (or ``restore``): plain JSON data, what the Spark
+driver checkpoints after each micro-batch. Built-in generators are data; only a user's own
+``WatermarkGenerator`` is pickled (``generator_to_dict``), and only read back where the caller allows it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Callable, Dict, Hashable, Optional
 
 from .clock import Clock
 from .durations import TimeLike, to_millis
-from .errors import InvalidArgumentError, InvalidTypeError
+from .errors import InvalidArgumentError, InvalidTypeError, StateError
 from .javamath import LONG_MIN
 
 
@@ -81,12 +85,30 @@ class BoundedOutOfOrdernessWatermarks(WatermarkGenerator):
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         output.emit_watermark(Watermark(self.max_timestamp - self.bound - 1))
 
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "bounded_out_of_orderness", "bound": self.bound, "max_timestamp": self.max_timestamp}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], clock: Clock) -> BoundedOutOfOrdernessWatermarks:
+        gen = cls(_int(data, "bound"))
+        gen.max_timestamp = _int(data, "max_timestamp")
+        return gen
+
 
 class AscendingTimestampsWatermarks(BoundedOutOfOrdernessWatermarks):
     """Monotonous timestamps: bounded out-of-orderness with bound 0."""
 
     def __init__(self) -> None:
         super().__init__(0)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "monotonous", "max_timestamp": self.max_timestamp}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], clock: Clock) -> AscendingTimestampsWatermarks:
+        gen = cls()
+        gen.max_timestamp = _int(data, "max_timestamp")
+        return gen
 
 
 class NoWatermarksGenerator(WatermarkGenerator):
@@ -95,6 +117,13 @@ class NoWatermarksGenerator(WatermarkGenerator):
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         return None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "no_watermarks"}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], clock: Clock) -> NoWatermarksGenerator:
+        return cls()
 
 
 class IdlenessTimer:
@@ -122,6 +151,24 @@ class IdlenessTimer:
             return False
         return now - self.start_of_inactivity > self.timeout
 
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "timeout": self.timeout,
+            "counter": self.counter,
+            "last_counter": self.last_counter,
+            "start_of_inactivity": self.start_of_inactivity,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], clock: Clock) -> IdlenessTimer:
+        """Restored on ``clock`` (the running job's clock, never the one of the job that wrote it)."""
+        timer = cls(clock, _int(data, "timeout"))
+        timer.counter = _int(data, "counter")
+        timer.last_counter = _int(data, "last_counter")
+        start = data.get("start_of_inactivity")
+        timer.start_of_inactivity = None if start is None else _int(data, "start_of_inactivity")
+        return timer
+
 
 class WatermarksWithIdleness(WatermarkGenerator):
     """Wraps a generator: after ``timeout`` without events the output is marked idle (once)."""
@@ -143,6 +190,92 @@ class WatermarksWithIdleness(WatermarkGenerator):
                 self.is_idle_now = True
         else:
             self.generator.on_periodic_emit(output)
+
+    def to_dict(self, allow_pickle: bool = True) -> Dict[str, Any]:
+        return {
+            "kind": "idleness",
+            "timer": self.timer.to_dict(),
+            "is_idle_now": self.is_idle_now,
+            "generator": generator_to_dict(self.generator, allow_pickle),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], clock: Clock, allow_pickle: bool = False) -> WatermarksWithIdleness:
+        inner = generator_from_dict(data["generator"], clock, allow_pickle)
+        timer = IdlenessTimer.from_dict(data["timer"], clock)
+        gen = cls(inner, timer.timeout, clock)
+        gen.timer = timer
+        gen.is_idle_now = bool(data["is_idle_now"])
+        return gen
+
+
+_BUILT_IN_GENERATORS: Dict[str, Any] = {
+    "bounded_out_of_orderness": BoundedOutOfOrdernessWatermarks,
+    "monotonous": AscendingTimestampsWatermarks,
+    "no_watermarks": NoWatermarksGenerator,
+    "idleness": WatermarksWithIdleness,
+}
+
+
+def generator_to_dict(generator: Any, allow_pickle: bool = True) -> Dict[str, Any]:
+    """A watermark generator's state as plain data. Built-in generators (exactly these classes, not
+    subclasses) are data; a user's generator is pickled (``{"kind": "user", "class": ..., "object": {"P": ...}}``),
+    or refused with a :class:`StateError` when ``allow_pickle`` is False."""
+    kind = next((k for k, c in _BUILT_IN_GENERATORS.items() if type(generator) is c), None)
+    if kind == "idleness":
+        return generator.to_dict(allow_pickle)  # type: ignore[no-any-return]
+    if kind is not None:
+        return generator.to_dict()  # type: ignore[no-any-return]
+    from .codec import encode_value
+
+    name = f"{type(generator).__module__}.{type(generator).__qualname__}"
+    if not allow_pickle:
+        msg = f"the watermark generator {name} is a user class: it can only be checkpointed pickled, which is not allowed here"
+        raise StateError(msg)
+    return {"kind": "user", "class": name, "object": encode_value(generator, allow_pickle=True)}
+
+
+def generator_from_dict(data: Dict[str, Any], clock: Clock, allow_pickle: bool = False) -> WatermarkGenerator:
+    """Inverse of :func:`generator_to_dict`, on ``clock``. A pickled user generator is read only with
+    ``allow_pickle`` (unpickling runs code: the checkpoint must be writable by the job alone)."""
+    if not isinstance(data, dict):
+        msg = f"malformed watermark generator state: {data!r}"
+        raise StateError(msg)
+    kind = data.get("kind")
+    if kind == "user":
+        if not allow_pickle:
+            msg = (
+                f"the checkpoint holds a pickled user watermark generator ({data.get('class')}), but this pipeline's "
+                "watermark strategy has no user generator: refusing to unpickle it. Restore the old strategy or "
+                "start from a new checkpoint location"
+            )
+            raise StateError(msg)
+        from .codec import decode_value
+
+        return decode_value(data.get("object"), allow_pickle=True)  # type: ignore[no-any-return]
+    cls = _BUILT_IN_GENERATORS.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        msg = f"unknown watermark generator kind {kind!r} in the checkpoint"
+        raise StateError(msg)
+    if cls is WatermarksWithIdleness:
+        return WatermarksWithIdleness.from_dict(data, clock, allow_pickle)
+    return cls.from_dict(data, clock)  # type: ignore[no-any-return]
+
+
+def _int(data: Dict[str, Any], name: str) -> int:
+    value = data.get(name) if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"malformed watermark state: {name} must be an int; got {value!r}"
+        raise StateError(msg)
+    return value
+
+
+def _bool_list(data: Dict[str, Any], name: str, n: int) -> list:  # type: ignore[type-arg]
+    value = data.get(name)
+    if not isinstance(value, list) or len(value) != n or not all(isinstance(v, bool) for v in value):
+        msg = f"malformed watermark state: {name} must be {n} booleans; got {value!r}"
+        raise StateError(msg)
+    return value
 
 
 def _as_assigner(assigner: Any) -> Callable[[Any, int], int]:
@@ -220,6 +353,11 @@ class WatermarkStrategy:
             return gen
 
         return WatermarkStrategy(make, f"generator({generator_supplier!r})")
+
+    @property
+    def has_user_generator(self) -> bool:
+        """Whether generators come from a user's supplier (``for_generator``): only their state may be pickled."""
+        return self.generates_watermarks and self.bound_ms is None
 
     def with_timestamp_assigner(self, timestamp_assigner: Any) -> WatermarkStrategy:
         return WatermarkStrategy(
@@ -342,6 +480,46 @@ class SplitWatermarks:
         """Each partition's watermark, None while idle (for progress reporting)."""
         return {p: (None if o.idle else o.watermark) for p, o in self.outputs.items()}
 
+    def to_dict(self, allow_pickle: bool = True) -> Dict[str, Any]:
+        """Plain data: per partition its generator and output, in order. A partition that JSON cannot
+        express (a ``KafkaTopicPartition``) is stored as its ``repr`` and found again among the partitions
+        this object knows when restored (the source's declared partitions)."""
+        from .codec import encode_value
+
+        partitions = []
+        for p, gen in self.generators.items():
+            try:
+                name: Any = ["v", encode_value(p, allow_pickle=False)]
+            except StateError:
+                name = ["r", repr(p)]
+            out = self.outputs[p]
+            partitions.append([name, generator_to_dict(gen, allow_pickle), out.watermark, out.idle])
+        return {"partitions": partitions, "combined": self.combined, "idle": self.idle}
+
+    def restore(self, data: Dict[str, Any], allow_pickle: bool = False) -> None:
+        """Replace this object's partitions by the stored ones (generators on this object's clock)."""
+        from .codec import decode_value
+
+        known = {repr(p): p for p in self.generators}
+        generators: Dict[Hashable, WatermarkGenerator] = {}
+        outputs: Dict[Hashable, _PartialWatermark] = {}
+        for (how, name), gen, watermark, idle in data["partitions"]:
+            if how == "v":
+                p = decode_value(name, allow_pickle=False)
+                p = tuple(p) if isinstance(p, list) else p
+            elif name in known:
+                p = known[name]
+            else:
+                msg = f"the checkpoint has watermarks of source partition {name}, which this source does not declare"
+                raise StateError(msg)
+            generators[p] = generator_from_dict(gen, self.clock, allow_pickle)
+            outputs[p] = _PartialWatermark()
+            outputs[p].watermark = int(watermark)
+            outputs[p].idle = bool(idle)
+        self.generators, self.outputs = generators, outputs
+        self.combined = _int(data, "combined")
+        self.idle = bool(data["idle"])
+
 
 class StatusWatermarkValve:
     """Combines the watermarks and idleness of an operator's input channels (Flink's valve)."""
@@ -399,6 +577,29 @@ class StatusWatermarkValve:
                 status = False
         return new_wm, status
 
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "watermarks": list(self.watermarks),
+            "idle": list(self.idle),
+            "aligned": list(self.aligned),
+            "last_output": self.last_output,
+            "output_idle": self.output_idle,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> StatusWatermarkValve:
+        marks = data.get("watermarks") if isinstance(data, dict) else None
+        if not isinstance(marks, list) or not all(isinstance(w, int) and not isinstance(w, bool) for w in marks):
+            msg = f"malformed watermark valve state: {data!r}"
+            raise StateError(msg)
+        valve = cls(len(marks))
+        valve.watermarks = list(marks)
+        valve.idle = _bool_list(data, "idle", len(marks))
+        valve.aligned = _bool_list(data, "aligned", len(marks))
+        valve.last_output = _int(data, "last_output")
+        valve.output_idle = bool(data["output_idle"])
+        return valve
+
 
 __all__ = [
     "AscendingTimestampsWatermarks",
@@ -412,4 +613,6 @@ __all__ = [
     "WatermarkOutput",
     "WatermarkStrategy",
     "WatermarksWithIdleness",
+    "generator_from_dict",
+    "generator_to_dict",
 ]

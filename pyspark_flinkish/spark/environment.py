@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.clock import Clock
+from ..core.codec import dump_document, load_document
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidPipelineError, InvalidTypeError, StateError, UnsupportedFeatureError
 from ..core.operators import TimestampsAndWatermarksOperator
@@ -523,6 +524,7 @@ class _ForeachBatchDriver:
         self.env = env
         self.spark = env.spark
         self.checkpoint = checkpoint
+        self.sinks = sinks
         meta = self._meta()
         self.partitions = int(meta["state_partitions"])
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
@@ -537,7 +539,6 @@ class _ForeachBatchDriver:
         self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
         self.metric_rows: List[Tuple[int, int, Dict[str, Any]]] = []  # (step, operator, metrics) of the batch
         self.history: Deque[Dict[str, Any]] = collections.deque(maxlen=100)  # progress of the recent batches
-        self.sinks = sinks
         self.watermark_graph = self._new_graph()
         self.last_batch: Optional[int] = None
         self.columnar = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
@@ -566,21 +567,44 @@ class _ForeachBatchDriver:
     def _meta(self) -> Dict[str, Any]:
         """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
         fixes them; later runs use the stored ones and log a warning when the environment asks for others."""
-        meta = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
+        meta = os.path.join(self.checkpoint, "flinkish", META_FILE)
         wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
+        legacy = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
+        if not os.path.exists(meta) and os.path.exists(legacy):
+            self._migrate_pickled_checkpoint(legacy)
         if os.path.exists(meta):
             with open(meta, "rb") as f:
-                stored = pickle.load(f)
-            stored.setdefault("vectorize", False)  # checkpoints written before batch-wise windows existed
+                stored = load_document(f.read(), META_FORMAT, META_VERSION, meta)
             for name, value in wanted.items():
                 if stored[name] != value:
                     _log.warning(
                         "checkpoint %s was started with %s=%r; using that instead of %r (its state is laid out so)",
                         self.checkpoint, name, stored[name], value,
                     )
-            return stored  # type: ignore[no-any-return]
-        self._write_meta({**wanted, "format": 1})
-        return {**wanted, "format": 1}
+            return stored
+        self._write_meta(wanted)
+        return wanted
+
+    def _migrate_pickled_checkpoint(self, legacy_meta: str) -> None:
+        """Checkpoints of pyspark_flinkish before the JSON driver state kept ``meta.pkl`` and ``driver/b=<batch>.pkl``
+        (pickles): read them once, write ``meta.json`` and ``b=<batch>.json``, delete the pickles. ``meta.json`` is
+        written last, so an interrupted migration is redone; afterwards no pickle file is ever read."""
+        _log.warning("checkpoint %s: converting the pickled driver state of an older version to JSON", self.checkpoint)
+        with open(legacy_meta, "rb") as f:
+            stored = pickle.load(f)
+        stored.pop("format", None)
+        stored.setdefault("vectorize", False)  # checkpoints written before batch-wise windows existed
+        driver_root = os.path.join(self.checkpoint, "flinkish", "driver")
+        names = sorted(os.listdir(driver_root)) if os.path.isdir(driver_root) else []
+        for name in names:
+            if name.startswith("b=") and name.endswith(".pkl"):
+                with open(os.path.join(driver_root, name), "rb") as f:
+                    graph = self._new_graph()
+                    _restore_pickled_graph(graph, pickle.load(f), self.env.clock)
+                _write_atomically(os.path.join(driver_root, name[:-4] + ".json"), _driver_document(graph, int(name[2:14])))
+                os.remove(os.path.join(driver_root, name))
+        self._write_meta(stored)
+        os.remove(legacy_meta)
 
     def _check_operators(self, meta: Dict[str, Any]) -> None:
         """Refuse to start when a keyed operator's state was written by an incompatible operator (another window
@@ -605,12 +629,9 @@ class _ForeachBatchDriver:
             raise StateError(msg)
 
     def _write_meta(self, meta: Dict[str, Any]) -> None:
-        path = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
+        path = os.path.join(self.checkpoint, "flinkish", META_FILE)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as f:
-            pickle.dump(meta, f)
-        os.replace(tmp, path)
+        _write_atomically(path, dump_document(META_FORMAT, META_VERSION, meta))
 
     def _check_source(self, t: Transformation) -> None:
         strategy = t.watermark_strategy
@@ -691,55 +712,14 @@ class _ForeachBatchDriver:
 
     # -- driver state per batch
     def _state_path(self, batch_id: int) -> str:
-        return os.path.join(self.driver_root, f"b={batch_id:012d}.pkl")
+        return os.path.join(self.driver_root, f"b={batch_id:012d}.json")
 
     def _graph_state(self) -> Dict[str, Any]:
-        g = self.watermark_graph
-        nodes = {}
-        for i, t in enumerate(g.order):  # keyed by position: transformation ids differ between pipeline builds
-            n = g.nodes[t.id]
-            op_state = None
-            if n.operator is not None:
-                op = n.operator
-                op_state = {"wm": op.current_watermark}
-                if isinstance(op, TimestampsAndWatermarksOperator):
-                    op_state.update(generator=op.generator, current=op.wm_output.current, idle=op.wm_output.idle)
-            nodes[i] = {"valve": n.valve, "op": op_state}
-        position = {t.id: i for i, t in enumerate(g.order)}
-        runners = {
-            position[tid]: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
-            for tid, r in g.runners.items()
-        }
-        return {"nodes": nodes, "runners": runners, "keys": "position"}
+        """The watermark bookkeeping as plain JSON data (see ``LocalExecutor.watermark_state``)."""
+        return self.watermark_graph.watermark_state()
 
     def _restore_graph(self, state: Dict[str, Any]) -> None:
-        g = self.watermark_graph
-        by_position = state.get("keys") == "position"  # older driver states are keyed by transformation id
-        key = {t.id: (i if by_position else t.id) for i, t in enumerate(g.order)}
-        for t in g.order:
-            n = g.nodes[t.id]
-            saved = state["nodes"][key[t.id]]
-            n.valve = saved["valve"]
-            if n.operator is not None and saved["op"] is not None:
-                n.operator.current_watermark = saved["op"]["wm"]
-                if isinstance(n.operator, TimestampsAndWatermarksOperator):
-                    n.operator.generator = saved["op"]["generator"]
-                    n.operator.wm_output.current = saved["op"]["current"]
-                    n.operator.wm_output.idle = saved["op"]["idle"]
-        for tid, r in g.runners.items():
-            saved = state["runners"][key[tid]]
-            r.splits, r.current, r.idle, r.finished = saved["splits"], saved["current"], saved["idle"], saved["finished"]
-        # unpickled generators hold a copy of the clock they were pickled with: idleness must read the
-        # environment's clock (a ManualClock set by the caller, or the wall clock)
-        clock = self.env.clock
-        for r in g.runners.values():
-            r.splits.clock = clock
-            for gen in r.splits.generators.values():
-                _rebind_clock(gen, clock)
-        for t in g.order:
-            op = g.nodes[t.id].operator
-            if isinstance(op, TimestampsAndWatermarksOperator):
-                _rebind_clock(op.generator, clock)
+        self.watermark_graph.restore_watermark_state(state)
 
     def _open(self, batch_id: int) -> int:
         """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1)."""
@@ -748,29 +728,26 @@ class _ForeachBatchDriver:
         self.watermark_graph = self._new_graph()
         if not os.path.isdir(self.driver_root):
             return -1
-        saved = sorted(p for p in os.listdir(self.driver_root) if p.startswith("b=") and int(p[2:14]) < batch_id)
+        # only JSON files: pickles of older versions were converted when the checkpoint was opened (``_meta``)
+        saved = sorted(
+            p for p in os.listdir(self.driver_root) if p.startswith("b=") and p.endswith(".json") and int(p[2:14]) < batch_id
+        )
         if not saved:
             if batch_id > 0 and glob.glob(os.path.join(self.state_root, "op=*")):
                 msg = f"driver state before batch {batch_id} is missing in {self.driver_root}: the checkpoint is incomplete"
                 raise StateError(msg)
             return -1
-
-        with open(os.path.join(self.driver_root, saved[-1]), "rb") as f:
-            self._restore_graph(pickle.load(f))
+        path = os.path.join(self.driver_root, saved[-1])
+        with open(path, "rb") as f:
+            self._restore_graph(load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSION, path))
         return int(saved[-1][2:14])
 
     def _commit(self, batch_id: int) -> None:
-        from pyspark import cloudpickle
-
         os.makedirs(self.driver_root, exist_ok=True)
-        path = self._state_path(batch_id)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(cloudpickle.dumps(self._graph_state(), protocol=4))
-        os.replace(tmp, path)
+        _write_atomically(self._state_path(batch_id), _driver_document(self.watermark_graph, batch_id))
         self.last_batch = batch_id
         for old in os.listdir(self.driver_root):
-            if old.startswith("b=") and old.endswith(".pkl") and int(old[2:14]) < batch_id - 2:
+            if old.startswith("b=") and old.endswith((".json", ".pkl")) and int(old[2:14]) < batch_id - 2:
                 os.remove(os.path.join(self.driver_root, old))
         state_store.prune(self.state_root, batch_id - 2)
 
@@ -1187,6 +1164,55 @@ def _columnar_fn(cw: Any, plan: ExecPlan, *args: Any) -> Callable[[Any, Any], An
         return columnar.run_partition(cw, plan, partials, others, *args)
 
     return keyed
+
+
+META_FILE = "meta.json"
+META_FORMAT = "pyspark_flinkish.checkpoint-meta"
+META_VERSION = 1
+DRIVER_FORMAT = "pyspark_flinkish.driver-state"
+DRIVER_VERSION = 1
+
+
+def _driver_document(graph: LocalExecutor, batch_id: int) -> bytes:
+    """``driver/b=<batch>.json``: the watermark bookkeeping after ``batch_id`` (plain data; only a user's own
+    watermark generator would be pickled, under a ``P`` tag)."""
+    return dump_document(DRIVER_FORMAT, DRIVER_VERSION, {"batch": batch_id, **graph.watermark_state()})
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _restore_pickled_graph(graph: LocalExecutor, state: Dict[str, Any], clock: Clock) -> None:
+    """A driver state pickled by an older version (objects, keyed by position or, older still, by transformation
+    id) into ``graph``; only used to convert such a checkpoint to JSON once."""
+    by_position = state.get("keys") == "position"
+    key = {t.id: (i if by_position else t.id) for i, t in enumerate(graph.order)}
+    for t in graph.order:
+        n = graph.nodes[t.id]
+        saved = state["nodes"][key[t.id]]
+        n.valve = saved["valve"]
+        if n.operator is not None and saved["op"] is not None:
+            n.operator.current_watermark = saved["op"]["wm"]
+            if isinstance(n.operator, TimestampsAndWatermarksOperator):
+                n.operator.generator = saved["op"]["generator"]
+                n.operator.wm_output.current = saved["op"]["current"]
+                n.operator.wm_output.idle = saved["op"]["idle"]
+    for tid, r in graph.runners.items():
+        saved = state["runners"][key[tid]]
+        r.splits, r.current, r.idle, r.finished = saved["splits"], saved["current"], saved["idle"], saved["finished"]
+    # unpickled generators hold a copy of the clock they were pickled with
+    for r in graph.runners.values():
+        r.splits.clock = clock
+        for gen in r.splits.generators.values():
+            _rebind_clock(gen, clock)
+    for t in graph.order:
+        op = graph.nodes[t.id].operator
+        if isinstance(op, TimestampsAndWatermarksOperator):
+            _rebind_clock(op.generator, clock)
 
 
 def _rebind_clock(generator: Any, clock: Clock) -> None:

@@ -203,12 +203,15 @@ def topic_partitions(spark: Any, source: KafkaSource) -> List[KafkaTopicPartitio
                 out.append(KafkaTopicPartition(topic, int(info.partition())))
         return sorted(out)
     except Exception as exc:
-        cause = str(getattr(exc, "java_exception", exc)).splitlines()[0][:300]
+        # the Kafka client's message, never with a secret of the options (Kafka hides its Password configs,
+        # but a JAAS parse error may quote the config); the Java exception is chained only if it is clean
+        cause = source.redact(str(getattr(exc, "java_exception", exc)).splitlines()[0][:300])
         msg = (
             f"could not list the partitions of {list(source.topics)} on {source.bootstrap_servers}: {cause}. Create "
             "the topics first, check the kafka.* security options, or pass partitions=[...] / set_expected_partitions"
         )
-        raise InvalidPipelineError(msg) from exc
+        clean = source.redact(str(exc)) == str(exc)
+        raise InvalidPipelineError(msg) from (exc if clean else None)
     finally:
         if admin is not None:
             admin.close(jvm.java.time.Duration.ofSeconds(5))

@@ -43,7 +43,7 @@ from ..core.assigners import (
     TumblingProcessingTimeWindows,
 )
 from ..core.codec import decode_snapshot, encode_snapshot
-from ..core.errors import InvalidPipelineError, UnsupportedFeatureError
+from ..core.errors import InvalidPipelineError, StateError, UnsupportedFeatureError
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.records import StreamRecord
 from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger, ProcessingTimeTrigger, PurgingTrigger
@@ -394,11 +394,10 @@ class StatefulQueryBuilder:
         ).hexdigest()[:24]
         directory = os.path.join(tempfile.gettempdir(), f"flinkish-replay-{digest}")
         if os.path.isdir(directory):
-            from .environment import SOURCE_DDL
-
+            _check_private(directory)  # its files are unpickled: never read one another user could have written
             return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
         tmp_dir = f"{directory}.{uuid.uuid4().hex}.tmp"
-        os.makedirs(tmp_dir)
+        os.makedirs(tmp_dir, mode=0o700)
         if t.source.end_of_input:
             files.append([(None, END_OF_INPUT, [len(batches), 0], True)])
             files.append([(None, None, [len(batches) + 1, 0], True)])  # one more batch fires the end's timeouts
@@ -424,6 +423,17 @@ class StatefulQueryBuilder:
         except OSError:  # written concurrently by another query of the same source: use that one
             shutil.rmtree(tmp_dir, ignore_errors=True)
         return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
+
+
+def _check_private(directory: str) -> None:
+    """Refuse a replay directory (pickled elements) that is not this user's alone."""
+    info = os.stat(directory)
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o022):
+        msg = (
+            f"{directory} holds pickled source elements but is owned by another user or writable by others: "
+            "refusing to read it (remove it, or set TMPDIR to a directory of your own)"
+        )
+        raise StateError(msg)
 
 
 def _for_executors(plan: ExecPlan) -> ExecPlan:

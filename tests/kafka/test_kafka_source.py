@@ -9,13 +9,16 @@ same on both engines.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import traceback
 from typing import Any, Dict, List, Tuple
 
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.core.clock import ManualClock
+from pyspark_flinkish.core.errors import InvalidPipelineError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.connectors.kafka import (
     KafkaOffsetsInitializer,
@@ -252,3 +255,53 @@ def test_a_malformed_record_with_the_fail_policy_fails_with_its_offset(spark, ka
     assert "secret-ann" not in str(failure.value)  # the value never appears in the error
     assert not os.path.exists(tmp_path / "ck" / "dead_letters")
     assert MalformedRecord._fields[-1] == "reason"
+
+
+SECRETS = ("jaas-S3CRET", "ts-S3CRET", "ks-S3CRET")
+
+
+def _secret_options(jaas_end: str = ";") -> Dict[str, str]:
+    jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="svc" password="jaas-S3CRET"{jaas_end}'
+    return {
+        "kafka.sasl.jaas.config": jaas,
+        "kafka.ssl.truststore.password": "ts-S3CRET",
+        "kafka.ssl.keystore.password": "ks-S3CRET",
+    }
+
+
+def test_kafka_secrets_never_reach_messages_logs_progress_or_reprs(spark, kafka_broker, kafka_topic, tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """SSL/SASL options go to Spark untouched; their values appear in no message, log record, progress report,
+    query name or repr of this package: (1) listing the partitions fails with a SASL config the Kafka client
+    rejects (a JAAS entry without its ';'), (2) a query runs with the options on a plaintext broker (which
+    ignores them) and reports progress."""
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    seen: List[str] = []
+    # every log record of this package, and warnings and errors of any other Python logger (py4j's own DEBUG
+    # records echo every call to the JVM, option values included: see docs/operations.md#security)
+    with caplog.at_level(logging.WARNING), caplog.at_level(logging.DEBUG, logger="pyspark_flinkish"):
+        source = (
+            KafkaSource.builder()
+            .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+            .set_topics("secured-topic")
+            .set_properties({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", **_secret_options(jaas_end="")})
+            .build()
+        )
+        with pytest.raises(InvalidPipelineError, match=r"could not list the partitions of \['secured-topic'\]") as failed:
+            env.from_source(source, WatermarkStrategy.for_monotonous_timestamps(), "secured")
+        seen += ["".join(traceback.format_exception(failed.type, failed.value, failed.tb)), repr(source)]
+
+        topic = kafka_topic(partitions=1)
+        kafka_broker.produce(topic, ["a", "b"], timestamps_ms=[1_000, 2_000])
+        stream = env.from_kafka(topic, kafka_broker.bootstrap_servers, value_format="string", options=_secret_options())
+        got: List[str] = []
+        stream.map(lambda v: v.upper()).add_sink(got.append)
+        progress: List[Any] = []
+        handle = env.execute(
+            "secured-job", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}, progress=progress.append
+        )
+        handle.await_termination()
+    assert got == ["A", "B"] and progress
+    assert "Failed to create new KafkaAdminClient" in seen[0]  # the Kafka client's reason is kept
+    seen += [repr(stream), repr(progress), handle.query.name or "", json.dumps(handle.last_progress, default=str), caplog.text]
+    leaks = {i: [s for s in SECRETS if s in text] for i, text in enumerate(seen) if any(s in text for s in SECRETS)}
+    assert leaks == {}, leaks

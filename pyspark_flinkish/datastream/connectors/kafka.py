@@ -28,6 +28,7 @@ This module is pure Python (a description of the source); ``pyspark_flinkish.spa
 from __future__ import annotations
 
 import json
+import re
 from enum import Enum
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -255,6 +256,10 @@ class KafkaOffsetsInitializer:
         return f"KafkaOffsetsInitializer.{self.kind}()"
 
 
+_SECRET_KEY = re.compile(r"(?i)password|secret|token|credential|jaas|(^|\.)key$|keystore\.key|private")
+_SECRET_VALUE = re.compile(r"(?i)password|secret|token|credential")
+
+
 def _property_key(key: str) -> str:
     """A Kafka consumer property as Spark's option name (``security.protocol`` -> ``kafka.security.protocol``)."""
     if not isinstance(key, str) or not key.strip():
@@ -478,6 +483,20 @@ class KafkaSource:
         out.update(self.properties)
         out.update(self.spark_options_extra)
         return out
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret of this source's options replaced by ``[hidden]``: the values of options
+        whose name or value looks secret (password, secret, token, credential, key, JAAS config), and each
+        quoted value inside a JAAS config (``password="..."``), for messages that quote a Kafka client's error."""
+        secrets = set()
+        for key, value in {**self.properties, **self.spark_options_extra}.items():
+            if _SECRET_KEY.search(key) or _SECRET_VALUE.search(value):
+                secrets.add(value)
+                secrets.update(v for v in re.findall(r'=\s*"([^"]*)"', value) if v)
+                secrets.update(v for v in re.findall(r"=\s*'([^']*)'", value) if v)
+        for secret in sorted((s for s in secrets if s.strip()), key=len, reverse=True):
+            text = text.replace(secret, "[hidden]")
+        return text
 
     def __repr__(self) -> str:
         what = (

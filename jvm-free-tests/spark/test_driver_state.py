@@ -1,0 +1,195 @@
+"""The foreachBatch driver's own files under ``<checkpoint>/flinkish`` (``meta.json``, ``driver/b=<batch>.json``):
+versioned JSON, never unpickled for built-in watermark strategies; checkpoints of older versions (pickles) are
+converted once. JVM-free: the driver's save/restore functions need no SparkSession."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any, List
+
+import pytest
+
+from pyspark_flinkish.common import Duration, WatermarkStrategy
+from pyspark_flinkish.core.clock import ManualClock
+from pyspark_flinkish.core.errors import StateError
+from pyspark_flinkish.core.operators import TimestampsAndWatermarksOperator
+from pyspark_flinkish.datastream.connectors.kafka import KafkaTopicPartition
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment, _ForeachBatchDriver
+
+
+def driver(checkpoint: Path, clock: ManualClock) -> _ForeachBatchDriver:
+    """Two sources (Kafka-like partitions, with idleness) unioned, re-stamped downstream: every kind of driver state."""
+    env = SparkStreamExecutionEnvironment(None, clock=clock, state_partitions=2)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)).with_idleness(Duration.of_millis(100))
+    a = env.from_micro_batches(
+        [[1]],
+        strategy.with_timestamp_assigner(lambda v: v),
+        partitions=[KafkaTopicPartition("t", 0), KafkaTopicPartition("t", 1)],
+    )
+    b = env.from_micro_batches([[2]], WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v: v))
+    restamped = a.union(b).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(lambda v: v)
+    )
+    restamped.key_by(lambda v: v % 2).reduce(lambda x, y: x + y).add_sink(lambda v: None)
+    return _ForeachBatchDriver(env, env._sinks, str(checkpoint), None)
+
+
+def advance(d: _ForeachBatchDriver, clock: ManualClock) -> None:
+    """Batch statistics as the driver sees them: events on one Kafka partition and on the second source."""
+    g = d.watermark_graph
+    first, second = list(g.runners.values())
+    first.observe(KafkaTopicPartition("t", 0), None, 1000)
+    second.observe(0, None, 700)
+    for r in g.runners.values():
+        r.emit_periodic(None)
+    for t in g.order:
+        op = g.nodes[t.id].operator
+        if isinstance(op, TimestampsAndWatermarksOperator):
+            op.generator.on_event(None, 650, op.wm_output)  # as the driver feeds it a partition's max timestamp
+            op.on_periodic_emit()
+    clock.set(clock.now() + 150)
+
+
+def snapshot(d: _ForeachBatchDriver) -> Any:
+    return json.loads(json.dumps(d.watermark_graph.watermark_state()))
+
+
+def test_driver_state_is_versioned_json_and_restores(tmp_path: Path) -> None:
+    clock = ManualClock(0)
+    d = driver(tmp_path, clock)
+    for batch in range(3):
+        assert d._open(batch) == batch - 1
+        advance(d, clock)
+        d._commit(batch)
+    flinkish = tmp_path / "flinkish"
+    assert sorted(os.listdir(flinkish / "driver")) == [f"b={b:012d}.json" for b in range(3)]
+    meta = json.loads((flinkish / "meta.json").read_text())
+    assert meta["format"] == "pyspark_flinkish.checkpoint-meta" and meta["version"] == 1
+    assert meta["state_partitions"] == 2 and meta["vectorize"] is True and len(meta["operators"]) == 1
+    doc = json.loads((flinkish / "driver" / f"b={2:012d}.json").read_text())
+    assert (doc["format"], doc["version"], doc["batch"]) == ("pyspark_flinkish.driver-state", 1, 2)
+    text = json.dumps(doc)
+    assert '"P"' not in text and "KafkaTopicPartition(topic='t', partition=0)" in text
+    before = snapshot(d)
+
+    restarted = driver(tmp_path, ManualClock(clock.now()))  # a new process: a fresh graph, then batch 3 opens
+    assert restarted._open(3) == 2
+    assert snapshot(restarted) == before
+    assert restarted.operator_watermarks() == d.operator_watermarks()
+    assert any(wm > -(2**63) for wm in restarted.operator_watermarks().values())
+
+
+def test_unknown_versions_and_formats_are_refused(tmp_path: Path) -> None:
+    clock = ManualClock(0)
+    d = driver(tmp_path, clock)
+    advance(d, clock)
+    d._commit(0)
+    path = tmp_path / "flinkish" / "driver" / f"b={0:012d}.json"
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "version": 99}))
+    with pytest.raises(StateError, match=r"version 99.*reads version 1.*refusing to reset state silently"):
+        driver(tmp_path, clock)._open(1)
+    path.write_text(json.dumps({**doc, "format": "something-else"}))
+    with pytest.raises(StateError, match=r"not a pyspark_flinkish\.driver-state document"):
+        driver(tmp_path, clock)._open(1)
+    path.write_bytes(pickle.dumps(doc))
+    with pytest.raises(StateError, match="not a valid"):
+        driver(tmp_path, clock)._open(1)
+    meta = tmp_path / "flinkish" / "meta.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "version": 2}))
+    with pytest.raises(StateError, match=r"meta\.json has pyspark_flinkish\.checkpoint-meta version 2"):
+        driver(tmp_path, clock)
+
+
+def test_a_forged_pickle_in_driver_state_is_not_run_for_built_in_strategies(tmp_path: Path) -> None:
+    """Driver state of built-in strategies never unpickles: a ``user`` generator entry is refused."""
+    clock = ManualClock(0)
+    d = driver(tmp_path, clock)
+    advance(d, clock)
+    d._commit(0)
+    path = tmp_path / "flinkish" / "driver" / f"b={0:012d}.json"
+    doc = json.loads(path.read_text())
+    marker = tmp_path / "pwned"
+    payload = {"P": __import__("base64").b64encode(pickle.dumps(_Touch(str(marker)))).decode()}
+    doc["sources"][0][1]["splits"]["partitions"][0][1] = {"kind": "user", "class": "x.Evil", "object": payload}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(StateError, match="refusing to unpickle"):
+        driver(tmp_path, clock)._open(1)
+    assert not marker.exists()
+
+
+class _Touch:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return (open, (self.path, "w"))
+
+
+def _legacy_graph_state(d: _ForeachBatchDriver) -> Any:
+    """What the previous version pickled (cloudpickle) as ``driver/b=<batch>.pkl``: the objects themselves."""
+    g = d.watermark_graph
+    nodes = {}
+    for i, t in enumerate(g.order):
+        n = g.nodes[t.id]
+        op_state = None
+        if n.operator is not None:
+            op = n.operator
+            op_state = {"wm": op.current_watermark}
+            if isinstance(op, TimestampsAndWatermarksOperator):
+                op_state.update(generator=op.generator, current=op.wm_output.current, idle=op.wm_output.idle)
+        nodes[i] = {"valve": n.valve, "op": op_state}
+    position = {t.id: i for i, t in enumerate(g.order)}
+    runners = {
+        position[tid]: {"splits": r.splits, "current": r.current, "idle": r.idle, "finished": r.finished}
+        for tid, r in g.runners.items()
+    }
+    return {"nodes": nodes, "runners": runners, "keys": "position"}
+
+
+def test_pickled_checkpoints_of_the_previous_version_are_converted_once(tmp_path: Path) -> None:
+    from pyspark import cloudpickle
+
+    clock = ManualClock(0)
+    d = driver(tmp_path, clock)
+    flinkish = tmp_path / "flinkish"
+    meta = json.loads((flinkish / "meta.json").read_text())
+    (flinkish / "meta.json").unlink()
+    legacy_meta = {"state_partitions": meta["state_partitions"], "format": 1, "operators": meta["operators"]}
+    (flinkish / "meta.pkl").write_bytes(pickle.dumps(legacy_meta))  # before batch-wise windows: no "vectorize"
+    (flinkish / "driver").mkdir()
+    states: List[Any] = []
+    for batch in range(2):
+        advance(d, clock)
+        states.append(snapshot(d))
+        (flinkish / "driver" / f"b={batch:012d}.pkl").write_bytes(cloudpickle.dumps(_legacy_graph_state(d), protocol=4))
+
+    restarted = driver(tmp_path, ManualClock(clock.now()))
+    assert sorted(os.listdir(flinkish)) == ["driver", "meta.json"]
+    assert sorted(os.listdir(flinkish / "driver")) == [f"b={b:012d}.json" for b in range(2)]
+    converted = json.loads((flinkish / "meta.json").read_text())
+    assert converted["vectorize"] is False and converted["operators"] == meta["operators"]
+    assert restarted.partitions == 2
+    assert restarted._open(2) == 1
+    assert snapshot(restarted) == states[1]
+    # the restored idleness timers read the new run's clock, not the pickled one
+    runner = next(iter(restarted.watermark_graph.runners.values()))
+    assert all(gen.timer.clock is restarted.env.clock for gen in runner.splits.generators.values())  # type: ignore[attr-defined]
+
+
+def test_a_replay_directory_others_can_write_is_refused(tmp_path: Path) -> None:
+    """The apply_in_pandas_with_state backend replays a MicroBatchSource from pickled elements under the
+    temporary directory: a directory there that others can write is never read."""
+    from pyspark_flinkish.spark.stateful import _check_private
+
+    mine = tmp_path / "flinkish-replay-mine"
+    mine.mkdir(mode=0o700)
+    _check_private(str(mine))
+    shared = tmp_path / "flinkish-replay-shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(StateError, match="writable by others: refusing to read it"):
+        _check_private(str(shared))

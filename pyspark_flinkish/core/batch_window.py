@@ -133,6 +133,14 @@ class BatchWindowOperator:
         self.windows = {(k, s): acc for k, s, acc in entries}
         self.op.restore_watermark(watermark)
 
+    def open_windows(self) -> int:
+        """Windows holding contents (all keys of the table)."""
+        return len(self.windows)
+
+    def num_keys(self) -> int:
+        """Keys with at least one window in the table."""
+        return len({k for k, _ in self.windows})
+
     def snapshot(self) -> List[Tuple[Any, int, Any]]:
         return [(k, s, acc) for (k, s), acc in self.windows.items()]
 

@@ -11,8 +11,8 @@ One command runs everything on this machine:
    ``from_kafka`` with a watermark per Kafka partition and idleness, session windows with an early-firing
    trigger and allowed lateness, late events to their own Delta table, an inactivity alert from a
    ``KeyedProcessFunction``'s event-time timers; every output goes exactly-once to Delta (``DeltaSink``);
-4. a progress line per micro-batch, then a summary and a chart (``<out>/demo.png``) of event time against the
-   watermark, with window firings and late events marked.
+4. a progress line per micro-batch (:func:`pyspark_flinkish.monitoring.progress_line`), then a summary and a
+   chart (``<out>/demo.png``) of event time against the watermark, with window firings and late events marked.
 
 The driver's processing-time clock runs at the replay's speed (one game second per game second), so the
 partitions' idleness timeout is in game time, like the events.
@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pyspark_flinkish.core.javamath import LONG_MAX, LONG_MIN
 from pyspark_flinkish.datastream import OutputTag
+from pyspark_flinkish.monitoring import progress_line
 
 from .game import EVENT_TYPE, MINUTE, PARTITIONS, GameEvent, arrivals, pipeline, strategy
 
@@ -340,10 +341,11 @@ def _start_query(
     streams["sessions"].add_sink(lambda row: seen.firings.append((clock.now(), dict(row)))).uid("chart-sessions")
     streams["late"].add_sink(lambda row: seen.late.append((clock.now(), row))).uid("chart-late")
 
-    holder: Dict[str, Any] = {}
     if not args.quiet:
         print(
-            "batch  rows  in/s  done/s  watermark per partition (p0 p1 p2 p3)        window wm  fired  late  alerts  took",
+            "progress per micro-batch (pyspark_flinkish.monitoring.progress_line; times in game minutes): batch, "
+            "records in, watermark per Kafka partition, window watermark, windows fired, late records dropped+to the "
+            "late side output, open windows, keys, state size; then this run's totals per Delta table",
             flush=True,
         )
 
@@ -360,21 +362,10 @@ def _start_query(
             print(f"      phases (ms): {p['durations_ms']}", flush=True)
         if not args.quiet:
             try:
-                _print_line(p, rows, by_part, window_wm)
+                totals = " ".join(f"{name}={seen.totals[name]}" for name in SINKS)
+                print(f"{progress_line(p, time_format=fmt_minutes)} | {totals}", flush=True)
             except Exception as exc:  # a display problem must never fail the query
                 print(f"(progress line of batch {p['batch_id']}: {exc!r})", flush=True)
-
-    def _print_line(p: Dict[str, Any], rows: int, by_part: Dict[int, Optional[int]], window_wm: int) -> None:
-        last = holder["handle"].last_progress if "handle" in holder else None  # Spark's, of the batch before
-        rate_in = f"{last.get('inputRowsPerSecond', 0):5.0f}" if last else "    -"
-        rate_done = f"{last.get('processedRowsPerSecond', 0):6.0f}" if last else "     -"
-        wms = " ".join(f"{fmt_minutes(by_part.get(i)):>8}" for i in range(PARTITIONS))
-        print(
-            f"{p['batch_id']:5d} {rows:5d} {rate_in} {rate_done}  {wms}   {fmt_minutes(window_wm):>9} "
-            f"{seen.totals['sessions']:6d} {seen.totals['late-events']:5d} {seen.totals['alerts']:7d} "
-            f"{p['durations_ms'].get('total', 0) / 1000:5.1f}s",
-            flush=True,
-        )
 
     handle = env.execute(
         "game-demo",
@@ -382,7 +373,6 @@ def _start_query(
         trigger={"processingTime": f"{args.trigger_seconds:g} seconds"},
         progress=progress,
     )
-    holder["handle"] = handle
     return handle
 
 

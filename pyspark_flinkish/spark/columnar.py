@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..core.aggregates import ColumnAggregate
 from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from ..core.fields import field_selector
+from ..monitoring import partition_metrics
 from .plan import (
     FUTURE_SAMPLES,
     ChainRunner,
@@ -35,6 +36,7 @@ from .plan import (
     _FixedClock,
     _frame,
     _KeyedOutput,
+    metric_row,
     reported_to_driver,
     restore_window_table,
     save_window_table,
@@ -276,7 +278,8 @@ def run_partition(
     batch_id: int,
     prev_version: int,
 ) -> Any:
-    """``cogroup(...).applyInPandas`` body for one state partition of the columnar window."""
+    """``cogroup(...).applyInPandas`` body for one state partition of the columnar window; the output ends with
+    the partition's ``metric`` row (``numRecordsIn`` is left to the driver: Spark pre-aggregated the rows)."""
     with reported_to_driver(plan.nodes[cw.window]):
         return _run_partition(cw, plan, partials, others, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
 
@@ -294,8 +297,11 @@ def _run_partition(
     batch_id: int,
     prev_version: int,
 ) -> Any:
+    import time
+
     from pyspark.sql import Row
 
+    started = time.perf_counter()
     from .environment import _py
 
     sp = int(partials["__sp"].iloc[0]) if len(partials) else int(others["__sp"].iloc[0])
@@ -324,5 +330,6 @@ def _run_partition(
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
-    save_window_table(batch, state_root, node.uid, sp, batch_id)
-    return _frame(runner.rows)
+    path = save_window_table(batch, state_root, node.uid, sp, batch_id)
+    metrics = partition_metrics(op, None, out.emitted, path, started, batch.open_windows(), batch.num_keys())
+    return _frame([*runner.rows, metric_row(cw.window, sp, metrics)])

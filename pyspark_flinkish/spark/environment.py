@@ -19,15 +19,17 @@ State never passes through the driver; only watermark statistics (a few rows per
 
 from __future__ import annotations
 
+import collections
 import copy
 import glob
+import json
 import logging
 import os
 import pickle
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.clock import Clock
 from ..core.codec import dump_document, load_document
@@ -47,6 +49,7 @@ from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from ..datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
 from ..local.executor import LocalExecutor
+from ..monitoring import OPERATOR_COUNTERS, log_progress, merge_partitions, write_progress
 from . import columnar, state_store
 from .dead_letters import dead_letter_counts, with_dead_letter_sinks
 from .far_future import DEFAULT_HORIZON_MS, FutureRecords
@@ -88,11 +91,20 @@ class _DataFrameSource:
 
 
 class SparkJobHandle:
-    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks."""
+    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks and metrics."""
 
-    def __init__(self, query: Any, driver: Optional[_ForeachBatchDriver]) -> None:
+    def __init__(
+        self,
+        query: Any,
+        driver: Optional[_ForeachBatchDriver],
+        stateful_delay: Optional[int] = None,
+        spark: Any = None,
+    ) -> None:
         self.query = query
         self.driver = driver
+        self._stateful_delay = stateful_delay  # applyInPandasWithState: Spark's watermark delay (ms)
+        self._spark: Any = spark if spark is not None else (driver.spark if driver is not None else None)
+        self._listeners: List[Any] = []
 
     def await_termination(self, timeout: Optional[float] = None) -> Optional[bool]:
         """Wait for the query; a failed query raises the package error that stopped it (e.g. a
@@ -100,8 +112,11 @@ class SparkJobHandle:
         try:
             result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
         except Exception as exc:
+            self._remove_listeners()
             self._raise_failure(exc)
             raise
+        if not self.query.isActive:
+            self._remove_listeners()
         if self.driver is not None:
             self.driver.raise_if_failed()
         return result  # type: ignore[no-any-return]
@@ -125,6 +140,7 @@ class SparkJobHandle:
 
     def stop(self) -> None:
         self.query.stop()
+        self._remove_listeners()
 
     @property
     def last_progress(self) -> Any:
@@ -137,6 +153,85 @@ class SparkJobHandle:
     def watermarks(self) -> Dict[str, int]:
         """Each operator's current watermark after the last completed micro-batch (foreachBatch executor)."""
         return self.driver.operator_watermarks() if self.driver is not None else {}
+
+    def progress(self, batch_id: Optional[int] = None) -> Optional[Dict[str, Any]]:
+        """The combined progress of the last micro-batch (or of ``batch_id``, if still among the recent ones): this
+        package's metrics (``docs/operations.md#metrics``) plus, under ``"spark"``, Spark's
+        ``StreamingQueryProgress`` of the same batch id as a dict (None until Spark reported it: Spark reports a
+        batch after the foreachBatch function returned). None before the first batch."""
+        history = self.recent_progress()
+        if batch_id is None:
+            return history[-1] if history else None
+        return next((p for p in history if p.get("batch_id") == batch_id), None)
+
+    def on_progress(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+        """Call ``callback`` with the combined progress (see :meth:`progress`, ``"spark"`` always set) of every
+        micro-batch, from a ``StreamingQueryListener`` on the session: Spark's ``onQueryProgress`` of this query.
+        Batches Spark reported before this call are delivered at once; each batch once. The listener is removed
+        by :meth:`stop` and when :meth:`await_termination` sees the query ended, after delivering what Spark's
+        asynchronous listener bus had not yet (so every batch of ``query.recentProgress`` is delivered by then). A
+        failing callback is logged, never raised into Spark's listener bus."""
+        import threading
+
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        handle, query_id, lock, seen = self, str(self.query.id), threading.Lock(), set()
+
+        def deliver(spark_progress: Any) -> None:
+            batch_id = spark_progress.get("batchId")
+            with lock:  # held during the callback: one batch at a time
+                if batch_id in seen:
+                    return
+                seen.add(batch_id)
+                try:
+                    callback(handle._combined(spark_progress))
+                except Exception:
+                    _log.exception("on_progress callback failed for batch %s", batch_id)
+
+        class _Listener(StreamingQueryListener):  # type: ignore[misc]
+            def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's names)
+                return None
+
+            def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+                if str(event.progress.id) == query_id:
+                    deliver(event.progress)
+
+            def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+                return None
+
+            def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+                return None
+
+        listener = _Listener()
+        self._spark.streams.addListener(listener)
+        self._listeners.append((listener, deliver))
+        for spark_progress in self.query.recentProgress or []:
+            deliver(spark_progress)
+
+    def _combined(self, spark_progress: Any) -> Dict[str, Any]:
+        """This package's progress of Spark's batch, with Spark's under ``"spark"``."""
+        if self.driver is None:
+            return _stateful_progress(spark_progress, self._stateful_delay)
+        batch_id = spark_progress.get("batchId")
+        ours = next((p for p in reversed(self.driver.history) if p["batch_id"] == batch_id), {"batch_id": batch_id})
+        return {**ours, "spark": spark_progress}
+
+    def _remove_listeners(self) -> None:
+        while self._listeners:
+            listener, deliver = self._listeners.pop()
+            self._spark.streams.removeListener(listener)
+            for spark_progress in self.query.recentProgress or []:
+                deliver(spark_progress)
+
+    def recent_progress(self) -> List[Dict[str, Any]]:
+        """The combined progress (see :meth:`progress`) of the recent micro-batches, oldest first: the driver keeps
+        the last 100 (they are also in ``<checkpoint>/flinkish/progress``); Spark keeps
+        ``spark.sql.streaming.numRecentProgressUpdates`` (100) of its own. With ``apply_in_pandas_with_state`` it
+        is built from Spark's progress alone (input records, watermark, Spark's state operator metrics)."""
+        spark = {p.get("batchId"): p for p in (self.query.recentProgress or [])}
+        if self.driver is None:
+            return [_stateful_progress(p, self._stateful_delay) for p in spark.values()]
+        return [{**p, "spark": spark.get(p["batch_id"])} for p in list(self.driver.history)]
 
 
 class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
@@ -389,7 +484,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), None)
+        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"], spark=self.spark)
 
     def _start(
         self,
@@ -413,6 +508,42 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if trigger:
             writer = writer.trigger(**trigger)
         return SparkJobHandle(writer.start(), driver)
+
+
+def _stateful_progress(spark: Dict[str, Any], delay: Optional[int]) -> Dict[str, Any]:
+    """The progress of an ``apply_in_pandas_with_state`` batch from Spark's alone: input records (all sources
+    together), the watermark Spark used for the batch as Flink's watermark, and the stateful operator's
+    ``numKeys`` (Spark's ``numRowsTotal``: keys with state), ``stateSizeBytes`` (``memoryUsedBytes`` of the
+    state store) and ``numRecordsOut`` (``numRowsUpdated``: keys whose state was written). Late records and
+    fired windows are not counted on this backend."""
+    from .stateful import flink_watermark
+
+    watermark = None
+    text = (spark.get("eventTime") or {}).get("watermark")
+    if text and delay is not None:
+        import datetime
+
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        watermark = flink_watermark(int(round(moment.timestamp() * 1000)), delay)
+    operators = {}
+    for i, op in enumerate(spark.get("stateOperators") or []):
+        operators[f"stateful-{i}"] = {
+            "name": op.get("operatorName", "applyInPandasWithState"),
+            "keyed": True,
+            "currentOutputWatermark": watermark,
+            "numKeys": op.get("numRowsTotal"),
+            "stateSizeBytes": op.get("memoryUsedBytes"),
+            "numRecordsOut": op.get("numRowsUpdated"),
+        }
+    duration = (spark.get("durationMs") or {}).get("triggerExecution")
+    return {
+        "batch_id": spark.get("batchId"),
+        "backend": "apply_in_pandas_with_state",
+        "input_records": spark.get("numInputRows"),
+        "operators": operators,
+        "durations_ms": {"total": duration} if duration is not None else {},
+        "spark": spark,
+    }
 
 
 def _query_name(job_name: str) -> str:
@@ -445,6 +576,8 @@ class _ForeachBatchDriver:
         self.durations: Dict[str, float] = {}  # milliseconds per phase of the last batch (progress, profiling)
         self.input_counts: Dict[str, Dict[str, int]] = {}  # progress: records per source and partition, last batch
         self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
+        self.metric_rows: List[Tuple[int, int, Dict[str, Any]]] = []  # (step, operator, metrics) of the batch
+        self.history: Deque[Dict[str, Any]] = collections.deque(maxlen=100)  # progress of the recent batches
         self.watermark_graph = self._new_graph()
         self.last_batch: Optional[int] = None
         self.columnar = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
@@ -703,6 +836,7 @@ class _ForeachBatchDriver:
     def _run(self, df: Any, batch_id: int) -> None:
         self.durations = {}
         self.input_counts = {}
+        self.metric_rows = []
         self.future = None
         start = time.perf_counter()
         with self._phase("open"):
@@ -737,16 +871,62 @@ class _ForeachBatchDriver:
         if self.future is not None:
             self.future.log()
         self.durations["total"] = (time.perf_counter() - start) * 1000
+        progress = {
+            "batch_id": batch_id,
+            "replay_batch": batch_index,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+            "watermarks": self.operator_watermarks(),
+            "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
+            **self._progress_counters(by_sink),
+        }
+        progress["sources"] = self._source_metrics(progress)
+        progress["operators"] = self._operator_metrics()
+        self.history.append(progress)
+        try:  # publishing must never fail the batch (a full disk, a logging handler's error)
+            log_progress(progress)
+            write_progress(self.checkpoint, progress)
+        except Exception as exc:
+            _log.warning("batch %d: could not publish its progress: %r", batch_id, exc)
         if self.progress is not None:
-            self.progress(
-                {
-                    "batch_id": batch_id,
-                    "replay_batch": batch_index,
-                    "watermarks": self.operator_watermarks(),
-                    "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
-                    **self._progress_counters(by_sink),
-                }
-            )
+            self.progress(progress)
+
+    def _source_metrics(self, progress: Dict[str, Any]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+        """Per source and source partition: ``currentWatermark`` (None while idle) and ``numRecordsIn``."""
+        out: Dict[str, Dict[str, Dict[str, Any]]] = {}
+        for name, parts in progress["source_watermarks"].items():
+            counts = progress["input_records"].get(name, {})
+            out[name] = {
+                p: {"currentWatermark": parts.get(p), "numRecordsIn": counts.get(p, 0)} for p in {**counts, **parts}
+            }
+        return out
+
+    def _operator_metrics(self) -> Dict[str, Dict[str, Any]]:
+        """Per operator (by uid): its name, input and output watermark after the batch, and for keyed operators
+        the merged metric rows of their state partitions (counters over all steps of the batch, gauges of the
+        last step)."""
+        g = self.watermark_graph
+        out: Dict[str, Dict[str, Any]] = {}
+        for i, t in enumerate(self.plan.transformations):
+            node = g.nodes.get(t.id)
+            if node is None or node.operator is None:
+                continue
+            entry: Dict[str, Any] = {
+                "name": t.name,
+                "keyed": bool(t.keyed),
+                "currentInputWatermark": node.valve.last_output,
+                "currentOutputWatermark": node.operator.current_watermark,
+            }
+            if t.keyed:
+                rows = [(step, m) for step, dest, m in self.metric_rows if dest == i]
+                last = max((step for step, _ in rows), default=0)
+                counters = merge_partitions([m for _, m in rows])
+                gauges = merge_partitions([m for step, m in rows if step == last])
+                entry.update({k: (counters[k] if k in OPERATOR_COUNTERS else gauges[k]) for k in counters})
+                if self.columnar is not None and i == self.columnar.window:  # Spark pre-aggregated its input
+                    source = self.plan.transformations[self.columnar.source].name
+                    entry["numRecordsIn"] = sum(self.input_counts.get(source, {}).values())
+            out[self.plan.nodes[i].uid] = entry
+        return out
 
     # -- progress counters (demo and monitoring): read-only views of what the batch saw and delivered
     def _progress_counters(self, by_sink: Dict[int, List[Any]]) -> Dict[str, Any]:
@@ -888,10 +1068,15 @@ class _ForeachBatchDriver:
             materialized.append(keyed)
 
         by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
+        step = len({s for s, _, _ in self.metric_rows})
         with self._phase("collect"):
-            for o in outputs:
-                for r in o.filter(F.col("dest").isin(plan.sinks)).select("dest", "value", "ord").collect():
-                    by_sink[int(r["dest"])].append(r)
+            for o in outputs:  # the keyed operators' metric rows come with the sinks' rows (no job of their own)
+                wanted = F.col("dest").isin(plan.sinks) | (F.col("kind") == "metric")
+                for r in o.filter(wanted).select("kind", "dest", "value", "ord").collect():
+                    if r["kind"] == "metric":
+                        self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
+                    else:
+                        by_sink[int(r["dest"])].append(r)
         return by_sink, materialized
 
     def _take_future(self, rows: List[Any], now: int) -> List[Any]:

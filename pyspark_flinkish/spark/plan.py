@@ -3,8 +3,10 @@
 Nothing here imports pyspark: these functions run inside ``mapInPandas`` / ``applyInPandas`` tasks and are
 tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_COLUMNS`:
 
-* ``kind``: ``rec`` (a record for node ``dest``), ``stat`` (watermark statistics) or ``hb`` (a heartbeat that
-  makes every state partition of a keyed operator run in every batch, so that its timers fire);
+* ``kind``: ``rec`` (a record for node ``dest``), ``stat`` (watermark statistics), ``hb`` (a heartbeat that
+  makes every state partition of a keyed operator run in every batch, so that its timers fire) or ``metric``
+  (one per keyed operator ``dest`` and state partition ``sp`` and batch: its metrics as JSON in ``value``,
+  see :mod:`pyspark_flinkish.monitoring`);
 * ``dest``: the plan node the record goes to (a keyed operator or a sink); ``sp``: the state partition;
 * ``key``: the encoded key (keyed destinations); ``value``: the cloudpickled element; ``ts``: its timestamp;
 * ``ord``: the record's position in Flink's processing order within the batch (compared as a list);
@@ -25,6 +27,7 @@ import contextlib
 import json
 import pickle
 import re
+import time
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
@@ -35,6 +38,7 @@ from ..core.errors import UnsupportedFeatureError, UserFunctionError
 from ..core.operators import KeyedOperator, StreamOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..datastream.plan import Transformation, node_uid, topological
+from ..monitoring import partition_metrics
 from . import state_store
 
 ROW_COLUMNS = ["kind", "dest", "sp", "key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"]
@@ -453,6 +457,15 @@ class _KeyedOutput(_ChainOutput):
         self.op = op
         self.sp = sp
         self.phase: Optional[int] = None  # None: element phase (order below the input record's)
+        self.emitted = 0  # records the operator emitted (main and side outputs): its numRecordsOut
+
+    def collect(self, record: StreamRecord) -> None:
+        self.emitted += 1
+        super().collect(record)
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        self.emitted += 1
+        super().collect_side(tag, record)
 
     def _order(self) -> List[int]:
         self.n += 1
@@ -555,7 +568,8 @@ def run_keyed_partition(
     batch_id: int,
     prev_version: int,
 ) -> Any:
-    """``applyInPandas`` body for one (keyed operator, state partition): restore, process, fire, snapshot."""
+    """``applyInPandas`` body for one (keyed operator, state partition): restore, process, fire, snapshot; the
+    output ends with the partition's ``metric`` row."""
     with reported_to_driver(plan.nodes[int(pdf["dest"].iloc[0])]):
         args = (watermarks_prev, watermarks_new, now, partitions, state_root, batch_id, prev_version)
         return _run_keyed_partition(plan, pdf, *args)
@@ -572,6 +586,7 @@ def _run_keyed_partition(
     batch_id: int,
     prev_version: int,
 ) -> Any:
+    started = time.perf_counter()
     index = int(pdf["dest"].iloc[0])
     sp = int(pdf["sp"].iloc[0])
     node = plan.nodes[index]
@@ -581,8 +596,8 @@ def _run_keyed_partition(
     op.open(out, _FixedClock(now))
     if node.batched:
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
-        _run_batched(op, out, pdf, wm_prev, wm_new, state_root, node.uid, sp, batch_id, prev_version)
-        return _frame(runner.rows)
+        metrics = _run_batched(op, out, pdf, wm_prev, wm_new, state_root, node.uid, sp, batch_id, prev_version)
+        return _frame([*runner.rows, metric_row(index, sp, metrics)])
     for key_bytes, snapshot in state_store.read(state_root, node.uid, sp, prev_version):
         op.restore_key(decode_key(key_bytes), decode_snapshot(snapshot))
     op.restore_watermark(watermarks_prev[index])
@@ -616,8 +631,15 @@ def _run_keyed_partition(
         if snap is not None:
             rows.append((encode_key(key), encode_snapshot(snap)))
     rows.sort()
-    state_store.write(state_root, node.uid, sp, batch_id, rows)
-    return _frame(runner.rows)
+    path = state_store.write(state_root, node.uid, sp, batch_id, rows)
+    windows = op.open_windows() if hasattr(op, "open_windows") else None
+    metrics = partition_metrics(op, len(records), out.emitted, path, started, windows, len(rows))
+    return _frame([*runner.rows, metric_row(index, sp, metrics)])
+
+
+def metric_row(index: int, sp: int, metrics: Dict[str, Any]) -> Dict[str, Any]:
+    """The ``metric`` row of one keyed operator and state partition (collected with the sinks' rows)."""
+    return {"kind": "metric", "dest": index, "sp": sp, "value": json.dumps(metrics).encode()}
 
 
 def _run_batched(
@@ -631,9 +653,10 @@ def _run_batched(
     sp: int,
     batch_id: int,
     prev_version: int,
-) -> None:
+) -> Dict[str, Any]:
     """The keyed stage of a window that :class:`BatchWindowOperator` runs: one accumulator per (key, window)
-    in a ``windows`` state file instead of keyed snapshots."""
+    in a ``windows`` state file instead of keyed snapshots. Returns the partition's metrics."""
+    started = time.perf_counter()
     batch = restore_window_table(op, state_root, uid, sp, prev_version, wm_prev)
     records = sorted(
         (
@@ -653,7 +676,10 @@ def _run_batched(
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
-    save_window_table(batch, state_root, uid, sp, batch_id)
+    path = save_window_table(batch, state_root, uid, sp, batch_id)
+    return partition_metrics(
+        op, len(records), out.emitted, path, started, batch.open_windows(), batch.num_keys()
+    )
 
 
 def restore_window_table(
@@ -667,9 +693,10 @@ def restore_window_table(
     return batch
 
 
-def save_window_table(batch: BatchWindowOperator, state_root: str, uid: str, sp: int, version: int) -> None:
-    """Write the partition's window table as ``version``, rows sorted (a replayed batch writes the same file)."""
+def save_window_table(batch: BatchWindowOperator, state_root: str, uid: str, sp: int, version: int) -> str:
+    """Write the partition's window table as ``version``, rows sorted (a replayed batch writes the same file);
+    returns the file's path."""
     rows = sorted(
         (encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()
     )
-    state_store.write_windows(state_root, uid, sp, version, rows)
+    return state_store.write_windows(state_root, uid, sp, version, rows)

@@ -275,8 +275,20 @@ def test_delta_sink_on_the_apply_in_pandas_with_state_executor(spark: Any, tmp_p
     env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
     path = str(tmp_path / "silver")
     _stage1(env.from_source(_source(short), _strategy())).sink_to(DeltaSink.for_path(path)).uid("silver")
-    _run(env.execute("stateful-silver", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}))
+    handle = env.execute("stateful-silver", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+    listened: List[Any] = []
+    handle.on_progress(listened.append)
+    _run(handle)
     assert _rows(spark, path, ["key", "minute", "ts", "cnt", "total"]) == sorted(silver_expected)
+    # its progress comes from Spark's alone: Spark's watermark of each batch as Flink's, keys in Spark's state store
+    progress = handle.recent_progress()
+    assert [p["batch_id"] for p in progress] == list(range(len(progress))) and len(progress) >= 4
+    ops = [p["operators"]["stateful-0"] for p in progress]
+    assert ops[0]["currentOutputWatermark"] == -(2**63) and ops[-1]["currentOutputWatermark"] == 2**63 - 1
+    assert ops[0]["numKeys"] == 2 and ops[-1]["numKeys"] == 0  # keys a and b hold windows until the end of input
+    assert handle.progress()["spark"]["batchId"] == progress[-1]["batch_id"]
+    assert [p["batch_id"] for p in listened] == [p["batch_id"] for p in progress]
+    assert [p["operators"] for p in listened] == [p["operators"] for p in progress]
     commits = _commits(path)[1:]
     assert commits and all(parse_watermark(c.get("userMetadata")) is None for c in commits)
     assert all(json.loads(c["userMetadata"])["flinkish"]["app_id"].endswith("-silver") for c in commits)

@@ -1,9 +1,11 @@
 """The same pipeline code on Spark: the README example, typed DataFrame sinks, DataFrame sources with
-per-partition watermarks — each compared with the JVM-free engine."""
+per-partition watermarks — each compared with the JVM-free engine; the per-batch metrics of a pipeline with
+known late records and firings (``docs/operations.md#metrics``)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -60,6 +62,7 @@ def _pipeline(env):  # type: ignore[no-untyped-def]
         MicroBatch([{"k": "a", "t": 1, "v": 1}, {"k": "b", "t": 2, "v": 2}, {"k": "a", "t": 3, "v": -3}], partitions=[0, 1, 0]),
         MicroBatch([{"k": "a", "t": 9, "v": 4}, {"k": "b", "t": 4, "v": 5}], partitions=[0, 1]),
         MicroBatch([{"k": "c", "t": 30, "v": 6}], partitions=[1]),
+        MicroBatch([{"k": "a", "t": 1, "v": 8}], partitions=[0]),  # late for 5 ms windows (watermark 6)
     ]
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(2)).with_timestamp_assigner(lambda e, _: e["t"])
     events = env.from_source(MicroBatchSource(batches, partitions=[0, 1]), strategy, "events")
@@ -72,30 +75,98 @@ def _pipeline(env):  # type: ignore[no-untyped-def]
         .reduce(lambda a, b: {"k": a["k"], "t": a["t"], "v": a["v"] + b["v"]})
         .map(lambda e: (e["k"], e["v"]), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
     )
-    return alerts, alerts.get_side_output(OutputTag("negative")), sums
+    # two 5 ms windows for the metrics: one sends late records to a side output, the other drops them
+    def add(a, b):  # type: ignore[no-untyped-def]
+        return {"k": a["k"], "t": a["t"], "v": a["v"] + b["v"]}
+
+    w5 = events.key_by(lambda e: e["k"]).window(TumblingEventTimeWindows.of(Duration.of_millis(5)))
+    w5 = w5.side_output_late_data(OutputTag("late")).reduce(add).uid("w5-side")
+    w5d = events.key_by(lambda e: e["k"]).window(TumblingEventTimeWindows.of(Duration.of_millis(5))).reduce(add)
+    return alerts, alerts.get_side_output(OutputTag("negative")), sums, w5, w5.get_side_output(OutputTag("late")), w5d.uid("w5-drop")
 
 
-def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spark, tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
     local = StreamExecutionEnvironment.get_execution_environment()
-    la, ln, ls = _pipeline(local)
-    expected_alerts, expected_neg, expected_sums = [], [], []
+    la, ln, ls, lw5, llate, lw5d = _pipeline(local)
+    expected_alerts, expected_neg, expected_sums, expected_late = [], [], [], []
     la.add_sink(expected_alerts.append)
     ln.add_sink(expected_neg.append)
     ls.add_sink(expected_sums.append)
+    llate.add_sink(expected_late.append)
+    for s in (lw5, lw5d):
+        s.add_sink(lambda v: None)
     local.execute()
-    assert expected_alerts and expected_neg and expected_sums
+    assert expected_alerts and expected_neg and expected_sums and expected_late
 
     env = StreamExecutionEnvironment.get_execution_environment(spark)
-    alerts, negative, sums = _pipeline(env)
-    got_alerts, got_neg, frames = [], [], []
+    alerts, negative, sums, w5, late, w5d = _pipeline(env)
+    got_alerts, got_neg, got_late, frames, reported = [], [], [], [], []
     alerts.foreach_batch(lambda df, batch_id: got_alerts.extend(r.asDict() for r in df.collect()))
     negative.add_sink(got_neg.append)
+    late.add_sink(got_late.append)
+    for s in (w5, w5d):
+        s.add_sink(lambda v: None)
     sums.foreach_batch(lambda df, batch_id: frames.append((batch_id, df.columns, [tuple(r) for r in df.collect()])))
-    env.execute("api", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}).await_termination()
+    checkpoint = tmp_path / "ck"
+    caplog.set_level(logging.INFO, logger="pyspark_flinkish.progress")
+    handle = env.execute("api", checkpoint_location=str(checkpoint), trigger={"availableNow": True}, progress=reported.append)
+    listened: list = []
+    handle.on_progress(listened.append)  # a StreamingQueryListener: Spark's progress with the package's metrics
+    handle.await_termination()
     assert got_alerts == expected_alerts
     assert got_neg == expected_neg
+    assert got_late == expected_late == [{"k": "a", "t": 1, "v": 8}]
     assert all(cols == ["f0", "f1"] for _, cols, _ in frames)
     assert [row for _, _, rows in frames for row in rows] == expected_sums
+
+    # the metrics of each micro-batch (batch 4: the end of input), worked out by hand from the batches above:
+    # per-partition watermarks max_ts - 3; 5 ms windows [0,5) of a and b fire at watermark 6 (batch 2); the late
+    # a@1 (batch 3) goes to the side output of one 5 ms window and is dropped by the other
+    assert [p["batch_id"] for p in reported] == [0, 1, 2, 3, 4]
+    assert [{k: v["currentWatermark"] for k, v in p["sources"]["events"].items()} for p in reported] == [
+        {"0": 0, "1": -1}, {"0": 6, "1": 1}, {"0": 6, "1": 27}, {"0": 6, "1": 27}, {"0": 6, "1": 27}
+    ]
+    assert [{k: v["numRecordsIn"] for k, v in p["sources"]["events"].items()} for p in reported] == [
+        {"0": 2, "1": 1}, {"0": 1, "1": 1}, {"0": 0, "1": 1}, {"0": 1, "1": 0}, {"0": 0, "1": 0}
+    ]
+    side = [p["operators"]["w5-side"] for p in reported]
+    drop = [p["operators"]["w5-drop"] for p in reported]
+    assert [o["currentOutputWatermark"] for o in side] == [-1, 1, 6, 6, 2**63 - 1]  # end of input
+    assert [o["numRecordsIn"] for o in side] == [3, 2, 1, 1, 0]
+    assert [o["numWindowsFired"] for o in side] == [0, 0, 2, 0, 2]
+    assert [o["openWindows"] for o in side] == [2, 3, 2, 2, 0]
+    assert [o["numKeys"] for o in side] == [2, 2, 2, 2, 0]
+    assert [o["numLateRecordsToSideOutput"] for o in side] == [0, 0, 0, 1, 0]
+    assert [o["numLateRecordsDropped"] for o in side] == [0, 0, 0, 0, 0]
+    assert [o["numLateRecordsDropped"] for o in drop] == [0, 0, 0, 1, 0]
+    assert [o["numLateRecordsToSideOutput"] for o in drop] == [0, 0, 0, 0, 0]
+    assert [o["numRecordsOut"] for o in side] == [0, 0, 2, 1, 2]  # fired windows and the side output
+    # the keyed process function (general keyed path): keys with state or timers after each batch
+    alert = next(o for uid, o in reported[0]["operators"].items() if o["name"].startswith("KeyedProcess"))
+    assert alert["openWindows"] is None and alert["numWindowsFired"] == 0
+    assert [next(o for o in p["operators"].values() if o["name"] == alert["name"])["numKeys"] for p in reported] == [
+        2, 2, 2, 3, 0
+    ]
+    # state bytes: the size of the batch's state files (versions 2-4 are kept)
+    for batch in (2, 3, 4):
+        files = (checkpoint / "flinkish" / "state" / "op=w5-side").glob(f"sp=*/w={batch:012d}.parquet")
+        assert reported[batch]["operators"]["w5-side"]["stateSizeBytes"] == sum(f.stat().st_size for f in files) > 0
+
+    # the same progress on the handle (with Spark's of the same batch), in the checkpoint and in the log
+    combined = handle.recent_progress()
+    assert [p["batch_id"] for p in combined] == [0, 1, 2, 3, 4]
+    assert all(p["spark"]["batchId"] == p["batch_id"] for p in combined)
+    assert handle.progress()["operators"] == reported[-1]["operators"]
+    assert handle.progress(3)["spark"]["batchId"] == 3 and handle.progress(3)["input_records"] == {"events": {"0": 1}}
+    stored = sorted(os.listdir(checkpoint / "flinkish" / "progress"))
+    assert stored == [f"b={b:012d}.json" for b in range(5)]
+    assert json.loads((checkpoint / "flinkish" / "progress" / stored[3]).read_text())["operators"] == json.loads(
+        json.dumps(reported[3]["operators"])
+    )
+    assert [p["batch_id"] for p in listened] == [0, 1, 2, 3, 4] and not handle._listeners
+    assert all(p["spark"]["batchId"] == p["batch_id"] and p["operators"] == r["operators"] for p, r in zip(listened, reported))
+    lines = [r.getMessage() for r in caplog.records if r.name == "pyspark_flinkish.progress"]
+    assert len(lines) == 5 and lines[3].split()[0] == "3" and "late=1+1" in lines[3], lines
 
 
 def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -55,7 +55,7 @@ def _write_batches(directory: Path, seed: int) -> None:
 
 def _run(
     spark: Any, src: Path, ck: Path, vectorize: bool, sliding: bool, size_ms: int = 20, progress: Any = None
-) -> Tuple[List[Any], List[Any], bool]:
+) -> Tuple[List[Any], List[Any], bool, List[Any]]:
     df = spark.readStream.schema("seq long, k long, region string, ts long, v long").option("maxFilesPerTrigger", 1).json(str(src))
     # processing time 0 and a 500 ms horizon: the later event times count as far-future records
     env = StreamExecutionEnvironment.get_execution_environment(
@@ -82,7 +82,8 @@ def _run(
     windowed.get_side_output(late).map(lambda r: (r.seq, r.ts)).add_sink(late_out.append)
     handle = env.execute("columnar", checkpoint_location=str(ck), trigger={"availableNow": True}, progress=progress)
     handle.await_termination()
-    return main, late_out, handle.driver.columnar is not None
+    window = [next(o for o in p["operators"].values() if o["keyed"]) for p in handle.recent_progress()]  # per batch
+    return main, late_out, handle.driver.columnar is not None, window
 
 
 @pytest.mark.parametrize("sliding", [False, True], ids=["tumbling", "sliding"])
@@ -91,14 +92,23 @@ def test_columnar_path_equals_general_path(spark: Any, tmp_path: Path, sliding: 
     _write_batches(src, seed=7 if sliding else 3)
     progress_v: List[Any] = []
     progress_g: List[Any] = []
-    main_v, late_v, used = _run(spark, src, tmp_path / "ck-v", True, sliding, progress=progress_v.append)
-    main_g, late_g, used_g = _run(spark, src, tmp_path / "ck-g", False, sliding, progress=progress_g.append)
+    main_v, late_v, used, metrics_v = _run(spark, src, tmp_path / "ck-v", True, sliding, progress=progress_v.append)
+    main_g, late_g, used_g, metrics_g = _run(spark, src, tmp_path / "ck-g", False, sliding, progress=progress_g.append)
     assert used and not used_g
     assert main_v and late_v, "the input must produce window results and late records"
     # firings caused by late elements within the allowed lateness (at a watermark past the window's end)
     assert any(r[4] >= r[2] and r[4] < 2**62 for r in main_g)
     assert sorted(map(repr, main_v)) == sorted(map(repr, main_g))
     assert sorted(late_v) == sorted(late_g)
+    # the window's metrics per batch are the same on both paths, and add up to what the sinks received
+    names = ("numRecordsIn", "numRecordsOut", "numWindowsFired", "numWindowsCleaned", "numLateRecordsToSideOutput",
+             "numLateRecordsDropped", "openWindows", "numKeys", "currentOutputWatermark")
+    assert [{n: m[n] for n in names} for m in metrics_v] == [{n: m[n] for n in names} for m in metrics_g]
+    assert len(metrics_v) == 6 and sum(m["numRecordsIn"] for m in metrics_v) == 360
+    assert sum(m["numLateRecordsToSideOutput"] for m in metrics_v) == len(late_v)
+    assert sum(m["numWindowsFired"] for m in metrics_v) == len(main_v)  # one result per firing
+    assert sum(m["numRecordsOut"] for m in metrics_v) == len(main_v) + len(late_v)
+    assert metrics_v[-1]["openWindows"] > 0 and all(m["stateSizeBytes"] > 0 for m in metrics_v + metrics_g)
     # far-future records are counted alike on both paths (Spark's aggregation there, the route here)
     future_v = [p["future_records"] for p in progress_v]
     assert future_v == [p["future_records"] for p in progress_g]
@@ -109,9 +119,9 @@ def test_a_checkpoint_keeps_the_state_layout_it_was_started_with(spark: Any, tmp
     """vectorize shapes the state files: a restart with another setting keeps the checkpoint's and says so."""
     src = tmp_path / "in"
     _write_batches(src, seed=11)
-    _, _, used_a = _run(spark, src, tmp_path / "ck", True, False)
+    _, _, used_a, _ = _run(spark, src, tmp_path / "ck", True, False)
     with caplog.at_level("WARNING", logger="pyspark_flinkish.spark"):
-        main_b, late_b, used_b = _run(spark, src, tmp_path / "ck", False, False)
+        main_b, late_b, used_b, _ = _run(spark, src, tmp_path / "ck", False, False)
     assert used_a and used_b
     assert "vectorize=True" in caplog.text
     assert main_b == [] and late_b == []  # nothing new to read: the restart resumed, nothing was recomputed

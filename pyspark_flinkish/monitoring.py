@@ -1,0 +1,299 @@
+"""Per micro-batch metrics of a pipeline on Spark, and a one-line rendering of them.
+
+The foreachBatch executor computes, for every micro-batch, a *progress* dict (JSON-serialisable; see
+``docs/operations.md#metrics``). Besides its older keys (``batch_id``, ``watermarks``, ``durations_ms``,
+``input_records``, ``source_watermarks``, ``sink_records``) it holds:
+
+* ``sources``: ``{source name: {partition: {"currentWatermark": ms or None (idle), "numRecordsIn": n}}}``;
+* ``operators``: ``{operator uid: {"name": ..., "currentInputWatermark": ms, "currentOutputWatermark": ms, ...}}``
+  with, for keyed operators, the counters of :data:`OPERATOR_COUNTERS` and the gauges of
+  :data:`OPERATOR_GAUGES` (summed over the operator's state partitions).
+
+Metric names are Flink's where Flink has one (``numLateRecordsDropped``, ``currentOutputWatermark``,
+``numRecordsIn``); the others follow the same style. Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional
+
+LONG_MIN = -(2**63)
+LONG_MAX = 2**63 - 1
+
+log = logging.getLogger("pyspark_flinkish.progress")
+"""One INFO line per micro-batch (:func:`progress_line`), the whole progress dict as JSON at DEBUG."""
+
+OPERATOR_COUNTERS = (
+    "numRecordsIn",
+    "numRecordsOut",
+    "numLateRecordsDropped",
+    "numLateRecordsToSideOutput",
+    "numWindowsFired",
+    "numWindowsCleaned",
+    "busyTimeMs",
+)
+"""Per keyed operator and micro-batch, summed over its state partitions (``busyTimeMs``: the executors' time in
+the operator's Python function, all tasks together)."""
+
+OPERATOR_GAUGES = ("openWindows", "numKeys", "stateSizeBytes")
+"""Per keyed operator after the micro-batch, summed over its state partitions (``openWindows``: windows operators
+only; ``stateSizeBytes``: the size of the batch's state files)."""
+
+_CORE_COUNTERS = {  # the core operators' counter names -> the published names
+    "late_records_dropped": "numLateRecordsDropped",
+    "late_records_side_output": "numLateRecordsToSideOutput",
+    "windows_fired": "numWindowsFired",
+    "windows_cleaned": "numWindowsCleaned",
+}
+
+
+# ----------------------------------------------------------------------------- executors
+def partition_metrics(
+    op: Any,
+    records_in: Optional[int],
+    records_out: int,
+    state_path: Optional[str],
+    started: float,
+    open_windows: Optional[int] = None,
+    keys: Optional[int] = None,
+) -> Dict[str, Any]:
+    """The metrics of one (keyed operator, state partition) after a micro-batch, from the operator's counters
+    (``op.metrics``), what the caller counted, and the size of the state file it wrote (on an executor)."""
+    out: Dict[str, Any] = dict.fromkeys(OPERATOR_COUNTERS, 0)
+    for name, value in getattr(op, "metrics", {}).items():
+        if name in _CORE_COUNTERS:
+            out[_CORE_COUNTERS[name]] = int(value)
+    out["numRecordsIn"] = records_in
+    out["numRecordsOut"] = records_out
+    out["openWindows"] = open_windows
+    out["numKeys"] = keys
+    out["stateSizeBytes"] = os.path.getsize(state_path) if state_path is not None else None
+    out["busyTimeMs"] = round((time.perf_counter() - started) * 1000, 3)
+    return out
+
+
+def merge_partitions(parts: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
+    """One operator's metrics from those of its state partitions: sums (a metric no partition has is None)."""
+    out: Dict[str, Any] = {}
+    for name in (*OPERATOR_COUNTERS, *OPERATOR_GAUGES):
+        values = [p.get(name) for p in parts]
+        present: List[float] = [v for v in values if v is not None]
+        out[name] = (round(sum(present), 1) if name == "busyTimeMs" else sum(present)) if present else None
+    return out
+
+
+# ----------------------------------------------------------------------------- rendering
+def format_time(ms: Optional[int]) -> str:
+    """A watermark for people: ``idle`` (None), ``-`` (no watermark yet), ``end`` (end of input), UTC
+    ``HH:MM:SS.mmm`` for epoch milliseconds of this century, else the number of milliseconds."""
+    if ms is None:
+        return "idle"
+    if ms <= LONG_MIN:
+        return "-"
+    if ms >= LONG_MAX:
+        return "end"
+    if 946_684_800_000 <= ms < 4_102_444_800_000:  # 2000 .. 2100
+        t = time.gmtime(ms // 1000)
+        return f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{ms % 1000:03d}"
+    return str(ms)
+
+
+def _size(n: Optional[float]) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}GiB"  # pragma: no cover
+
+
+def _count(value: Any) -> Optional[int]:
+    """A counter that may be a number or a dict of them (e.g. per source or sink): its total."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        parts = [_count(v) for v in value.values()]
+        return sum(p for p in parts if p is not None)
+    if isinstance(value, (int, float)):
+        return int(value)
+    return None
+
+
+def _short_partitions(parts: Mapping[str, Any]) -> Dict[str, Any]:
+    """Kafka partitions ``<topic>-<n>`` of one topic, and partitions named by a number, shown as ``p<n>``."""
+    names = list(parts)
+    if names and all(n.isdigit() for n in names):
+        return {f"p{n}": v for n, v in parts.items()}
+    heads = {n.rsplit("-", 1)[0] for n in names if "-" in n and n.rsplit("-", 1)[1].isdigit()}
+    if len(heads) == 1 and all(n.startswith(next(iter(heads)) + "-") for n in names):
+        return {"p" + n.rsplit("-", 1)[1]: v for n, v in parts.items()}
+    return dict(parts)
+
+
+def _sum(ops: Iterable[Mapping[str, Any]], name: str) -> Optional[int]:
+    values: List[int] = [o[name] for o in ops if o.get(name) is not None]
+    return sum(values) if values else None
+
+
+def progress_line(progress: Mapping[str, Any], time_format: Callable[[Optional[int]], str] = format_time) -> str:
+    """One line for a micro-batch's progress dict, e.g.
+    ``   12 in=600 src[p0=12:03:05.000 p1=idle] wm=12:01:00.000 fired=3 late=1+2 open=40 keys=12 state=8.1KiB
+    took=1.92s``.
+
+    Fields: the batch id; ``in``: records read; ``src[...]``: each source partition's watermark; ``wm``: the lowest
+    output watermark of the keyed operators (of all operators without keyed ones); ``fired``: windows fired;
+    ``late``: late records dropped + sent to the late side output; ``open`` / ``keys`` / ``state``: open windows,
+    keys with state and the state files' size after the batch; ``dead`` / ``future``: dead-letter and
+    far-future records of the batch (when there are any); ``in/s`` and ``done/s`` when it carries Spark's
+    progress of the same batch (``spark``); ``took``: the batch's time on the driver. Fields without a value are
+    left out. ``time_format`` renders watermarks (default :func:`format_time`)."""
+    fields = [f"{progress.get('batch_id', '?'):>5}"]
+    inputs = progress.get("input_records")
+    if inputs is not None:
+        fields.append(f"in={_count(inputs)}")
+    for name, parts in (progress.get("source_watermarks") or {}).items():
+        if parts:
+            shown = " ".join(f"{p}={time_format(w)}" for p, w in _short_partitions(parts).items())
+            label = "src" if len(progress["source_watermarks"]) == 1 else name
+            fields.append(f"{label}[{shown}]")
+    ops = progress.get("operators") or {}
+    keyed = [o for o in ops.values() if o.get("keyed")]
+    marks = [o.get("currentOutputWatermark") for o in (keyed or list(ops.values()))]
+    marks = [m for m in marks if m is not None]
+    if marks:
+        fields.append(f"wm={time_format(min(marks))}")
+    elif progress.get("watermarks"):
+        fields.append(f"wm={time_format(min(progress['watermarks'].values()))}")
+    fired = _sum(keyed, "numWindowsFired")
+    if fired is not None and any(o.get("openWindows") is not None for o in keyed):
+        fields.append(f"fired={fired}")
+    dropped, side = _sum(keyed, "numLateRecordsDropped"), _sum(keyed, "numLateRecordsToSideOutput")
+    if dropped is not None or side is not None:
+        fields.append(f"late={dropped or 0}+{side or 0}")
+    for label, name in (("open", "openWindows"), ("keys", "numKeys")):
+        value = _sum(keyed, name)
+        if value is not None:
+            fields.append(f"{label}={value}")
+    state = _sum(keyed, "stateSizeBytes")
+    if state is not None:
+        fields.append(f"state={_size(state)}")
+    for label, name in (("dead", "dead_letters"), ("future", "future_records")):
+        value = _count(progress.get(name))
+        if value:
+            fields.append(f"{label}={value}")
+    spark = progress.get("spark")
+    if isinstance(spark, Mapping):
+        for label, name in (("in/s", "inputRowsPerSecond"), ("done/s", "processedRowsPerSecond")):
+            if spark.get(name) is not None:
+                fields.append(f"{label}={spark[name]:.0f}")
+    total = (progress.get("durations_ms") or {}).get("total")
+    if total is not None:
+        fields.append(f"took={total / 1000:.2f}s")
+    return " ".join(fields)
+
+
+def log_progress(progress: Mapping[str, Any]) -> None:
+    """Publish a progress dict on the ``pyspark_flinkish.progress`` logger: :func:`progress_line` at INFO, the
+    whole dict as JSON (``batch <id> metrics {...}``) at DEBUG."""
+    if log.isEnabledFor(logging.INFO):
+        log.info("%s", progress_line(progress))
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("batch %s metrics %s", progress.get("batch_id"), json.dumps(progress, default=str, sort_keys=True))
+
+
+# ----------------------------------------------------------------------------- reading it back
+def progress_dir(checkpoint: str) -> str:
+    """Where the foreachBatch driver keeps the last micro-batches' progress as JSON files."""
+    return os.path.join(checkpoint, "flinkish", "progress")
+
+
+def read_progress(path: str) -> List[Dict[str, Any]]:
+    """The progress dicts of a checkpoint (``<checkpoint>/flinkish/progress/b=<batch>.json``, oldest first) or of a
+    log file with DEBUG lines of :func:`log_progress`."""
+    directory = progress_dir(path) if os.path.isdir(path) else None
+    if directory is not None:
+        if not os.path.isdir(directory):
+            return []
+        out = []
+        for name in sorted(n for n in os.listdir(directory) if n.startswith("b=") and n.endswith(".json")):
+            try:
+                with open(os.path.join(directory, name)) as f:
+                    out.append(json.load(f))
+            except (OSError, ValueError):
+                continue  # being replaced right now
+        return out
+    return list(_from_log(path))
+
+
+def _from_log(path: str) -> Iterator[Dict[str, Any]]:
+    with open(path, errors="replace") as f:
+        for line in f:
+            at = line.find(" metrics {")
+            if at >= 0:
+                try:
+                    yield json.loads(line[at + len(" metrics ") :])
+                except ValueError:
+                    continue
+
+
+def write_progress(checkpoint: str, progress: Mapping[str, Any], keep: int = 100) -> None:
+    """Save a batch's progress under the checkpoint (replacing a replayed batch's), keeping the last ``keep``."""
+    directory = progress_dir(checkpoint)
+    os.makedirs(directory, exist_ok=True)
+    batch = int(progress["batch_id"])
+    path = os.path.join(directory, f"b={batch:012d}.json")
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(progress, f, default=str, sort_keys=True)
+    os.replace(tmp, path)
+    for name in os.listdir(directory):
+        if name.startswith("b=") and name.endswith(".json") and int(name[2:14]) <= batch - keep:
+            os.remove(os.path.join(directory, name))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m pyspark_flinkish progress <checkpoint or log file> [--follow] [--last N] [--json]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m pyspark_flinkish progress",
+        description=(
+            "Print a pipeline's per-micro-batch progress lines from its checkpoint location (the last 100 batches "
+            "are kept there) or from a log with the DEBUG lines of the pyspark_flinkish.progress logger."
+        ),
+    )
+    parser.add_argument("path", help="the checkpoint location given to execute(), or a log file")
+    parser.add_argument("--follow", "-f", action="store_true", help="keep printing new batches (Ctrl-C stops)")
+    parser.add_argument("--last", "-n", type=int, default=20, help="start with the last N batches (default 20)")
+    parser.add_argument("--json", action="store_true", help="print each batch's progress as one JSON line")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls with --follow")
+    args = parser.parse_args(argv)
+    if not os.path.exists(args.path):
+        parser.error(f"{args.path} does not exist")
+
+    def show(p: Mapping[str, Any]) -> None:
+        print(json.dumps(p, sort_keys=True) if args.json else progress_line(p), flush=True)
+
+    seen: Dict[Any, Any] = {}
+    batches = read_progress(args.path)
+    for p in batches[-args.last :] if args.last > 0 else []:
+        show(p)
+    seen.update((p.get("batch_id"), p.get("durations_ms")) for p in batches)
+    try:
+        while args.follow:
+            time.sleep(args.interval)
+            for p in read_progress(args.path):
+                if seen.get(p.get("batch_id"), _NOT_SEEN) != p.get("durations_ms"):
+                    seen[p.get("batch_id")] = p.get("durations_ms")
+                    show(p)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+_NOT_SEEN = object()

@@ -8,15 +8,16 @@ in the checkpoint, plus the sink's uid), ``N`` the Spark batch id, ``W`` the wat
 sink after batch ``N``. The metadata is in the same atomic commit as the records (no extra rows or columns in
 the user's table, no second table to keep consistent) and visible in ``DESCRIBE HISTORY``.
 
-That record makes the writes idempotent: before its first write, and whenever a batch id is not the successor
-of the last one it wrote, the writer reads the table's log back to the newest commit of its app id
-(:func:`last_committed_batch`) and skips a batch id not above it. Spark replays an uncommitted batch with the
-same id, so a batch whose commit succeeded before a crash is not written again. In steady state (batch ``N+1``
-after this writer committed ``N``) no read is needed. This replaces Delta's ``txnAppId``/``txnVersion`` write
-options, which give the same guarantee but make every commit look its transaction up in a reconstruction of
-the table's state: three Spark jobs per commit, which tripled the per-batch cost of a small micro-batch
-(``docs/benchmarks.md``, part 4). A MERGE (``merge_keys``) takes no write options: its ``userMetadata`` is set
-with Delta's session setting ``spark.databricks.delta.commitInfo.userMetadata`` on a session of its own.
+That record makes the writes idempotent: before its first write (and again after a write that failed, whose
+commit may or may not have happened), the writer reads the table's log back to the newest commit of its app id
+(:func:`last_committed_batch`); it skips a batch id not above the newest one it knows. Spark replays an
+uncommitted batch with the same id, so a batch whose commit succeeded before a crash is not written again. After
+that first read no read is needed: this writer is the only one of its app id (one query per checkpoint). This
+replaces Delta's ``txnAppId``/``txnVersion`` write options, which give the same guarantee but make every commit
+look its transaction up in a reconstruction of the table's state: three Spark jobs per commit, which tripled the
+per-batch cost of a small micro-batch (``docs/benchmarks.md``, part 4). A MERGE (``merge_keys``) takes no write
+options: its ``userMetadata`` is set with Delta's session setting
+``spark.databricks.delta.commitInfo.userMetadata`` on a session of its own.
 An empty batch is committed too (an empty append): it carries the watermark.
 
 Reading (``from_delta``)
@@ -142,15 +143,20 @@ def last_committed_batch(spark: Any, path: Optional[str], table: Optional[str], 
     if table is not None:
         if not spark.catalog.tableExists(table):
             return None
-        history = DeltaTable.forName(spark, table).history()
+        delta_table = DeltaTable.forName(spark, table)
     else:
         if not DeltaTable.isDeltaTable(spark, path):
             return None
-        history = DeltaTable.forPath(spark, path).history()
-    for row in history.select("version", "userMetadata").orderBy("version", ascending=False).toLocalIterator():
-        found = parse_commit(row["userMetadata"])
-        if found is not None and found[0] == app:
-            return found[1]
+        delta_table = DeltaTable.forPath(spark, path)
+    for limit in (16, None):  # the newest commits first: usually the newest one is this app's
+        history = delta_table.history(limit) if limit is not None else delta_table.history()
+        rows = history.select("version", "userMetadata").orderBy("version", ascending=False).collect()
+        for row in rows:
+            found = parse_commit(row["userMetadata"])
+            if found is not None and found[0] == app:
+                return found[1]
+        if limit is not None and len(rows) < limit:
+            return None  # that was the whole history
     return None
 
 
@@ -240,7 +246,7 @@ class DeltaBatchWriter:
         self._session: Any = None
         self._table_ready = False
         self._lock = threading.Lock()
-        self._last: Dict[str, int] = {}  # app id -> the newest batch id known to be in the table
+        self._last: Dict[str, Optional[int]] = {}  # app id -> the newest batch id of it in the table (None: none)
         self.commits = 0  # commits made by this instance
         self.skipped = 0  # replayed batches found already committed and not written again
 
@@ -282,20 +288,21 @@ class DeltaBatchWriter:
             app = app_id(context.get("checkpoint", ""), str(context.get("sink_uid", "sink")))
             metadata = commit_metadata(context.get("watermark"), batch_id, app)
             self._ensure_table(session, schema)
-            last = self._last.get(app)
-            if last is None or batch_id != last + 1:  # first write, or a replay: the table's log knows
-                found = last_committed_batch(session, self.sink.path, self.sink.table, app)
-                if found is not None:
-                    last = found if last is None else max(found, last)
+            if app not in self._last:  # first write of this writer (or after a failed one): the table's log knows
+                self._last[app] = last_committed_batch(session, self.sink.path, self.sink.table, app)
+            last = self._last[app]
             if last is not None and batch_id <= last:
                 self.skipped += 1
                 _log.info("Delta sink %s: batch %d is already committed (last: %d); not written again", app, batch_id, last)
-                self._last[app] = last
                 return
-            if self.sink.merge_keys and rows:
-                self._merge(session, _last_wins(rows, schema.names, self.sink.merge_keys), schema, metadata)
-            else:
-                self._append(session, session.createDataFrame(rows, schema), metadata)
+            try:
+                if self.sink.merge_keys and rows:
+                    self._merge(session, _last_wins(rows, schema.names, self.sink.merge_keys), schema, metadata)
+                else:
+                    self._append(session, session.createDataFrame(rows, schema), metadata)
+            except BaseException:
+                del self._last[app]  # the commit may have happened: read the log again before the next write
+                raise
             self._last[app] = batch_id
             self.commits += 1
 

@@ -37,7 +37,6 @@ from .plan import (
     _frame,
     _KeyedOutput,
     metric_row,
-    reported_to_driver,
     restore_window_table,
     save_window_table,
 )
@@ -279,24 +278,8 @@ def run_partition(
     prev_version: int,
 ) -> Any:
     """``cogroup(...).applyInPandas`` body for one state partition of the columnar window; the output ends with
-    the partition's ``metric`` row (``numRecordsIn`` is left to the driver: Spark pre-aggregated the rows)."""
-    with reported_to_driver(plan.nodes[cw.window]):
-        return _run_partition(cw, plan, partials, others, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
-
-
-def _run_partition(
-    cw: ColumnarWindow,
-    plan: ExecPlan,
-    partials: Any,
-    others: Any,
-    wm_prev: int,
-    wm_new: int,
-    now: int,
-    parts: int,
-    state_root: str,
-    batch_id: int,
-    prev_version: int,
-) -> Any:
+    the partition's ``metric`` row (``numRecordsIn`` is left to the driver: Spark pre-aggregated the rows). Its
+    Spark task runs it inside :func:`~pyspark_flinkish.spark.plan.reported_to_driver`."""
     import time
 
     from pyspark.sql import Row

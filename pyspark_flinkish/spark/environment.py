@@ -1198,7 +1198,8 @@ def _keyed(
     """The applyInPandas function of one batch's keyed level, with its arguments bound now (not by loop reference)."""
 
     def keyed(pdf):  # type: ignore[no-untyped-def]
-        return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
+        with reported_to_driver(plan.nodes[int(pdf["dest"].iloc[0])]):
+            return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
 
     return keyed
 
@@ -1207,7 +1208,8 @@ def _columnar_fn(cw: Any, plan: ExecPlan, *args: Any) -> Callable[[Any, Any], An
     """The cogroup function of one batch's columnar window, with its arguments bound now."""
 
     def keyed(partials, others):  # type: ignore[no-untyped-def]
-        return columnar.run_partition(cw, plan, partials, others, *args)
+        with reported_to_driver(plan.nodes[cw.window]):
+            return columnar.run_partition(cw, plan, partials, others, *args)
 
     return keyed
 

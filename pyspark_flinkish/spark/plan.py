@@ -569,23 +569,7 @@ def run_keyed_partition(
     prev_version: int,
 ) -> Any:
     """``applyInPandas`` body for one (keyed operator, state partition): restore, process, fire, snapshot; the
-    output ends with the partition's ``metric`` row."""
-    with reported_to_driver(plan.nodes[int(pdf["dest"].iloc[0])]):
-        args = (watermarks_prev, watermarks_new, now, partitions, state_root, batch_id, prev_version)
-        return _run_keyed_partition(plan, pdf, *args)
-
-
-def _run_keyed_partition(
-    plan: ExecPlan,
-    pdf: Any,
-    watermarks_prev: Dict[int, int],
-    watermarks_new: Dict[int, int],
-    now: int,
-    partitions: int,
-    state_root: str,
-    batch_id: int,
-    prev_version: int,
-) -> Any:
+    output ends with the partition's ``metric`` row. Its Spark task runs it inside :func:`reported_to_driver`."""
     started = time.perf_counter()
     index = int(pdf["dest"].iloc[0])
     sp = int(pdf["sp"].iloc[0])

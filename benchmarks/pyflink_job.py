@@ -24,8 +24,9 @@ Modes (the same pipelines as the pyspark_flinkish engines of ``run_all.py``):
 The CSV is the generated input in arrival (``seq``) order, one file, so that one source reader sees the events
 in the order the Spark engines process them. Each mode runs once on a small warm-up file first (JVM classes,
 Python workers), then the timed run: wall time and CPU seconds of this process tree (the JVM and Flink's Python
-workers) from ``execute`` to the last collected row. Results are collected to this process, as the Spark engines
-collect theirs to the driver. The result JSON has ``rows``, ``wall_s``, ``cpu_s``, ``flink``.
+workers) from ``execute`` until the job has finished and its rows are read back. The rows go through Flink's print
+sink to a file and are parsed back into this process (see :class:`JvmStdout` for why not ``execute_and_collect``),
+as the Spark engines collect theirs to the driver. The result JSON has ``rows``, ``wall_s``, ``cpu_s``, ``flink``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from typing import Any, List
@@ -137,10 +139,20 @@ class EarlyCountEventTimeTrigger(Trigger):
         self.time.clear(window, ctx)
 
 
-def _env(parallelism: int) -> Any:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def _configuration(pairs: List[str]) -> Any:
+    from pyflink.common import Configuration
+
+    conf = Configuration()
+    for pair in pairs:
+        k, _, v = pair.partition("=")
+        conf.set_string(k, v)
+    return conf
+
+
+def _env(args: argparse.Namespace) -> Any:
+    env = StreamExecutionEnvironment.get_execution_environment(_configuration(args.conf))
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
-    env.set_parallelism(parallelism)
+    env.set_parallelism(args.parallelism)
     return env
 
 
@@ -167,13 +179,56 @@ def _source(env: Any, csv: str, disorder_ms: int) -> Any:
     return t_env.to_data_stream(t_env.from_path("events")).assign_timestamps_and_watermarks(strategy)
 
 
-def _collect(stream: Any) -> List[Any]:
-    with stream.execute_and_collect() as results:
-        return [tuple(int(x) for x in r) for r in results]
+class JvmStdout:
+    """Results through Flink's print sink, read back from the JVM's standard output.
+
+    Collecting through ``execute_and_collect`` / ``TableResult.collect`` fetches every row over py4j, one call per
+    row, in this process, which in a local mini-cluster also runs the Python UDF worker (loopback mode): 600k
+    result rows cost more than the job itself (the first full-size run had not finished after 11 min). The print
+    sink writes rows in the JVM instead. The JVM that PyFlink starts inherits this process's file descriptor 1, so
+    :meth:`redirect` points it at a file before the gateway starts; each run reads the lines it added.
+    """
+
+    ROW = re.compile(r"^(?:\d+> )?(?:\+I\[|\()([-\d, ]+)[\])]\s*$")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.console = os.fdopen(os.dup(1), "w")  # this script's own messages
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.close(fd)
+        sys.stdout = self.console
+
+    def mark(self) -> int:
+        return os.path.getsize(self.path)
+
+    def rows_since(self, offset: int) -> List[Any]:
+        rows, other = [], 0
+        with open(self.path) as f:
+            f.seek(offset)
+            for line in f:
+                m = self.ROW.match(line)
+                if m:
+                    rows.append(tuple(int(x) for x in m.group(1).split(",")))
+                elif line.strip():
+                    other += 1
+        if other:
+            print(f"note: {other} other lines on the JVM's stdout", file=sys.stderr)
+        return rows
+
+
+STDOUT: JvmStdout
+
+
+def _collect(env: Any, stream: Any) -> List[Any]:
+    offset = STDOUT.mark()
+    stream.print()
+    env.execute("bench")
+    return STDOUT.rows_since(offset)
 
 
 def run_datastream(args: argparse.Namespace, csv: str) -> List[Any]:
-    env = _env(args.parallelism)
+    env = _env(args)
     events = _source(env, csv, args.disorder_ms)
     keyed = events.key_by(lambda r: r[0], key_type=Types.LONG())
     if args.mode == "tumbling_datastream":
@@ -189,7 +244,7 @@ def run_datastream(args: argparse.Namespace, csv: str) -> List[Any]:
             .allowed_lateness(args.lateness_ms)
             .process(SessionTotals(), output_type=LONG5)
         )
-    return _collect(out)
+    return _collect(env, out)
 
 
 def run_sql(args: argparse.Namespace, csv: str) -> List[Any]:
@@ -198,6 +253,8 @@ def run_sql(args: argparse.Namespace, csv: str) -> List[Any]:
     t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     conf = t_env.get_config()
     conf.set("parallelism.default", str(args.parallelism))
+    for pair in args.conf:
+        conf.set(*pair.split("=", 1))
     conf.set("table.local-time-zone", "UTC")
     delay = f"{(args.disorder_ms + 1) / 1000:.3f}"
     _csv_table(
@@ -210,8 +267,13 @@ def run_sql(args: argparse.Namespace, csv: str) -> List[Any]:
         GROUP BY `key`, `window_start`, `window_end`
         """
     )
-    with table.execute().collect() as results:
-        return [tuple(int(x) for x in r) for r in results]
+    t_env.execute_sql(
+        "CREATE TEMPORARY TABLE results (`key` BIGINT, `start` BIGINT, `cnt` BIGINT, `total` BIGINT) "
+        "WITH ('connector' = 'print')"
+    )
+    offset = STDOUT.mark()
+    table.execute_insert("results").wait()
+    return STDOUT.rows_since(offset)
 
 
 def _warmup_file(csv: str, rows: int) -> str:
@@ -237,7 +299,10 @@ def main() -> int:
     p.add_argument("--count", type=int, default=10)
     p.add_argument("--lateness-ms", type=int, default=60_000)
     p.add_argument("--warmup-rows", type=int, default=2000)
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Flink option (repeatable)")
     args = p.parse_args()
+    global STDOUT
+    STDOUT = JvmStdout(args.out + ".stdout")
     csv = os.path.abspath(args.csv)
     run = run_sql if args.mode == "tumbling_sql" else run_datastream
     t = time.perf_counter()

@@ -249,7 +249,12 @@ def _progress(query: Any) -> List[Dict[str, Any]]:
         if not isinstance(p, dict):
             p = json.loads(p.json)
         out.append(
-            {"batchId": p["batchId"], "rows": int(p["numInputRows"]), "ms": int(p["durationMs"].get("triggerExecution", 0))}
+            {
+                "batchId": p["batchId"],
+                "rows": int(p["numInputRows"]),
+                "ms": int(p["durationMs"].get("triggerExecution", 0)),
+                "durations": dict(p["durationMs"]),
+            }
         )
     return sorted(out, key=lambda p: p["batchId"])
 

@@ -399,6 +399,18 @@ class KafkaBroker:
         finally:
             producer.close()
 
+    def produce_json(self, topic: str, events: Sequence[Tuple[int, Any]]) -> List[Tuple[int, int, Any]]:
+        """Send ``(partition, event)`` pairs as JSON, each partition's events in order; returns
+        ``(partition, offset, event)`` as the broker stored them."""
+        import json
+
+        out: List[Tuple[int, int, Any]] = []
+        for p in sorted({p for p, _ in events}):
+            mine = [e for q, e in events if q == p]
+            acks = self.produce(topic, [json.dumps(e) for e in mine], partition=p)
+            out.extend((p, off, e) for (_, off), e in zip(acks, mine))
+        return out
+
     def consume(self, topic: str, timeout: float = 10.0, expected: Optional[int] = None) -> List[Any]:
         """Every record of ``topic`` from the earliest offset (kafka-python ``ConsumerRecord``s, ordered by partition
         and offset); stops after ``expected`` records or when nothing arrives for a second (or ``timeout``)."""

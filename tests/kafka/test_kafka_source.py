@@ -53,16 +53,6 @@ def _windows(stream, late: OutputTag, size_s: int = 10):  # type: ignore[no-unty
     )
 
 
-def _produce(broker, topic: str, events: List[Tuple[int, Event]]) -> List[Tuple[int, int, Event]]:  # type: ignore[no-untyped-def]
-    """Send (partition, event) pairs; returns (partition, offset, event) as the broker stored them."""
-    out = []
-    for p in sorted({p for p, _ in events}):
-        mine = [e for q, e in events if q == p]
-        acks = broker.produce(topic, [json.dumps(e) for e in mine], partition=p)
-        out.extend((p, off, e) for (_, off), e in zip(acks, mine))
-    return out
-
-
 def _jvm_free(topic: str, partitions: int, rounds: List[List[Tuple[int, int, Event]]], strategy, clock_per_round=None):  # type: ignore[no-untyped-def]
     """The JVM-free engine on the same records: one micro-batch per round, in (partition, offset) order, each
     record in its Kafka partition's split; the stream does not end (as a Kafka stream does not)."""
@@ -95,7 +85,7 @@ def _jvm_free(topic: str, partitions: int, rounds: List[List[Tuple[int, int, Eve
 def test_json_tumbling_windows_equal_the_jvm_free_engine_across_a_broker_restart(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
     topic = kafka_topic(partitions=4)
     rounds = [
-        _produce(kafka_broker, topic, [
+        kafka_broker.produce_json(topic, [
             (0, {"user": "ann", "t": 1_000, "v": 1}), (0, {"user": "bob", "t": 4_000, "v": 2}), (0, {"user": "ann", "t": 12_000, "v": 3}),
             (1, {"user": "ann", "t": 2_500, "v": 4}), (1, {"user": "cat", "t": 11_000, "v": 5}),
             (2, {"user": "bob", "t": 9_000, "v": 6}), (2, {"user": "bob", "t": 13_000, "v": 7}),
@@ -129,7 +119,7 @@ def test_json_tumbling_windows_equal_the_jvm_free_engine_across_a_broker_restart
 
     run()
     kafka_broker.restart()  # the query resumes from its checkpoint's offsets on the restarted broker
-    rounds.append(_produce(kafka_broker, topic, [
+    rounds.append(kafka_broker.produce_json(topic, [
         (0, {"user": "ann", "t": 14_000, "v": 10}), (0, {"user": "ann", "t": 31_000, "v": 11}),
         (1, {"user": "ann", "t": 8_000, "v": 12}),  # late: its window fired after the first batch
         (1, {"user": "dan", "t": 30_000, "v": 13}),
@@ -188,7 +178,7 @@ def test_lagging_partition_spark_global_watermark_drops_what_flink_keeps(spark, 
     dropped = 0
     rounds = []
     for records in plan:
-        rounds.append(_produce(kafka_broker, topic, records))
+        rounds.append(kafka_broker.produce_json(topic, records))
         env.execute("kafka-skew", checkpoint_location=str(tmp_path / "ours"), trigger={"availableNow": True}).await_termination()
         query = (
             native.writeStream.outputMode("append")
@@ -223,7 +213,7 @@ def test_an_empty_partition_holds_the_watermark_back_until_idle(spark, kafka_bro
     _windows(env.from_kafka(topic, kafka_broker.bootstrap_servers, strategy, schema=SCHEMA, timestamp_field="t"), late).add_sink(results.append)
     rounds, times = [], [0, 10_000]
     for i, t in enumerate((1_000, 15_000)):  # partition 1 never gets a record
-        rounds.append(_produce(kafka_broker, topic, [(0, {"user": "ann", "t": t, "v": i})]))
+        rounds.append(kafka_broker.produce_json(topic, [(0, {"user": "ann", "t": t, "v": i})]))
         clock.set(times[i])
         env.execute("kafka-idle", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}).await_termination()
 

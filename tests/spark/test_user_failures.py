@@ -13,7 +13,6 @@ lost, nothing twice.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -59,15 +58,6 @@ def _pipeline(events: Any, buggy: bool) -> Any:
     )
 
 
-def _produce(broker: Any, topic: str, events: List[Tuple[int, Dict[str, Any]]]) -> List[Tuple[int, int, Dict[str, Any]]]:
-    out = []
-    for p in sorted({p for p, _ in events}):
-        mine = [e for q, e in events if q == p]
-        acks = broker.produce(topic, [json.dumps(e) for e in mine], partition=p)
-        out.extend((p, off, e) for (_, off), e in zip(acks, mine))
-    return out
-
-
 def _expected(topic: str, rounds: List[List[Tuple[int, int, Dict[str, Any]]]]) -> List[Tuple[Any, ...]]:
     """The JVM-free engine (without the bug) over the same rounds, one micro-batch each, per-partition splits."""
     from pyspark.sql import Row
@@ -100,14 +90,14 @@ def test_a_failing_reduce_names_operator_key_window_and_a_fixed_restart_resumes_
         env.execute("user-failure", checkpoint_location=checkpoint, trigger={"availableNow": True}).await_termination()
 
     rounds = [
-        _produce(kafka_broker, topic, [
+        kafka_broker.produce_json(topic, [
             (0, {"user": "ann", "t": 1_000, "v": 1}), (0, {"user": "ann", "t": 3_000, "v": 2}),
             (1, {"user": "bob", "t": 2_000, "v": 3}), (1, {"user": "bob", "t": 12_000, "v": 4}),
             (0, {"user": "ann", "t": 14_000, "v": 5}),
         ]),  # watermark min(14 s, 12 s) - 1 s - 1 ms: [0 s, 10 s) fires
     ]
     run(buggy=True)
-    rounds.append(_produce(kafka_broker, topic, [
+    rounds.append(kafka_broker.produce_json(topic, [
         (0, {"user": "ann", "t": 15_000, "v": 6}), (0, {"user": "ann", "t": 16_000, "v": POISON}),
         (1, {"user": "bob", "t": 25_000, "v": 7}), (0, {"user": "ann", "t": 26_000, "v": 8}),
     ]))  # would fire [10 s, 20 s)
@@ -127,7 +117,7 @@ def test_a_failing_reduce_names_operator_key_window_and_a_fixed_restart_resumes_
     before_fix = sorted(tuple(r) for r in spark.read.format("delta").load(table).select("user", "t", "v").collect())
     assert before_fix == _expected(topic, rounds[:1]), "the failed batch wrote nothing: only round 0's firings"
 
-    rounds.append(_produce(kafka_broker, topic, [
+    rounds.append(kafka_broker.produce_json(topic, [
         (0, {"user": "ann", "t": 41_000, "v": 9}), (1, {"user": "bob", "t": 40_000, "v": 10}),
     ]))
     # the fix: the same pipeline and checkpoint, the function no longer fails. The run re-runs the failed batch

@@ -253,8 +253,7 @@ def run_sql(args: argparse.Namespace, csv: str) -> List[Any]:
     t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     conf = t_env.get_config()
     conf.set("parallelism.default", str(args.parallelism))
-    for pair in args.conf:
-        conf.set(*pair.split("=", 1))
+    conf.add_configuration(_configuration(args.conf))
     conf.set("table.local-time-zone", "UTC")
     delay = f"{(args.disorder_ms + 1) / 1000:.3f}"
     _csv_table(

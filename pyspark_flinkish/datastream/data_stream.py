@@ -17,6 +17,7 @@ from ..core.functions import (
     AggregateFunction,
     FilterFunction,
     FlatMapFunction,
+    Function,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
@@ -52,12 +53,15 @@ if TYPE_CHECKING:
 
 def _method(obj: Any, method: str, what: str, example: str) -> Callable[..., Any]:
     """The user's function: ``obj.method`` for Function objects, or ``obj`` itself if it is a callable."""
-    bound = getattr(obj, method, None)
+    if isinstance(obj, type) and issubclass(obj, Function):
+        msg = f"{what} must be a {example} instance: got the class {obj.__name__}; pass {obj.__name__}(...)"
+        raise InvalidTypeError(msg)
+    bound = None if isinstance(obj, type) else getattr(obj, method, None)
     if callable(bound):
         return bound  # type: ignore[no-any-return]
-    if callable(obj) and not isinstance(obj, type):
+    if callable(obj):  # any callable, as in PyFlink: a lambda, a function, a builtin or a class such as int or str
         return obj  # type: ignore[no-any-return]
-    msg = f"{what} must be a {example} or a plain callable; got {type(obj).__name__} {obj!r}"
+    msg = f"{what} must be a {example} or a callable; got {type(obj).__name__} {obj!r}"
     raise InvalidTypeError(msg)
 
 

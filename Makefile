@@ -4,7 +4,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
 PYTHON ?= python3
-SHARED ?= ../shared
+# The conformance material `make conformance` runs: the repository's vendored copy, or SHARED/conformance when
+# SHARED is given (e.g. `make conformance SHARED=../shared`).
+SHARED ?=
+CONFORMANCE ?= $(if $(SHARED),$(SHARED)/conformance,conformance)
 VENV := .venv
 VPY := $(CURDIR)/$(VENV)/bin/python
 # Reinstall whenever setup.cfg (dependencies, extras, entry points) changes.
@@ -65,8 +68,8 @@ test-integration: setup jars
 	fi
 
 conformance: setup
-	$(VPY) -m pyspark_flinkish.conformance $(SHARED)/conformance/scenarios --engine local \
-		--out out/conformance --expected $(SHARED)/conformance/expected
+	$(VPY) -m pyspark_flinkish.conformance $(CONFORMANCE)/scenarios --engine local \
+		--out out/conformance --expected $(CONFORMANCE)/expected
 
 # The live demo: a local Kafka broker, a real-time producer, the pipeline on Spark, exactly-once Delta output, a
 # chart in out/demo/demo.png; a re-run resumes from out/demo/checkpoint. `make demo-local`: the JVM-free demo.

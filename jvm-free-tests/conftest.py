@@ -87,7 +87,8 @@ class Golden:
     """
 
     def __call__(self, name: str, actual: Any, expand: int = 1) -> Any:
-        """``expand``: how many levels of objects get one member per line in the file (deeper: one line each)."""
+        """``expand``: how many levels of objects and arrays get one member per line in the file (deeper: one
+        line each)."""
         path = GOLDEN_DIR / f"{name}.json"
         text = _layout(json.loads(json.dumps(actual)), expand) + "\n"
         if os.environ.get(REGENERATE_ENV) == "1":
@@ -123,11 +124,13 @@ class Golden:
 
 
 def _layout(data: Any, expand: int, indent: str = "") -> str:
-    """JSON with the outer ``expand`` levels of objects one member per line, the rest compact: a diff shows
+    """JSON with the outer ``expand`` levels of objects and arrays one member per line, the rest compact: a diff shows
     which value changed without a file of thousands of lines."""
-    if expand <= 0 or not isinstance(data, dict) or not data:
+    if expand <= 0 or not isinstance(data, (dict, list)) or not data:
         return json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
     inner = indent + " "
+    if isinstance(data, list):
+        return "[\n" + ",\n".join(inner + _layout(v, expand - 1, inner) for v in data) + "\n" + indent + "]"
     members = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_layout(v, expand - 1, inner)}" for k, v in data.items()]
     return "{\n" + ",\n".join(members) + "\n" + indent + "}"
 

@@ -95,6 +95,48 @@ def test_driver_state_is_versioned_json_and_restores(tmp_path: Path) -> None:
     assert any(wm > -(2**63) for wm in restarted.operator_watermarks().values())
 
 
+GOLDEN_LAST = f"driver/b={2:012d}.json"
+
+
+def _checkpoint_documents(tmp_path: Path) -> Dict[str, Any]:
+    """The files under ``<checkpoint>/flinkish`` after three batches of the fixed pipeline, parsed."""
+    clock = ManualClock(0)
+    d = driver(tmp_path, clock)
+    for batch in range(3):
+        d._open(batch)
+        advance(d, clock, batch)
+        d._commit(batch)
+    flinkish = tmp_path / "flinkish"
+    files = sorted(p.relative_to(flinkish).as_posix() for p in flinkish.rglob("*") if p.is_file())
+    return {
+        "files": files,
+        "meta.json": json.loads((flinkish / "meta.json").read_text()),
+        GOLDEN_LAST: json.loads((flinkish / GOLDEN_LAST).read_text()),
+    }
+
+
+def test_checkpoint_documents_match_the_golden_file(tmp_path: Path, golden) -> None:  # type: ignore[no-untyped-def]
+    """meta.json (checkpoint metadata) and driver/b=<batch>.json (the JSON driver state) as written from fixed
+    input: a renamed field, tag or file fails here (regenerating deliberately: ``conftest.Golden``)."""
+    golden("checkpoint_documents", _checkpoint_documents(tmp_path), expand=3)
+
+
+def test_golden_checkpoint_documents_restore(tmp_path: Path, golden) -> None:  # type: ignore[no-untyped-def]
+    """The checked-in documents, as a checkpoint of an earlier run: the driver opens them and holds exactly the
+    state they describe (the keyed operator's watermark 651: batch 2's latest timestamp 652, bound 0)."""
+    stored = golden.load("checkpoint_documents")
+    flinkish = tmp_path / "flinkish"
+    (flinkish / "driver").mkdir(parents=True)
+    (flinkish / "meta.json").write_text(json.dumps(stored["meta.json"]))
+    (flinkish / GOLDEN_LAST).write_text(json.dumps(stored[GOLDEN_LAST]))
+    restarted = driver(tmp_path, ManualClock(450))
+    assert restarted._open(3) == 2
+    assert restarted.partitions == stored["meta.json"]["state_partitions"]
+    body = {k: v for k, v in stored[GOLDEN_LAST].items() if k not in ("format", "version", "batch")}
+    assert snapshot(restarted) == body
+    assert restarted.operator_watermarks()["4:KeyedProcess"] == 651
+
+
 def test_unknown_versions_and_formats_are_refused(tmp_path: Path) -> None:
     clock = ManualClock(0)
     d = driver(tmp_path, clock)

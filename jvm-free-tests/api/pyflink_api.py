@@ -186,7 +186,8 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "BroadcastState": _TWO_INPUT, "ReadOnlyBroadcastState": _TWO_INPUT,
         "OperatorStateStore": Why(
             "operator (non-keyed) state: Spark has no per-task state to map it to",
-            absent=("datastream.RuntimeContext.get_operator_state_store", "datastream.functions.CheckpointedFunction"),
+            # PyFlink hands an OperatorStateStore (broadcast state only) to broadcast functions
+            absent=("datastream.DataStream.broadcast", "datastream.functions.BroadcastProcessFunction"),
             instead=("datastream.RuntimeContext.get_state",),
         ),
     },

@@ -1,4 +1,4 @@
-"""Loading and strict validation of conformance scenario files (``../shared/conformance/README.md``).
+"""Loading and strict validation of conformance scenario files (``conformance/README.md`` in the repository).
 
 Unknown fields anywhere fail loudly: a scenario we do not fully understand must not pass by accident.
 """

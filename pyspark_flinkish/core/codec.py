@@ -7,8 +7,10 @@ Delta files). The encoding is JSON with type tags, so it can be read without run
 * every JSON object is a tag: ``{"T": [...]}`` tuple, ``{"D": [[k, v], ...]}`` dict (any keys),
   ``{"W": [start, end]}`` TimeWindow, ``{"G": 1}`` GlobalWindow, ``{"V": 1}`` the void namespace,
   ``{"t": [value, last_access]}`` a TTL-wrapped value, ``{"B": "<base64>"}`` bytes,
-  ``{"F": "nan"|"inf"|"-inf"}`` non-finite floats, ``{"S": [...]}`` set, ``{"R": {...}}`` a PyFlink-style Row
-  given as its dict, ``{"P": "<base64>"}`` a pickled user object.
+  ``{"F": "nan"|"inf"|"-inf"}`` non-finite floats, ``{"S": [...]}`` set (or frozenset; decoded as a set),
+  ``{"P": "<base64>"}`` a pickled user object (any other type, e.g. a Row).
+
+These tags are pinned by golden files (``jvm-free-tests/golden/``, see ``docs/state-snapshots.md``).
 
 Pickle is used only for values JSON cannot express (user classes as accumulators or state values), and
 only when the caller allows it (``allow_pickle``): like Flink's Python state, such snapshots must only be

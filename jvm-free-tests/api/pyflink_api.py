@@ -58,7 +58,6 @@ _WINDOW_ALL = "non-keyed windowAll is not supported: Spark needs a key to partit
 _CLUSTER = "Flink cluster configuration: Spark's checkpointing and state store take this role"
 _SERIALIZER = "PyFlink-internal serializer; windows are encoded by the keyed-snapshot codec"
 _KAFKA_SINK = "no Kafka sink yet: Spark's Kafka sink is at-least-once; write results with foreach_batch"
-_COUNT = "count windows are GlobalWindow-based, as in Flink's Java API (KeyedStream.count_window builds them)"
 
 EXCLUDED: dict[str, dict[str, str]] = {
     "datastream": {
@@ -74,10 +73,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
         "TimeCharacteristic": "removed in Flink 2.x; event time is the default",
         "RuntimeExecutionMode": "BATCH mode is not offered; bounded inputs run in streaming mode to end of input",
         "SlotSharingGroup": _CLUSTER,
-        "CountWindow": _COUNT,
     },
     "datastream.window": {
-        "CountWindow": _COUNT, "CountTumblingWindowAssigner": _COUNT, "CountSlidingWindowAssigner": _COUNT,
         "TimeWindowSerializer": _SERIALIZER, "CountWindowSerializer": _SERIALIZER, "GlobalWindowSerializer": _SERIALIZER,
     },
     "datastream.functions": {
@@ -123,6 +120,8 @@ PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.window.EventTimeSessionWindows": ["with_gap", "with_dynamic_gap"],
     "datastream.window.GlobalWindows": ["create"],
     "datastream.window.CountTrigger": ["of"],
+    "datastream.window.CountTumblingWindowAssigner": ["of"],
+    "datastream.window.CountSlidingWindowAssigner": ["of"],
     "datastream.window.PurgingTrigger": ["of"],
     "datastream.window.EventTimeTrigger": ["create"],
     "datastream.window.ContinuousEventTimeTrigger": ["of"],

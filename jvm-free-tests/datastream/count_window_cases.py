@@ -40,16 +40,25 @@ def add(a: Any, b: Any) -> Any:
     return (a[0], a[1] + b[1])
 
 
-def build(env: Any, case: Dict[str, Any], elements: List[Any], batches: int = 1, java_rule: bool = False) -> Any:
-    """``case``'s pipeline over ``elements`` (``[key, value]`` pairs) on ``env``; ``batches`` > 1 splits the input
-    into that many micro-batches (so keyed state, the assigners' counters included, crosses batch boundaries)."""
-    rows = [tuple(e) for e in elements]
-    if batches == 1:
-        source = env.from_collection(rows, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+def build(
+    env: Any,
+    case: Dict[str, Any],
+    elements: List[Any],
+    batches: int = 1,
+    java_rule: bool = False,
+    strategy: Any = None,
+) -> Any:
+    """``case``'s pipeline over ``elements`` (``[key, value]`` pairs; the element's position is appended as a third
+    field) on ``env``; ``batches`` > 1 splits the input into that many micro-batches (so keyed state, the assigners'
+    counters included, crosses batch boundaries), read with ``strategy`` (default: no watermarks)."""
+    rows = [(k, v, i) for i, (k, v) in enumerate(elements)]
+    if batches == 1 and strategy is None:
+        source = env.from_collection(rows, type_info=Types.TUPLE([Types.STRING(), Types.INT(), Types.INT()]))
     else:
         step = -(-len(rows) // batches)
         mb = [MicroBatch(rows[i : i + step]) for i in range(0, len(rows), step)]
-        source = env.from_source(MicroBatchSource(mb), WatermarkStrategy.no_watermarks(), "count-window-input")
+        strategy = strategy if strategy is not None else WatermarkStrategy.no_watermarks()
+        source = env.from_source(MicroBatchSource(mb), strategy, "count-window-input")
     keyed = source.key_by(lambda e: e[0], key_type=Types.STRING())
     size, slide = case["size"], case.get("slide", 0)
     if case["window"] == "count_window" and java_rule:

@@ -7,12 +7,19 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 import pytest
-from count_window_cases import build, load
+from count_window_cases import Elements, build, load
 
 from pyspark_flinkish.core.codec import decode_snapshot, encode_snapshot
 from pyspark_flinkish.core.errors import InvalidArgumentError
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
-from pyspark_flinkish.datastream.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner, CountWindow
+from pyspark_flinkish.datastream.window import (
+    CountSlidingWindowAssigner,
+    CountTrigger,
+    CountTumblingWindowAssigner,
+    CountWindow,
+    PurgingTrigger,
+)
+from pyspark_flinkish.testing import WindowHarness
 
 ORACLE = load()
 CASES = {c["name"]: c for c in ORACLE["cases"]}
@@ -84,3 +91,24 @@ def test_count_assigners_repr_and_default_trigger() -> None:
     assert repr(a.get_default_trigger()) == repr(CountTumblingWindowAssigner.of(3).get_default_trigger())
     assert a == CountSlidingWindowAssigner.of(3, 2) and a != CountSlidingWindowAssigner.of(3, 1)
     assert not a.is_event_time()
+
+
+def _contents_windows(harness: WindowHarness) -> List[Any]:
+    (snapshot,) = harness.snapshot().values()
+    return sorted(ns.id for name, ns in snapshot["state"] if name == "__window_contents")
+
+
+def test_fired_count_windows_keep_their_contents_as_in_pyflink_unless_the_trigger_purges() -> None:
+    """PyFlink's CountTrigger fires without purging and a CountWindow is never cleaned up, so fired windows stay in
+    state; PurgingTrigger.of(CountTrigger.of(size)) gives the same firings and keeps only open windows."""
+    outputs = []
+    for trigger in (None, PurgingTrigger.of(CountTrigger.of(3))):
+        h = WindowHarness.process(CountSlidingWindowAssigner.of(3, 2), Elements(), lambda e: e[0], trigger=trigger)
+        for v in range(1, 9):
+            h.process_element(("a", v, 0))
+        outputs.append(h.extract_output_values())
+        if trigger is None:
+            assert _contents_windows(h) == [0, 1, 2, 3]  # 0-2 fired, 3 holds 7 and 8
+        else:
+            assert _contents_windows(h) == [3]
+    assert outputs[0] == outputs[1] == [["a", 0, [1, 2, 3]], ["a", 1, [3, 4, 5]], ["a", 2, [5, 6, 7]]]

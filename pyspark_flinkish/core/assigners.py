@@ -445,7 +445,7 @@ class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
     a remainder at the end of input is never emitted. The element counter is keyed state (``tumble-count-assigner``,
     as in PyFlink). Neither event nor processing time is involved; ``is_event_time()`` is False as in PyFlink.
     Like PyFlink, fired windows keep their contents in state (a count window's max timestamp is ``LONG_MAX``, so it
-    is never cleaned up).
+    is never cleaned up); ``.trigger(PurgingTrigger.of(CountTrigger.of(size)))`` fires the same windows and drops them.
     """
 
     def __init__(self, window_size: int) -> None:
@@ -482,7 +482,8 @@ class CountSlidingWindowAssigner(WindowAssigner[Any, CountWindow]):
     ``[1,2,3]``, ``[3,4,5]``, ``[5,6,7]`` (Java Flink's ``count_window(3, 2)`` fires every 2 elements over the last
     3: ``[1,2]``, ``[2,3,4]``, ``[4,5,6]``). Partial windows are never emitted; with ``slide > size`` the elements
     between windows belong to none. An element's windows are listed latest first, as in PyFlink. The counter is
-    keyed state (``slide-count-assigner``); fired windows keep their contents in state, as in PyFlink.
+    keyed state (``slide-count-assigner``); fired windows keep their contents in state, as in PyFlink
+    (``.trigger(PurgingTrigger.of(CountTrigger.of(size)))`` fires the same windows and drops them).
     """
 
     def __init__(self, window_size: int, window_slide: int) -> None:

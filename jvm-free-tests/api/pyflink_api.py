@@ -81,16 +81,6 @@ def _windows_are_encoded_by_the_keyed_snapshot_codec() -> None:
     assert decode_value({"W": [0, 10]}) == TimeWindow(0, 10) and decode_value({"G": 1}) == GlobalWindow()
 
 
-def _count_windows_are_global_windows_with_count_triggers() -> None:
-    from pyspark_flinkish.datastream import StreamExecutionEnvironment
-    from pyspark_flinkish.datastream.window import CountEvictor, CountTrigger, GlobalWindows, PurgingTrigger
-
-    keyed = StreamExecutionEnvironment.get_execution_environment().from_collection([1]).key_by(lambda v: v)
-    tumbling, sliding = keyed.count_window(3), keyed.count_window(3, 1)
-    assert tumbling._assigner == GlobalWindows.create() and tumbling._trigger == PurgingTrigger.of(CountTrigger.of(3))
-    assert sliding._trigger == CountTrigger.of(1) and sliding._evictor == CountEvictor.of(3)
-
-
 def _spark_checkpointing_takes_the_role() -> None:
     import inspect
 
@@ -127,11 +117,6 @@ _KAFKA_SINK = Why(
     absent=("datastream.connectors.kafka.KafkaSink", "datastream.connectors.kafka.KafkaSinkBuilder"),
     instead=("datastream.DataStream.foreach_batch",),
 )
-_COUNT = Why(
-    "count windows are GlobalWindow-based, as in Flink's Java API (KeyedStream.count_window builds them)",
-    instead=("datastream.KeyedStream.count_window", "datastream.window.GlobalWindows"),
-    proof=_count_windows_are_global_windows_with_count_triggers,
-)
 _PARTITIONER = Why(
     "custom partitioning: Spark shuffles by key hash",
     absent=("datastream.DataStream.partition_custom",),
@@ -164,10 +149,8 @@ EXCLUDED: dict[str, dict[str, Why]] = {
             absent=("datastream.StreamExecutionEnvironment.set_runtime_mode",),
         ),
         "SlotSharingGroup": _CLUSTER,
-        "CountWindow": _COUNT,
     },
     "datastream.window": {
-        "CountWindow": _COUNT, "CountTumblingWindowAssigner": _COUNT, "CountSlidingWindowAssigner": _COUNT,
         "TimeWindowSerializer": _SERIALIZER, "CountWindowSerializer": _SERIALIZER, "GlobalWindowSerializer": _SERIALIZER,
     },
     "datastream.functions": {
@@ -218,6 +201,8 @@ PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.window.EventTimeSessionWindows": ["with_gap", "with_dynamic_gap"],
     "datastream.window.GlobalWindows": ["create"],
     "datastream.window.CountTrigger": ["of"],
+    "datastream.window.CountTumblingWindowAssigner": ["of"],
+    "datastream.window.CountSlidingWindowAssigner": ["of"],
     "datastream.window.PurgingTrigger": ["of"],
     "datastream.window.EventTimeTrigger": ["create"],
     "datastream.window.ContinuousEventTimeTrigger": ["of"],

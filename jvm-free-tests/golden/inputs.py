@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.state import VOID_NAMESPACE, TtlValue
-from pyspark_flinkish.core.windows import GlobalWindow, TimeWindow
+from pyspark_flinkish.core.windows import CountWindow, GlobalWindow, TimeWindow
 from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProcessFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.state import (
     AggregatingStateDescriptor,
@@ -48,6 +48,7 @@ VALUES: Dict[str, Any] = {
     "dict_with_tuple_keys": {("a", 1): [1, 2], "b": {"c": 3}},
     "time_window": TimeWindow(-10, 20),
     "global_window": GlobalWindow(),
+    "count_window": CountWindow(3),
     "void_namespace": VOID_NAMESPACE,
     "ttl_value": TtlValue(("acc", 3), 1_000),
     "bytes": b"\x00\xffbinary",

@@ -5,7 +5,7 @@ Delta files). The encoding is JSON with type tags, so it can be read without run
 
 * JSON scalars stand for themselves; a JSON array is a Python list;
 * every JSON object is a tag: ``{"T": [...]}`` tuple, ``{"D": [[k, v], ...]}`` dict (any keys),
-  ``{"W": [start, end]}`` TimeWindow, ``{"G": 1}`` GlobalWindow, ``{"V": 1}`` the void namespace,
+  ``{"W": [start, end]}`` TimeWindow, ``{"G": 1}`` GlobalWindow, ``{"C": id}`` CountWindow, ``{"V": 1}`` the void namespace,
   ``{"t": [value, last_access]}`` a TTL-wrapped value, ``{"B": "<base64>"}`` bytes,
   ``{"F": "nan"|"inf"|"-inf"}`` non-finite floats, ``{"S": [...]}`` set (or frozenset; decoded as a set),
   ``{"P": "<base64>"}`` a pickled user object (any other type, e.g. a Row).
@@ -31,7 +31,7 @@ from typing import Any, Dict, Hashable, List, Tuple
 
 from .errors import StateError
 from .state import VOID_NAMESPACE, TtlValue
-from .windows import GlobalWindow, TimeWindow
+from .windows import CountWindow, GlobalWindow, TimeWindow
 
 FORMAT = "pyspark_flinkish.keyed-snapshot"
 VERSION = 1
@@ -58,6 +58,8 @@ def encode_value(value: Any, allow_pickle: bool = True) -> Any:
         return {"W": [value.start, value.end]}
     if t is GlobalWindow:
         return {"G": 1}
+    if t is CountWindow:
+        return {"C": value.id}
     if value is VOID_NAMESPACE:
         return {"V": 1}
     if t is TtlValue:
@@ -93,6 +95,8 @@ def decode_value(data: Any, allow_pickle: bool = True) -> Any:
         return TimeWindow(body[0], body[1])
     if tag == "G":
         return GlobalWindow()
+    if tag == "C":
+        return CountWindow(body)
     if tag == "V":
         return VOID_NAMESPACE
     if tag == "t":

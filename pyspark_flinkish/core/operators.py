@@ -159,10 +159,16 @@ class _SimpleRuntimeContext(RuntimeContext):
         return self._state(state_descriptor, AggregatingStateDescriptor)
 
 
+def runtime_context(task_name: str, backend: Optional[KeyedStateBackend] = None) -> RuntimeContext:
+    """The ``RuntimeContext`` a function of task ``task_name`` sees; its keyed state (when ``backend`` is given)
+    is the current key's, outside any window."""
+    return _SimpleRuntimeContext(task_name, backend)
+
+
 def open_function(fn: Any, task_name: str, backend: Optional[KeyedStateBackend] = None) -> None:
     opener = getattr(fn, "open", None)
     if callable(opener):
-        call_user(opener, lambda: f"{task_name}: open()", _SimpleRuntimeContext(task_name, backend))
+        call_user(opener, lambda: f"{task_name}: open()", runtime_context(task_name, backend))
 
 
 def close_function(fn: Any, task_name: str) -> None:
@@ -510,6 +516,7 @@ __all__ = [
     "StreamOperator",
     "call_user",
     "in_node",
+    "runtime_context",
     "short",
 ]
 

@@ -17,7 +17,15 @@ from .errors import InvalidPipelineError, StateError
 from .evictors import Evictor, EvictorContext, TimestampedValue
 from .functions import KeyedStateStore, ProcessWindowFunction
 from .javamath import LONG_MAX, long_add
-from .operators import KeyedOperator, _NamespacedStateStore, call_user, close_function, open_function, short
+from .operators import (
+    KeyedOperator,
+    _NamespacedStateStore,
+    call_user,
+    close_function,
+    open_function,
+    runtime_context,
+    short,
+)
 from .records import Output, OutputTag, StreamRecord, emit_results
 from .state import (
     VOID_NAMESPACE,
@@ -241,9 +249,13 @@ class _ProcessContext(ProcessWindowFunction.Context):
 class _AssignerContext(WindowAssignerContext):
     def __init__(self, op: WindowOperator) -> None:
         self.op = op
+        self._runtime_context = runtime_context(op.name, op.backend)
 
     def get_current_processing_time(self) -> int:
         return self.op.clock.now()
+
+    def get_runtime_context(self) -> Any:
+        return self._runtime_context
 
 
 class _EvictorContext(EvictorContext):

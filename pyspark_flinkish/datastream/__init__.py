@@ -27,10 +27,11 @@ from .functions import (
 )
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 from .stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
-from .window import MergingWindowAssigner, TimeWindow, Trigger, TriggerResult, Window, WindowAssigner
+from .window import CountWindow, MergingWindowAssigner, TimeWindow, Trigger, TriggerResult, Window, WindowAssigner
 
 __all__ = [
     "AggregateFunction",
+    "CountWindow",
     "FilterFunction",
     "FlatMapFunction",
     "KeySelector",

@@ -322,8 +322,18 @@ class KeyedStream(DataStream):
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int = 0) -> WindowedStream:
-        """``count_window(n)``: every ``n`` elements per key (a remainder is never emitted).
-        ``count_window(size, slide)``: every ``slide`` elements, over the last ``size``."""
+        """Count windows per key, built as Java Flink's ``KeyedStream.countWindow`` builds them.
+
+        ``count_window(n)``: ``GlobalWindows`` + ``PurgingTrigger.of(CountTrigger.of(n))``, every ``n`` elements
+        (a remainder is never emitted) -- the same windows as PyFlink's, but the window is the ``GlobalWindow``.
+
+        ``count_window(size, slide)``: ``GlobalWindows`` + ``CountTrigger.of(slide)`` + ``CountEvictor.of(size)``:
+        every ``slide`` elements, over the last ``size``, so the first firings hold fewer than ``size`` elements
+        (size 3, slide 2 over 1…7: ``[1,2]``, ``[2,3,4]``, ``[4,5,6]``). **PyFlink differs**: its
+        ``count_window(size, slide)`` is ``window(CountSlidingWindowAssigner.of(size, slide))``, which emits only
+        full windows (``[1,2,3]``, ``[3,4,5]``, ``[5,6,7]``). For PyFlink's behaviour use that assigner, which this
+        package offers too (``pyspark_flinkish.datastream.window``); see docs/migrating-from-pyflink.md.
+        """
         if size <= 0 or slide < 0:
             msg = f"count_window needs size > 0 and slide >= 0; got size={size}, slide={slide}"
             raise InvalidArgumentError(msg)

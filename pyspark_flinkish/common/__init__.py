@@ -1,8 +1,9 @@
-"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``SimpleStringSchema``."""
+"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``Row``, ``SimpleStringSchema``."""
 
 from __future__ import annotations
 
 from ..core.durations import Duration, Time
+from ..core.rows import Row, RowKind
 from ..core.typeinfo import TypeInformation, Types
 from ..core.watermarks import (
     TimestampAssigner,
@@ -15,6 +16,8 @@ from .serialization import SimpleStringSchema
 
 __all__ = [
     "Duration",
+    "Row",
+    "RowKind",
     "SimpleStringSchema",
     "Time",
     "TimestampAssigner",

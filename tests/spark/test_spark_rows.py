@@ -12,8 +12,9 @@ from typing import Any, Dict, List
 
 import pytest
 
-from pyspark_flinkish.common import Row, Types
-from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.common import Row, Types, WatermarkStrategy
+from pyspark_flinkish.core.rows import as_declared
+from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import FilterFunction, FlatMapFunction, MapFunction, ReduceFunction
 from pyspark_flinkish.datastream.state import ValueStateDescriptor
 
@@ -28,6 +29,7 @@ from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(rows_cases)  # Spark's Python workers cannot import it
 ORACLE = rows_cases.load()
+T0 = 1_700_000_000_000
 API = SimpleNamespace(
     Types=Types, Row=Row, MapFunction=MapFunction, FlatMapFunction=FlatMapFunction, FilterFunction=FilterFunction,
     ReduceFunction=ReduceFunction, ValueStateDescriptor=ValueStateDescriptor,
@@ -60,3 +62,35 @@ def test_rows_reach_foreach_batch_as_a_typed_dataframe(spark, tmp_path) -> None:
     case = next(c for c in ORACLE["cases"] if c["name"] == "max_by_row_by_name")
     expected = [dict(zip(v["Row"][1], v["Row"][2])) for v in case["values"]]
     assert sorted(frames, key=lambda d: (d["key"], d["seq"], d["v"])) == sorted(expected, key=lambda d: (d["key"], d["seq"], d["v"]))
+
+
+@pytest.mark.parametrize("name", ["sum_row_by_name", "min_by_row_by_position", "keyed_map_state"])
+def test_rows_on_apply_in_pandas_with_state_match_pyflink(spark, tmp_path, name) -> None:  # type: ignore[no-untyped-def]
+    """The stateful executor keeps each key's running Row (or keyed map state) in Spark's state store and writes
+    the typed stream with ``to_dataframe``; within a key, rows come in PyFlink's order."""
+    env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: T0 + e[2])
+
+    def timestamped(items: List[Any], type_info: Any = None) -> Any:  # this executor needs event time
+        batches = [MicroBatch([as_declared(e, type_info)]) for e in items]
+        stream = env.from_source(MicroBatchSource(batches), strategy, "triples")
+        stream._t.output_type = type_info  # what from_collection(..., type_info) declares
+        return stream
+
+    env.from_collection = timestamped  # type: ignore[method-assign]
+    df = rows_cases.build(API, env, name).to_dataframe()
+    query = (
+        df.writeStream.format("memory")
+        .queryName(f"flinkish_rows_{name}")
+        .outputMode("append")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    got = [list(r) for r in spark.table(f"flinkish_rows_{name}").collect()]
+    case = next(c for c in ORACLE["cases"] if c["name"] == name)
+    expected = [v["Row"][2] if isinstance(v, dict) and "Row" in v else v["tuple"] for v in case["values"]]
+    for key in {e[0] for e in expected}:
+        assert [r for r in got if r[0] == key] == [e for e in expected if e[0] == key]
+    assert len(got) == len(expected)

@@ -198,3 +198,18 @@ def test_window_api_details() -> None:
 
     assert ProcessWindowFunction.Context[TimeWindow] is not None and Pwf is not None
     assert Trigger.TriggerContext.__name__ == "TriggerContext" and issubclass(Trigger.OnMergeContext, Trigger.TriggerContext)
+
+
+def test_named_values_fill_a_row_type_by_name() -> None:
+    from pyspark_flinkish.core.rows import as_declared
+
+    t = Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.INT()])
+    assert as_declared(Row(v=2, k="x"), t) == Row(k="x", v=2) and as_declared(Row(v=2, k="x"), t).k == "x"
+    assert as_declared({"v": 2, "k": "x"}, t).k == "x"
+
+    class Fielded(tuple):  # what pyspark.sql.Row is: a tuple with __fields__
+        __fields__ = ["v", "k"]
+
+    assert as_declared(Fielded((2, "x")), t) == Row(k="x", v=2)
+    with pytest.raises(ValueError, match="fields"):
+        as_declared(("x",), t)

@@ -197,8 +197,8 @@ def needs_conversion(type_info: Any) -> bool:
 
 def as_declared(value: Any, type_info: Any) -> Any:
     """``value`` as Flink hands it on after serializing it with ``type_info`` (PyFlink's coders): a ``ROW`` is a
-    :class:`Row` with the type's field names (its kind kept; from a ``Row``, a tuple or list by position, a dict
-    or an object's attributes by name), a ``TUPLE`` a tuple, a ``LIST``/array a list, a ``MAP`` a dict, nested
+    :class:`Row` with the type's field names (its kind kept; from a named ``Row``, a ``pyspark.sql.Row``, a dict or
+    an object's attributes by name, from a positional ``Row``, a tuple or list by position), a ``TUPLE`` a tuple, a ``LIST``/array a list, a ``MAP`` a dict, nested
     types converted likewise; other values are left as they are. A value that does not fit a ``ROW`` or
     ``TUPLE`` raises ``ValueError``, as PyFlink's serializer does."""
     if value is None or type_info is None:
@@ -213,6 +213,9 @@ def as_declared(value: Any, type_info: Any) -> Any:
             items = [value[n] for n in names] if hasattr(value, "_fields") else list(value)
         elif isinstance(value, dict):
             items = [value.get(n) for n in names]
+        elif isinstance(value, tuple) and hasattr(value, "__fields__"):  # a pyspark.sql.Row: by name
+            as_dict = dict(zip(value.__fields__, value))
+            items = [as_dict.get(n) for n in names]
         elif isinstance(value, (tuple, list)):
             items = list(value)
         elif hasattr(value, "__dict__"):

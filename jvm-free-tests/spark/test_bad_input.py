@@ -29,7 +29,9 @@ from pyspark_flinkish.spark.dead_letters import (
 )
 from pyspark_flinkish.spark.far_future import FutureRecords, position
 from pyspark_flinkish.spark.kafka import malformed_reason
-from pyspark_flinkish.spark.plan import FUTURE_SAMPLES, ExecPlan, route_records
+from pyspark_flinkish.spark.chain import route_records
+from pyspark_flinkish.spark.plan import ExecPlan
+from pyspark_flinkish.spark.rows import FUTURE_SAMPLES
 
 SCHEMA = T.StructType(
     [

@@ -17,10 +17,11 @@ from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import StateError
 from pyspark_flinkish.core.operators import TimestampsAndWatermarksOperator
 from pyspark_flinkish.datastream.connectors.kafka import KafkaTopicPartition
-from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment, _ForeachBatchDriver
+from pyspark_flinkish.spark.driver import ForeachBatchDriver
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 
-def driver(checkpoint: Path, clock: ManualClock) -> _ForeachBatchDriver:
+def driver(checkpoint: Path, clock: ManualClock) -> ForeachBatchDriver:
     """Two sources (Kafka-like partitions, with idleness) unioned, re-stamped downstream: every kind of driver state."""
     env = SparkStreamExecutionEnvironment(None, clock=clock, state_partitions=2)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)).with_idleness(Duration.of_millis(100))
@@ -34,10 +35,10 @@ def driver(checkpoint: Path, clock: ManualClock) -> _ForeachBatchDriver:
         WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(lambda v: v)
     )
     restamped.key_by(lambda v: v % 2).reduce(lambda x, y: x + y).add_sink(lambda v: None)
-    return _ForeachBatchDriver(env, env._sinks, str(checkpoint), None)
+    return ForeachBatchDriver(env, env._sinks, str(checkpoint), None)
 
 
-def advance(d: _ForeachBatchDriver, clock: ManualClock) -> None:
+def advance(d: ForeachBatchDriver, clock: ManualClock) -> None:
     """Batch statistics as the driver sees them: events on one Kafka partition and on the second source."""
     g = d.watermark_graph
     first, second = list(g.runners.values())
@@ -53,7 +54,7 @@ def advance(d: _ForeachBatchDriver, clock: ManualClock) -> None:
     clock.set(clock.now() + 150)
 
 
-def snapshot(d: _ForeachBatchDriver) -> Any:
+def snapshot(d: ForeachBatchDriver) -> Any:
     return json.loads(json.dumps(d.watermark_graph.watermark_state()))
 
 
@@ -129,7 +130,7 @@ class _Touch:
         return (open, (self.path, "w"))
 
 
-def _legacy_graph_state(d: _ForeachBatchDriver) -> Any:
+def _legacy_graph_state(d: ForeachBatchDriver) -> Any:
     """What the previous version pickled (cloudpickle) as ``driver/b=<batch>.pkl``: the objects themselves."""
     g = d.watermark_graph
     nodes = {}

@@ -44,6 +44,7 @@ from ..core.window_operator import (
     WindowFunctionAdapter,
     WindowOperator,
 )
+from .executors import SPARK
 from .plan import Transformation
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ class DataStream:
         if not callable(function):
             msg = f"foreach_batch needs a callable (dataframe, batch_id); got {type(function).__name__}"
             raise InvalidTypeError(msg)
-        if not hasattr(self._env, "spark"):
+        if self._env.executor != SPARK:
             from ..core.errors import UnsupportedFeatureError
 
             msg = "foreach_batch needs a Spark environment: StreamExecutionEnvironment.get_execution_environment(spark)"

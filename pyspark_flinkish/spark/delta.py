@@ -45,7 +45,7 @@ from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatch, MicroBatchSource
-from .environment import _DataFrameSource, _to_millis
+from .source_rows import DataFrameSource, epoch_millis
 
 _log = logging.getLogger("pyspark_flinkish.spark.delta")
 METADATA_KEY = "flinkish"
@@ -334,7 +334,7 @@ class DeltaBatchWriter:
 
 # ---------------------------------------------------------------------------------------------- source
 @dataclass
-class DeltaTableSource(_DataFrameSource):
+class DeltaTableSource(DataFrameSource):
     """A Delta table read as a stream by the foreachBatch executor (see the module docstring)."""
 
     path: str = ""
@@ -501,10 +501,20 @@ class _ColumnTimestamp:
         self.column = column
 
     def __call__(self, value: Any, _previous: Any) -> int:
-        return _to_millis(value[self.column])
+        return epoch_millis(value[self.column])
 
     def extract_timestamp(self, value: Any, record_timestamp: Any) -> int:
         return self(value, record_timestamp)
+
+
+def with_delta_writers(sinks: List[Transformation]) -> List[Transformation]:
+    """Give every ``DeltaSink`` of the pipeline its :class:`DeltaBatchWriter` (the sink only describes the table):
+    one instance per sink, kept in the sink's spec as its ``batch_writer`` and reused by later runs of the same
+    environment. Returns ``sinks``."""
+    for t in sinks:
+        if "delta_sink" in t.spec and "batch_writer" not in t.spec:
+            t.spec["batch_writer"] = DeltaBatchWriter(t.spec["delta_sink"], t.inputs[0].output_type)
+    return sinks
 
 
 __all__ = [
@@ -518,4 +528,5 @@ __all__ = [
     "from_delta",
     "parse_watermark",
     "plan_steps",
+    "with_delta_writers",
 ]

@@ -56,7 +56,7 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from .environment import _DataFrameSource
+    from .source_rows import DataFrameSource
 
     if getattr(env, "backend", "foreach_batch") != "foreach_batch":
         msg = (
@@ -132,7 +132,7 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
         element = _plain_element(charset, source.include_metadata)
         if charset is not None and not source.include_metadata:
             output_type = Types.STRING()
-    src = _DataFrameSource(df, EVENT_TIME, SPLIT, order, [str(tp) for tp in partitions], element=element)
+    src = DataFrameSource(df, EVENT_TIME, SPLIT, order, [str(tp) for tp in partitions], element=element)
     t = Transformation("source", name, source=src, watermark_strategy=strategy, output_type=output_type)
     stream = DataStream(env, t)
     if isinstance(deserializer, JsonRowDeserializationSchema):

@@ -20,6 +20,7 @@ from pyspark_flinkish.datastream.connectors.kafka import (
     MalformedRecordPolicy,
 )
 from pyspark_flinkish.datastream.formats.json import JsonRowDeserializationSchema
+from pyspark_flinkish.spark.chain import route_records
 from pyspark_flinkish.spark.dead_letters import (
     DEAD_LETTER_TYPE,
     DeadLetterWriter,
@@ -29,7 +30,6 @@ from pyspark_flinkish.spark.dead_letters import (
 )
 from pyspark_flinkish.spark.far_future import FutureRecords, position
 from pyspark_flinkish.spark.kafka import malformed_reason
-from pyspark_flinkish.spark.chain import route_records
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import FUTURE_SAMPLES
 

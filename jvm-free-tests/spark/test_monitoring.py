@@ -179,8 +179,8 @@ def test_progress_files_log_lines_and_cli(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_stateful_backend_progress_from_sparks() -> None:
-    from pyspark_flinkish.spark.stateful_progress import stateful_progress
     from pyspark_flinkish.spark.stateful import SHIFT
+    from pyspark_flinkish.spark.stateful_progress import stateful_progress
 
     shifted = 5_000 + SHIFT
     text = datetime.datetime.fromtimestamp(shifted / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

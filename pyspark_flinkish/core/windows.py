@@ -120,3 +120,10 @@ class GlobalWindow(Window):
 
     def __repr__(self) -> str:
         return "GlobalWindow()"
+
+
+__all__ = [
+    "Window",
+    "TimeWindow",
+    "GlobalWindow",
+]

@@ -65,3 +65,10 @@ def topological(sinks: List[Transformation]) -> List[Transformation]:
     for s in sinks:
         visit(s)
     return sorted(seen.values(), key=lambda t: t.id)
+
+
+__all__ = [
+    "Transformation",
+    "node_uid",
+    "topological",
+]

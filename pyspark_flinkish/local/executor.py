@@ -409,3 +409,11 @@ def run_local(
     """The local executor's entry at the dispatch point (``datastream.executors``): run the sinks' pipeline to
     the end of its sources."""
     return LocalExecutor(sinks, clock, progress=progress).run(job_name)
+
+
+__all__ = [
+    "BatchProgress",
+    "SourceRunner",
+    "LocalExecutor",
+    "run_local",
+]

@@ -249,4 +249,11 @@ def _routed_frame(runner: ChainRunner) -> Any:
     return row_frame(rows)
 
 
-__all__ = ['FixedClock', 'ChainRunner', 'ChainOutput', 'KeyedOutput', 'route_partition', 'route_records']
+__all__ = [
+    "FixedClock",
+    "ChainRunner",
+    "ChainOutput",
+    "KeyedOutput",
+    "route_partition",
+    "route_records",
+]

@@ -41,4 +41,13 @@ def write_meta(checkpoint: str, meta: Dict[str, Any]) -> None:
     write_atomically(path, dump_document(META_FORMAT, META_VERSION, meta))
 
 
-__all__ = ['META_FILE', 'META_FORMAT', 'META_VERSION', 'DRIVER_FORMAT', 'DRIVER_VERSION', 'driver_document', 'write_atomically', 'write_meta']
+__all__ = [
+    "META_FILE",
+    "META_FORMAT",
+    "META_VERSION",
+    "DRIVER_FORMAT",
+    "DRIVER_VERSION",
+    "driver_document",
+    "write_atomically",
+    "write_meta",
+]

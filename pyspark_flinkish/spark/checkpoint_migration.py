@@ -78,4 +78,7 @@ def _rebind_clock(generator: Any, clock: Clock) -> None:
         _rebind_clock(generator.generator, clock)
 
 
-__all__ = ['migrate_pickled_checkpoint', 'restore_pickled_graph']
+__all__ = [
+    "migrate_pickled_checkpoint",
+    "restore_pickled_graph",
+]

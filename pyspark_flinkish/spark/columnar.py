@@ -320,3 +320,15 @@ def columnar_function(cw: Any, plan: ExecPlan, *args: Any) -> Callable[[Any, Any
             return run_partition(cw, plan, partials, others, *args)
 
     return keyed
+
+
+__all__ = [
+    "ColumnarWindow",
+    "detect",
+    "prepared",
+    "statistics",
+    "split",
+    "heartbeats",
+    "run_partition",
+    "columnar_function",
+]

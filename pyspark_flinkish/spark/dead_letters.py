@@ -145,3 +145,15 @@ def dead_letter_counts(transformations: List[Transformation], by_sink: Dict[int,
         if source is not None:
             out[source] = out.get(source, 0) + len(rows)
     return out
+
+
+__all__ = [
+    "DeadLetterWriteError",
+    "DEFAULT_DIRECTORY",
+    "DEAD_LETTER_TYPE",
+    "dead_letter_row",
+    "query_id",
+    "DeadLetterWriter",
+    "with_dead_letter_sinks",
+    "dead_letter_counts",
+]

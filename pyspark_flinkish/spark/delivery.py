@@ -34,4 +34,6 @@ def deliver_values(
         raise in_node(exc, t.name, uid)  # noqa: B904 (its cause is the user's exception)
 
 
-__all__ = ['deliver_values']
+__all__ = [
+    "deliver_values",
+]

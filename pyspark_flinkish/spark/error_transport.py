@@ -55,4 +55,7 @@ def user_error_from(exc: BaseException) -> Optional[UserFunctionError]:
     return None
 
 
-__all__ = ['reported_to_driver', 'user_error_from']
+__all__ = [
+    "reported_to_driver",
+    "user_error_from",
+]

@@ -109,3 +109,11 @@ def _span(ms: int) -> str:
         if ms >= size:
             return f"{ms / (86_400_000 if unit == 'd' else size):.3g} {unit}"
     return f"{ms / 1000:.3g} s"
+
+
+__all__ = [
+    "DEFAULT_HORIZON_MS",
+    "LOGGED_PER_BATCH",
+    "FutureRecords",
+    "position",
+]

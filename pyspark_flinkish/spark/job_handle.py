@@ -157,4 +157,6 @@ class SparkJobHandle:
         return [{**p, "spark": spark.get(p["batch_id"])} for p in list(self.driver.history)]
 
 
-__all__ = ['SparkJobHandle']
+__all__ = [
+    "SparkJobHandle",
+]

@@ -407,3 +407,25 @@ class _RouteMalformed(ProcessFunction):  # type: ignore[type-arg]
             yield self.tag, value
             return
         yield value
+
+
+__all__ = [
+    "TOPIC",
+    "PARTITION",
+    "OFFSET",
+    "TIMESTAMP",
+    "KEY",
+    "VALUE",
+    "SPLIT",
+    "TOPIC_ORDER",
+    "EVENT_TIME",
+    "MALFORMED",
+    "PARSED",
+    "CORRUPT",
+    "PARSE_FAILED",
+    "DEAD_LETTER_TAG",
+    "kafka_stream",
+    "json_schema",
+    "topic_partitions",
+    "malformed_reason",
+]

@@ -165,4 +165,9 @@ def keyed_level_function(
     return keyed
 
 
-__all__ = ["keyed_level_function", 'run_keyed_partition', 'restore_window_table', 'save_window_table']
+__all__ = [
+    "keyed_level_function",
+    "run_keyed_partition",
+    "restore_window_table",
+    "save_window_table",
+]

@@ -28,4 +28,8 @@ def state_partition(key_bytes: bytes, partitions: int) -> int:
     return zlib.crc32(key_bytes) % partitions
 
 
-__all__ = ['encode_key', 'decode_key', 'state_partition']
+__all__ = [
+    "encode_key",
+    "decode_key",
+    "state_partition",
+]

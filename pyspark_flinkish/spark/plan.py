@@ -88,4 +88,7 @@ class ExecPlan:
         return [n.index for n in self.nodes if index in n.main or any(index in v for v in n.side.values())]
 
 
-__all__ = ['Node', 'ExecPlan']
+__all__ = [
+    "Node",
+    "ExecPlan",
+]

@@ -56,4 +56,6 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
     return spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(spark_path(directory))
 
 
-__all__ = ['replay_stream']
+__all__ = [
+    "replay_stream",
+]

@@ -89,4 +89,12 @@ def metric_row(index: int, sp: int, metrics: Dict[str, Any]) -> Dict[str, Any]:
     return {"kind": "metric", "dest": index, "sp": sp, "value": json.dumps(metrics).encode()}
 
 
-__all__ = ['ROW_COLUMNS', 'ROW_DDL', 'FUTURE_SAMPLES', 'dumps', 'loads', 'row_frame', 'metric_row']
+__all__ = [
+    "ROW_COLUMNS",
+    "ROW_DDL",
+    "FUTURE_SAMPLES",
+    "dumps",
+    "loads",
+    "row_frame",
+    "metric_row",
+]

@@ -110,4 +110,7 @@ def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple
     return problems, merged
 
 
-__all__ = ['state_signature', 'compare_signatures']
+__all__ = [
+    "state_signature",
+    "compare_signatures",
+]

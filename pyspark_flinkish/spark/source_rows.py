@@ -136,4 +136,13 @@ def epoch_millis(value: Any) -> int:
     return int(value)
 
 
-__all__ = ['SOURCE_DDL', 'DataFrameSource', 'source_partition', 'dataframe_records', 'assign_timestamp', 'dataframe_rows', 'python_value', 'epoch_millis']
+__all__ = [
+    "SOURCE_DDL",
+    "DataFrameSource",
+    "source_partition",
+    "dataframe_records",
+    "assign_timestamp",
+    "dataframe_rows",
+    "python_value",
+    "epoch_millis",
+]

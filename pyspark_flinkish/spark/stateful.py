@@ -484,3 +484,22 @@ def _decode(out: Any, output_type: Any) -> Any:
             yield pd.DataFrame(to_rows(values, output_type), columns=names)
 
     return out.mapInPandas(decode, schema)
+
+
+__all__ = [
+    "SHIFT",
+    "END_OF_INPUT",
+    "STATE_DDL",
+    "STATE_VERSION",
+    "WINDOWS_STATE_VERSION",
+    "ROUTED_DDL",
+    "OUTPUT_DDL",
+    "BACKEND",
+    "HINT",
+    "validate",
+    "flink_watermark",
+    "spark_timeout",
+    "route",
+    "keyed_function",
+    "StatefulQueryBuilder",
+]

@@ -43,4 +43,6 @@ def stateful_progress(spark: Dict[str, Any], delay: Optional[int]) -> Dict[str, 
     }
 
 
-__all__ = ['stateful_progress']
+__all__ = [
+    "stateful_progress",
+]

@@ -229,15 +229,14 @@ class DataStream:
         """Spark, ``backend="apply_in_pandas_with_state"`` only: this stream as a streaming DataFrame that can be
         written to any Spark sink. Columns come from the stream's ``output_type`` (else ``value``, the pickled
         element, and ``timestamp``). Each DataFrame written is its own query with its own state."""
-        to_df = getattr(self._env, "_to_dataframe", None)
-        if to_df is None:
+        if self._env.executor != SPARK:
             from ..core.errors import UnsupportedFeatureError
 
             msg = (
                 "to_dataframe() needs a Spark environment: get_execution_environment(spark, backend='apply_in_pandas_with_state')"
             )
             raise UnsupportedFeatureError(msg)
-        return to_df(self._t)
+        return self._env._to_dataframe(self._t)  # type: ignore[attr-defined]
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         """Send every element to ``sink``: a connector sink such as

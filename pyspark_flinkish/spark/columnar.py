@@ -162,7 +162,7 @@ def prepared(cw: ColumnarWindow, df: Any, partitions: int) -> Any:
 def statistics(prepared_df: Any, future_after: Optional[int] = None) -> List[Dict[str, Any]]:
     """Per source partition: max timestamp and number of timestamped rows (the watermark generators' input), and
     with ``future_after`` the far-future records (``ts > future_after``) as ``future`` rows like the route's
-    (``spark/plan.py``): their count per partition, and the first few with their order (a second, small job,
+    (``spark/rows.py``): their count per partition, and the first few with their order (a second, small job,
     run only when there are some)."""
     from pyspark.sql import functions as F
 
@@ -273,7 +273,7 @@ def run_partition(
 ) -> Any:
     """``cogroup(...).applyInPandas`` body for one state partition of the columnar window; the output ends with
     the partition's ``metric`` row (``numRecordsIn`` is left to the driver: Spark pre-aggregated the rows). Its
-    Spark task runs it inside :func:`~pyspark_flinkish.spark.plan.reported_to_driver`."""
+    Spark task runs it inside :func:`~pyspark_flinkish.spark.error_transport.reported_to_driver`."""
     import time
 
     from pyspark.sql import Row

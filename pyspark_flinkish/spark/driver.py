@@ -472,7 +472,7 @@ class ForeachBatchDriver:
         return by_sink, materialized
 
     def _take_future(self, rows: List[Any], now: int) -> List[Any]:
-        """Record the ``future`` rows (far-future records, see ``spark/plan.py``); returns the other rows."""
+        """Record the ``future`` rows (far-future records, see ``spark/rows.py``); returns the other rows."""
         out = []
         for row in rows:
             if row["kind"] != "future":

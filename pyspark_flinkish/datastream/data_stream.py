@@ -45,7 +45,16 @@ from ..core.window_operator import (
     WindowOperator,
 )
 from .executors import SPARK
-from .plan import Transformation
+from .plan import (
+    ForeachBatchSpec,
+    KeyedProcessSpec,
+    NodeSpec,
+    SinkFunctionSpec,
+    StatelessSpec,
+    TimestampsSpec,
+    Transformation,
+    WindowSpec,
+)
 
 if TYPE_CHECKING:
     from .stream_execution_environment import StreamExecutionEnvironment
@@ -122,27 +131,28 @@ class DataStream:
 
     # ------------------------------------------------------------------ transformations
     def _one_input(
-        self, name: str, factory: Callable[[], Any], output_type: Any = None, keyed: bool = False, **spec: Any
+        self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
     ) -> Transformation:
         return Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
 
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
         fn = _method(func, "map", "map()'s function", "MapFunction")
         obj = func if isinstance(func, MapFunction) else None
-        return DataStream(self._env, self._one_input("Map", lambda: MapOperator("Map", fn, obj), output_type, op="map"))
+        t = self._one_input("Map", lambda: MapOperator("Map", fn, obj), output_type, StatelessSpec("map"))
+        return DataStream(self._env, t)
 
     def flat_map(
         self, func: Union[FlatMapFunction, Callable[[Any], Iterable[Any]]], output_type: Optional[TypeInformation] = None
     ) -> DataStream:
         fn = _method(func, "flat_map", "flat_map()'s function", "FlatMapFunction")
         obj = func if isinstance(func, FlatMapFunction) else None
-        t = self._one_input("FlatMap", lambda: FlatMapOperator("FlatMap", fn, obj), output_type, op="flat_map")
+        t = self._one_input("FlatMap", lambda: FlatMapOperator("FlatMap", fn, obj), output_type, StatelessSpec("flat_map"))
         return DataStream(self._env, t)
 
     def filter(self, func: Union[FilterFunction, Callable[[Any], bool]]) -> DataStream:
         fn = _method(func, "filter", "filter()'s function", "FilterFunction")
         obj = func if isinstance(func, FilterFunction) else None
-        t = self._one_input("Filter", lambda: FilterOperator("Filter", fn, obj), self._t.output_type, op="filter")
+        t = self._one_input("Filter", lambda: FilterOperator("Filter", fn, obj), self._t.output_type, StatelessSpec("filter"))
         return DataStream(self._env, t)
 
     def process(self, func: ProcessFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
@@ -152,7 +162,7 @@ class DataStream:
         if not callable(getattr(func, "process_element", None)):
             msg = f"process() needs a ProcessFunction; got {type(func).__name__} {func!r}"
             raise InvalidTypeError(msg)
-        t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, op="process")
+        t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, StatelessSpec("process"))
         return DataStream(self._env, t)
 
     def key_by(
@@ -180,8 +190,7 @@ class DataStream:
             "Timestamps/Watermarks",
             lambda: TimestampsAndWatermarksOperator("Timestamps/Watermarks", watermark_strategy),
             self._t.output_type,
-            op="timestamps",
-            strategy=watermark_strategy,
+            TimestampsSpec(watermark_strategy),
         )
         return DataStream(self._env, t)
 
@@ -205,7 +214,7 @@ class DataStream:
         else:
             msg = f"add_sink needs a SinkFunction or a callable; got {type(sink_func).__name__}"
             raise InvalidTypeError(msg)
-        t = Transformation("sink", "Sink", [self._t], sink=fn, spec={"sink": sink_func})
+        t = Transformation("sink", "Sink", [self._t], sink=fn, spec=SinkFunctionSpec(sink_func))
         self._env._add_sink(t)
         return DataStreamSink(t)
 
@@ -221,7 +230,7 @@ class DataStream:
 
             msg = "foreach_batch needs a Spark environment: StreamExecutionEnvironment.get_execution_environment(spark)"
             raise UnsupportedFeatureError(msg)
-        t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec={"foreach_batch": function})
+        t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec=ForeachBatchSpec(function))
         self._env._add_sink(t)
         return DataStreamSink(t)
 
@@ -301,10 +310,8 @@ class KeyedStream(DataStream):
             "KeyedProcess",
             lambda: KeyedProcessOperator("KeyedProcess", ks, func),
             output_type,
+            KeyedProcessSpec(ks, self._key_type),
             keyed=True,
-            op="keyed_process",
-            key_selector=ks,
-            key_type=self._key_type,
         )
         return DataStream(self._env, t)
 
@@ -440,17 +447,18 @@ class WindowedStream:
             name,
             factory,
             output_type,
+            WindowSpec(
+                key_selector=ks,
+                key_type=keyed._key_type,
+                assigner=assigner,
+                trigger=trigger,
+                evictor=evictor,
+                allowed_lateness=lateness,
+                late_tag=late_tag,
+                contents=contents,
+                window_function=window_function,
+            ),
             keyed=True,
-            op="window",
-            key_selector=ks,
-            key_type=keyed._key_type,
-            assigner=assigner,
-            trigger=trigger,
-            evictor=evictor,
-            allowed_lateness=lateness,
-            late_tag=late_tag,
-            contents=contents,
-            window_function=window_function,
         )
         return DataStream(keyed._env, t)
 

@@ -43,7 +43,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..core.errors import InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
-from ..datastream.plan import Transformation
+from ..datastream.plan import DeltaSinkSpec, Transformation
 from ..datastream.sources import MicroBatch, MicroBatchSource
 from .source_rows import DataFrameSource, epoch_millis
 
@@ -509,11 +509,11 @@ class _ColumnTimestamp:
 
 def with_delta_writers(sinks: List[Transformation]) -> List[Transformation]:
     """Give every ``DeltaSink`` of the pipeline its :class:`DeltaBatchWriter` (the sink only describes the table):
-    one instance per sink, kept in the sink's spec as its ``batch_writer`` and reused by later runs of the same
+    one instance per sink, kept in the sink's spec as its ``writer`` and reused by later runs of the same
     environment. Returns ``sinks``."""
     for t in sinks:
-        if "delta_sink" in t.spec and "batch_writer" not in t.spec:
-            t.spec["batch_writer"] = DeltaBatchWriter(t.spec["delta_sink"], t.inputs[0].output_type)
+        if isinstance(t.spec, DeltaSinkSpec) and t.spec.writer is None:
+            t.spec.writer = DeltaBatchWriter(t.spec.sink, t.inputs[0].output_type)
     return sinks
 
 

@@ -40,7 +40,7 @@ from ..datastream.connectors.kafka import (
 from ..datastream.data_stream import DataStream
 from ..datastream.formats.json import JsonRowDeserializationSchema
 from ..datastream.functions import ProcessFunction
-from ..datastream.plan import Transformation
+from ..datastream.plan import DeadLetterRouteSpec, Transformation
 
 TOPIC, PARTITION, OFFSET = "__kafka_topic", "__kafka_partition", "__kafka_offset"
 TIMESTAMP, KEY, VALUE = "__kafka_timestamp", "__kafka_key", "__kafka_value"
@@ -143,7 +143,7 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
         stream = stream.process(_RouteMalformed(tag), output_type=output_type).name(f"{name}: malformed")
         if policy == MalformedRecordPolicy.DEAD_LETTER:
             # the driver adds the dead-letter sink when the job starts (its default table is under the checkpoint)
-            stream._t.spec["dead_letters"] = {"source": name, "table": source.dead_letter_table}
+            stream._t.spec = DeadLetterRouteSpec("process", source=name, table=source.dead_letter_table)
     return stream
 
 

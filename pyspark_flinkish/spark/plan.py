@@ -13,7 +13,7 @@ from ..core.batch_window import batch_eligibility
 from ..core.errors import UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
-from ..datastream.plan import Transformation, node_uid, topological
+from ..datastream.plan import KeyedProcessSpec, TimestampsSpec, Transformation, WindowSpec, node_uid, topological
 
 
 @dataclass
@@ -51,9 +51,9 @@ class ExecPlan:
                     uid=uid,
                     factory=t.factory,
                     keyed=t.keyed,
-                    key_selector=t.spec.get("key_selector"),
-                    generates_watermarks=t.spec.get("op") == "timestamps",
-                    batched=vectorize and t.spec.get("op") == "window" and batch_eligibility(t.factory()) is None,
+                    key_selector=t.spec.key_selector if isinstance(t.spec, (KeyedProcessSpec, WindowSpec)) else None,
+                    generates_watermarks=isinstance(t.spec, TimestampsSpec),
+                    batched=vectorize and isinstance(t.spec, WindowSpec) and batch_eligibility(t.factory()) is None,
                     name=t.name,
                 )
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..datastream.plan import Transformation
+from ..datastream.plan import Transformation, WindowSpec
 from .chain import FixedClock
 
 
@@ -22,24 +22,25 @@ def state_signature(t: Transformation) -> Optional[str]:
     if not t.keyed:
         return None
     spec = t.spec
-    if spec.get("op") != "window":
-        fn = spec.get("function") or spec.get("process_function")
-        base = f"{spec.get('op')}:{type(fn).__name__ if fn is not None else '-'}"
+    contents = spec.contents if isinstance(spec, WindowSpec) else None
+    if not isinstance(spec, WindowSpec):
+        # checkpoints store ``keyed_process:-``: the process function's class has never been part of it
+        base = f"{getattr(spec, 'op', None)}:-"
     else:
-        contents = spec.get("contents")
         fn = getattr(contents, "agg_fn", None) or getattr(contents, "reduce_fn", None)
         parts = [
-            repr(spec.get("assigner")),
-            repr(spec.get("trigger")),
-            repr(spec.get("evictor")),
-            f"lateness={spec.get('allowed_lateness')}",
+            repr(spec.assigner),
+            repr(spec.trigger),
+            repr(spec.evictor),
+            f"lateness={spec.allowed_lateness}",
             f"contents={getattr(contents, 'kind', '-')}:{type(fn).__name__ if fn is not None else '-'}",
         ]
         base = "window:" + " ".join(parts)
     extra = {}
-    if spec.get("key_type") is not None:
-        extra["key"] = repr(spec["key_type"])
-    agg = getattr(spec.get("contents"), "agg_fn", None)
+    key_type = getattr(spec, "key_type", None)
+    if key_type is not None:
+        extra["key"] = repr(key_type)
+    agg = getattr(contents, "agg_fn", None)
     if agg is not None:
         try:
             extra["accumulator"] = type(agg.create_accumulator()).__name__

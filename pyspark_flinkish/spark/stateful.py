@@ -47,7 +47,7 @@ from ..core.errors import InvalidPipelineError, StateError, UnsupportedFeatureEr
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.records import StreamRecord
 from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger, ProcessingTimeTrigger, PurgingTrigger
-from ..datastream.plan import Transformation
+from ..datastream.plan import TimestampsSpec, Transformation, WindowSpec
 from ..datastream.sources import MicroBatchSource
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
@@ -98,10 +98,10 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
         raise _reject("per-partition watermarks (partition_column): Spark's watermark is global")
     for i in ancestors:
         t = plan.transformations[i]
-        if t.spec.get("op") == "timestamps":
+        if isinstance(t.spec, TimestampsSpec):
             raise _reject("assign_timestamps_and_watermarks (give the WatermarkStrategy to the source)")
-        if t.spec.get("op") == "window":
-            assigner, trigger = t.spec["assigner"], t.spec["trigger"]
+        if isinstance(t.spec, WindowSpec):
+            assigner, trigger = t.spec.assigner, t.spec.trigger
             if isinstance(
                 assigner,
                 (

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
 
 from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..executors import SPARK
-from ..plan import Transformation
+from ..plan import DeltaSinkSpec, Transformation
 
 if TYPE_CHECKING:
     from ..data_stream import DataStream, DataStreamSink
@@ -122,7 +122,7 @@ class DeltaSink:
                 msg = f"DeltaSink({self.target}): {what}s {unknown} are not fields of the stream's type {output_type!r} ({names})"
                 raise InvalidPipelineError(msg)
         # the Spark executors build the writer of this description (``spark/delta.py``'s ``with_delta_writers``)
-        t = Transformation("sink", "DeltaSink", [stream._t], sink=None, spec={"delta_sink": self})
+        t = Transformation("sink", "DeltaSink", [stream._t], sink=None, spec=DeltaSinkSpec(sink=self))
         env._add_sink(t)
         return DataStreamSink(t)
 

@@ -205,7 +205,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         ``bounded=True``: the snapshot (latest, or ``version``) as one micro-batch, then end of input; it is
         collected on the driver (for ``execute_and_collect``, tests and small back-fills). See ``docs/kafka-and-delta.md``.
         """
-        from .delta import from_delta
+        from .delta_source import from_delta
 
         return from_delta(self, path, timestamp_column, watermark_strategy, bounded, version, starting_version, source_name)
 

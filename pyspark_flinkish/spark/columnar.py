@@ -34,6 +34,7 @@ from .error_transport import reported_to_driver
 from .keyed_partition import restore_window_table, save_window_table
 from .plan import ExecPlan
 from .rows import FUTURE_SAMPLES, metric_row, row_frame
+from .source_rows import DataFrameSource, python_value
 
 _KEY_TYPES = ("LongType", "IntegerType", "ShortType", "ByteType", "StringType", "BooleanType")
 _INTEGRAL = ("LongType", "IntegerType", "ShortType", "ByteType")
@@ -68,7 +69,7 @@ def detect(plan: ExecPlan, transformations: List[Any]) -> Optional[ColumnarWindo
     s = plan.sources[0]
     src_t = transformations[s]
     source = src_t.source
-    if type(source).__name__ != "_DataFrameSource" or source.timestamp_column is None or source.element is not None:
+    if type(source) is not DataFrameSource or source.timestamp_column is None or source.element is not None:
         return None  # elements made by a connector (e.g. Kafka JSON values) need their Python conversion
     if src_t.watermark_strategy.timestamp_assigner is not None:
         return None
@@ -279,7 +280,6 @@ def run_partition(
     from pyspark.sql import Row
 
     started = time.perf_counter()
-    from .source_rows import python_value
 
     sp = int(partials["__sp"].iloc[0]) if len(partials) else int(others["__sp"].iloc[0])
     node = plan.nodes[cw.window]

@@ -86,7 +86,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         partitions: Sequence[Any] = (),
         source_name: str = "DataFrame",
     ) -> DataStream:
-        """A stream of ``pyspark.sql.Row`` elements from a (streaming) DataFrame.
+        """A stream of ``pyspark.sql.Row`` elements from a streaming DataFrame (``df.isStreaming``; a static one is
+        refused here, naming ``spark.readStream``, ``from_delta`` and ``from_kafka``).
 
         ``timestamp_column`` (a timestamp or epoch-millisecond long column) gives event time, else the
         strategy's timestamp assigner does; ``partition_column`` (e.g. Kafka's ``partition``) splits the input
@@ -97,6 +98,14 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         A timestamp assigner of the strategy wins over ``timestamp_column`` and gets that column's value as its
         ``record_timestamp`` (as Flink's Kafka source hands it the record's Kafka timestamp).
         """
+        if not df.isStreaming:
+            msg = (
+                f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False): the pipeline "
+                "runs as a Structured Streaming query, which cannot read a static one. Read it as a stream "
+                "(spark.readStream...), or use from_delta(path, bounded=True) for a table's snapshot, or "
+                "from_kafka(...); Flink's BATCH execution mode is not supported"
+            )
+            raise UnsupportedFeatureError(msg)
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
         for col in [c for c in (timestamp_column, partition_column, *order_columns) if c is not None]:
             if col not in df.columns:

@@ -50,7 +50,7 @@ from .checkpoint import (
 from .checkpoint_migration import migrate_pickled_checkpoint
 from .delivery import deliver_values
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
-from .error_transport import user_error_from
+from .error_transport import package_error_from
 from .far_future import FutureRecords
 from .keyed_partition import keyed_level_function
 from .plan import ExecPlan
@@ -253,7 +253,7 @@ class ForeachBatchDriver:
         try:
             self._run(df, batch_id)
         except BaseException as exc:
-            error = user_error_from(exc)  # a user function raised on an executor: its clear message, not Py4J's
+            error = package_error_from(exc)  # a user function raised on an executor: its clear message, not Py4J's
             self.failure = exc if error is None else error
             if error is not None and error is not exc:
                 raise error from exc

@@ -319,8 +319,10 @@ class ForeachBatchDriver:
         if self.future is not None:
             self.future.log()
         self.durations["total"] = (time.perf_counter() - start) * 1000
+        now = self.env.clock.now()  # what each operator's watermarkLag is measured against
         progress = {
             "batch_id": batch_id,
+            "processing_time": now,
             "replay_batch": batch_index,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
             "watermarks": self.operator_watermarks(),
@@ -328,7 +330,7 @@ class ForeachBatchDriver:
             **progress_counters(self, by_sink),
         }
         progress["sources"] = source_metrics(progress)
-        progress["operators"] = operator_metrics(self)
+        progress["operators"] = operator_metrics(self, now)
         self.history.append(progress)
         try:  # publishing must never fail the batch (a full disk, a logging handler's error)
             log_progress(progress)

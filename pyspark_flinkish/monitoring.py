@@ -174,8 +174,8 @@ def progress_line(progress: Mapping[str, Any], time_format: Callable[[Optional[i
 
     Fields: the batch id; ``in``: records read; ``src[...]``: each source partition's watermark; ``wm``: the lowest
     output watermark of the keyed operators (of all operators without keyed ones); ``lag``: the largest
-    ``watermarkLag`` of those operators (processing time minus the lowest watermark, :func:`format_lag`); ``fired``: windows fired;
-    ``late``: late records dropped + sent to the late side output; ``open`` / ``keys`` / ``state``: open windows,
+    ``watermarkLag`` of those operators (processing time minus the lowest watermark, :func:`format_lag`); ``fired``:
+    windows fired; ``late``: late records dropped + sent to the late side output; ``open`` / ``keys`` / ``state``: open windows,
     keys with state and the state files' size after the batch; ``dead`` / ``future``: dead-letter and
     far-future records of the batch (when there are any); ``in/s`` and ``done/s`` when it carries Spark's
     progress of the same batch (``spark``); ``took``: the batch's time on the driver. Fields without a value are

@@ -73,7 +73,7 @@ def test_execute_reads_spark_uri_forms_on_every_executor(backend: str, tmp_path:
     env.execute("job", checkpoint_location="file:/tmp/flinkish-ck")
     env.execute("job", checkpoint_location="file:///tmp/flinkish-ck")
     assert captured == ["/tmp/flinkish-ck", "/tmp/flinkish-ck"]
-    with pytest.raises(UnsupportedFeatureError, match="checkpoint_location 'dbfs:/tmp/ck'.*'dbfs' file system"):
+    with pytest.raises(UnsupportedFeatureError, match=r"checkpoint_location 'dbfs:/tmp/ck'.*'dbfs' file system"):
         env.execute("job", checkpoint_location="dbfs:/tmp/ck")
     assert captured == ["/tmp/flinkish-ck", "/tmp/flinkish-ck"]
     assert not os.path.exists(tmp_path / "dbfs:")

@@ -15,12 +15,12 @@ class _Frame:
     columns = ("k", "ts")
 
     def __init__(self, streaming: bool) -> None:
-        self.isStreaming = streaming  # noqa: N815 (Spark's name)
+        self.isStreaming = streaming
 
 
 @pytest.mark.parametrize("backend", ["foreach_batch", "apply_in_pandas_with_state"])
 def test_a_static_dataframe_is_refused_when_the_source_is_built(backend: str) -> None:
     env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend=backend)
-    with pytest.raises(UnsupportedFeatureError, match="streaming DataFrame.*spark.readStream.*from_delta.*from_kafka"):
+    with pytest.raises(UnsupportedFeatureError, match=r"streaming DataFrame.*spark\.readStream.*from_delta.*from_kafka"):
         env.from_dataframe(_Frame(streaming=False), timestamp_column="ts")
     assert env.from_dataframe(_Frame(streaming=True), timestamp_column="ts") is not None

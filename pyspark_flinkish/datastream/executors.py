@@ -81,18 +81,23 @@ SPARK_ONLY: Dict[str, SparkOnly] = {
 """Every feature only the Spark environment runs, by the name an error gives it."""
 
 
-def require_spark(executor: str, feature: str, detail: str = "") -> None:
-    """Refuse the Spark-only ``feature`` (a key of :data:`SPARK_ONLY`; ``detail``, e.g. the table, follows its name
-    in the message) up front unless ``executor`` is :data:`SPARK`."""
-    if executor == SPARK:
-        return
+def spark_only_error(executor: str, feature: str, detail: str = "") -> UnsupportedFeatureError:
+    """The error refusing the Spark-only ``feature`` (a key of :data:`SPARK_ONLY`; ``detail``, e.g. the table,
+    follows its name in the message) on ``executor``."""
     entry = SPARK_ONLY[feature]
     msg = (
         f"{feature}{detail} needs the Spark environment ({entry.why}): use "
         f"StreamExecutionEnvironment.get_execution_environment(spark{entry.spark_options}); on the {executor!r} "
         f"executor (the JVM-free engine), {entry.local_alternative}"
     )
-    raise UnsupportedFeatureError(msg)
+    return UnsupportedFeatureError(msg)
 
 
-__all__ = ["LOCAL", "SPARK", "SPARK_ONLY", "SparkOnly", "executor_entry", "register_executor", "require_spark"]
+def require_spark(executor: str, feature: str, detail: str = "") -> None:
+    """Refuse the Spark-only ``feature`` up front (:func:`spark_only_error`) unless ``executor`` is :data:`SPARK`."""
+    if executor != SPARK:
+        raise spark_only_error(executor, feature, detail)
+
+
+__all__ = ["LOCAL", "SPARK", "SPARK_ONLY", "SparkOnly", "executor_entry", "register_executor", "require_spark",
+           "spark_only_error"]

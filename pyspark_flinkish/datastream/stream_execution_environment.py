@@ -15,7 +15,7 @@ from ..core.errors import InvalidTypeError, UnsupportedFeatureError
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
-from .executors import LOCAL, SPARK, executor_entry, require_spark
+from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
 from .plan import Transformation
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
@@ -130,20 +130,17 @@ class StreamExecutionEnvironment:
     def from_delta(self, path: str, *args: Any, **options: Any) -> DataStream:
         """A Delta table as a source: needs a Spark environment (see
         :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_delta`); refused here up front."""
-        require_spark(self.executor, "from_delta", f"({path!r})")
-        raise AssertionError("unreachable: the Spark environment overrides from_delta")  # pragma: no cover
+        raise spark_only_error(self.executor, "from_delta", f"({path!r})")
 
     def from_kafka(self, topics: Any, *args: Any, **options: Any) -> DataStream:
         """Kafka topics as a source: needs a Spark environment (see
         :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_kafka`); refused here up front."""
-        require_spark(self.executor, "from_kafka", f"({topics!r})")
-        raise AssertionError("unreachable: the Spark environment overrides from_kafka")  # pragma: no cover
+        raise spark_only_error(self.executor, "from_kafka", f"({topics!r})")
 
     def from_dataframe(self, df: Any, *args: Any, **options: Any) -> DataStream:
         """A streaming DataFrame as a source: needs a Spark environment (see
         :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_dataframe`); refused here up front."""
-        require_spark(self.executor, "from_dataframe")
-        raise AssertionError("unreachable: the Spark environment overrides from_dataframe")  # pragma: no cover
+        raise spark_only_error(self.executor, "from_dataframe")
 
     # -------------------------------------------------------------------- execution
     def _add_sink(self, t: Transformation) -> None:

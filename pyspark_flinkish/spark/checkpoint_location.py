@@ -54,7 +54,10 @@ def local_checkpoint_path(location: str) -> str:
             raise UnsupportedFeatureError(msg)
         if rest.startswith("/"):
             return os.path.abspath(rest)
-        msg = f"checkpoint_location {location!r}: a relative path after 'file:' (Hadoop refuses it too); write file:/{rest} or {rest}"
+        msg = (
+            f"checkpoint_location {location!r}: a relative path after 'file:' (Hadoop refuses it too); write "
+            f"file:/{rest} or {rest}"
+        )
         raise UnsupportedFeatureError(msg)
     hint = ""
     if scheme == "dbfs":

@@ -21,8 +21,8 @@ from ..datastream.data_stream import DataStream
 from ..datastream.executors import SPARK
 from ..datastream.plan import Transformation
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
-from .dead_letters import with_dead_letter_sinks
 from .checkpoint_location import local_checkpoint_path
+from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_values
 from .delta import with_delta_writers
 from .driver import ForeachBatchDriver

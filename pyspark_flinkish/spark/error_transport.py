@@ -32,7 +32,8 @@ def reported_to_driver(node: Optional[Node] = None) -> Iterator[None]:
     except UnsupportedFeatureError as exc:
         if _UNSUPPORTED_BEGIN in str(exc):
             raise
-        raise UnsupportedFeatureError(f"{_UNSUPPORTED_BEGIN}{exc}{_UNSUPPORTED_END}") from exc
+        msg = f"{_UNSUPPORTED_BEGIN}{exc}{_UNSUPPORTED_END}"
+        raise UnsupportedFeatureError(msg) from exc
     except UserFunctionError as exc:
         if _ERROR_BEGIN in str(exc):
             raise

@@ -17,13 +17,14 @@ from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import StateError
 from pyspark_flinkish.core.operators import TimestampsAndWatermarksOperator
 from pyspark_flinkish.datastream.connectors.kafka import KafkaTopicPartition
-from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment, _ForeachBatchDriver
+from pyspark_flinkish.spark.driver import ForeachBatchDriver
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 
 BATCHES = 4  # replay files per source; the tests advance through fewer, so no source reaches its end of input
 
 
-def driver(checkpoint: Path, clock: ManualClock) -> _ForeachBatchDriver:
+def driver(checkpoint: Path, clock: ManualClock) -> ForeachBatchDriver:
     """Two sources (Kafka-like partitions, with idleness) unioned, re-stamped downstream: every kind of driver state."""
     env = SparkStreamExecutionEnvironment(None, clock=clock, state_partitions=2)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)).with_idleness(Duration.of_millis(100))
@@ -39,7 +40,7 @@ def driver(checkpoint: Path, clock: ManualClock) -> _ForeachBatchDriver:
         WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(lambda v: v)
     )
     restamped.key_by(lambda v: v % 2).reduce(lambda x, y: x + y).add_sink(lambda v: None)
-    return _ForeachBatchDriver(env, env._sinks, str(checkpoint), None)
+    return ForeachBatchDriver(env, env._sinks, str(checkpoint), None)
 
 
 def stat(dest: int, batch: int, part: Any, count: int, latest: int) -> Dict[str, Any]:
@@ -47,7 +48,7 @@ def stat(dest: int, batch: int, part: Any, count: int, latest: int) -> Dict[str,
     return {"kind": "stat", "dest": dest, "sp": -1, "part": part, "stat_max": latest, "stat_count": count, "stat_batch": batch}
 
 
-def advance(d: _ForeachBatchDriver, clock: ManualClock, batch: int) -> None:
+def advance(d: ForeachBatchDriver, clock: ManualClock, batch: int) -> None:
     """The driver's own watermark step (``_advance_watermarks``) on replay batch ``batch``'s statistics: events
     on one Kafka partition of the first source, on the second source, and at the re-stamping operator; then
     the processing time moves past the idleness timeout."""
@@ -64,7 +65,7 @@ def advance(d: _ForeachBatchDriver, clock: ManualClock, batch: int) -> None:
     clock.set(clock.now() + 150)
 
 
-def snapshot(d: _ForeachBatchDriver) -> Any:
+def snapshot(d: ForeachBatchDriver) -> Any:
     return json.loads(json.dumps(d.watermark_graph.watermark_state()))
 
 
@@ -184,7 +185,7 @@ class _Touch:
         return (open, (self.path, "w"))
 
 
-def _legacy_graph_state(d: _ForeachBatchDriver) -> Any:
+def _legacy_graph_state(d: ForeachBatchDriver) -> Any:
     """What the previous version pickled (cloudpickle) as ``driver/b=<batch>.pkl``: the objects themselves."""
     g = d.watermark_graph
     nodes = {}

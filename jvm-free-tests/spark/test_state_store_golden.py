@@ -18,7 +18,7 @@ from pyspark_flinkish.core.codec import decode_snapshot, decode_value, encode_sn
 from pyspark_flinkish.core.state import VOID_NAMESPACE
 from pyspark_flinkish.core.windows import TimeWindow
 from pyspark_flinkish.spark import state_store
-from pyspark_flinkish.spark.plan import decode_key, encode_key, state_partition
+from pyspark_flinkish.spark.keys import decode_key, encode_key, state_partition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from inputs import KEYS

@@ -165,3 +165,20 @@ def load(path: Path) -> Dict[str, Any]:
 def discover(directory: Path) -> List[Path]:
     """Every ``*.json`` scenario file in ``directory``, sorted by name."""
     return sorted(p for p in Path(directory).glob("*.json") if not p.name.endswith((".expected.json", ".actual.json")))
+
+
+__all__ = [
+    "TOP_LEVEL",
+    "REQUIRED",
+    "WINDOW",
+    "ASSIGNERS",
+    "TRIGGERS",
+    "EVICTORS",
+    "FUNCTIONS",
+    "EVENT",
+    "BATCH",
+    "ScenarioError",
+    "validate",
+    "load",
+    "discover",
+]

@@ -239,3 +239,9 @@ class BatchWindowOperator:
             del self.windows[slot]
         if expired:
             op._count("windows_cleaned", len(expired))
+
+
+__all__ = [
+    "batch_eligibility",
+    "BatchWindowOperator",
+]

@@ -197,3 +197,15 @@ def load_document(data: bytes, format: str, version: int, where: str) -> Dict[st
         )
         raise StateError(msg)
     return {k: v for k, v in doc.items() if k not in ("format", "version")}
+
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "encode_value",
+    "decode_value",
+    "encode_snapshot",
+    "decode_snapshot",
+    "dump_document",
+    "load_document",
+]

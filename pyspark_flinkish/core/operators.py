@@ -480,7 +480,7 @@ class KeyedProcessOperator(KeyedOperator):
         close_function(self.function, self.name)
 
 
-class _NamespacedStateStore(KeyedStateStore):
+class NamespacedStateStore(KeyedStateStore):
     """``window_state()`` / ``global_state()`` of a ProcessWindowFunction context."""
 
     def __init__(self, backend: KeyedStateBackend, namespace: Hashable) -> None:
@@ -510,6 +510,7 @@ __all__ = [
     "FilterOperator",
     "FlatMapOperator",
     "KeyedOperator",
+    "NamespacedStateStore",
     "KeyedProcessOperator",
     "MapOperator",
     "ProcessOperator",

@@ -19,7 +19,7 @@ from .functions import KeyedStateStore, ProcessWindowFunction
 from .javamath import LONG_MAX, long_add
 from .operators import (
     KeyedOperator,
-    _NamespacedStateStore,
+    NamespacedStateStore,
     call_user,
     close_function,
     open_function,
@@ -234,10 +234,10 @@ class _ProcessContext(ProcessWindowFunction.Context):
                 "use global_state() or a different assigner (Flink throws the same way)"
             )
             raise InvalidPipelineError(msg)
-        return _NamespacedStateStore(self.op.backend, self._window)
+        return NamespacedStateStore(self.op.backend, self._window)
 
     def global_state(self) -> KeyedStateStore:
-        return _NamespacedStateStore(self.op.backend, VOID_NAMESPACE)
+        return NamespacedStateStore(self.op.backend, VOID_NAMESPACE)
 
     def output(self, output_tag: Any, value: Any) -> None:
         if not isinstance(output_tag, OutputTag):
@@ -553,3 +553,15 @@ class WindowFunctionAdapter:
 
 def _is_plain_callable(fn: Any) -> bool:
     return callable(fn) and not callable(getattr(fn, "apply", None))
+
+
+__all__ = [
+    "CONTENTS",
+    "MERGING_SET",
+    "TRIGGER_PREFIX",
+    "WindowContents",
+    "MergingWindowSet",
+    "WindowOperator",
+    "PassThroughWindowFunction",
+    "WindowFunctionAdapter",
+]

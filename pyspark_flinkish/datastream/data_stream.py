@@ -46,7 +46,17 @@ from ..core.window_operator import (
     WindowFunctionAdapter,
     WindowOperator,
 )
-from .plan import Transformation
+from .executors import require_spark
+from .plan import (
+    ForeachBatchSpec,
+    KeyedProcessSpec,
+    NodeSpec,
+    SinkFunctionSpec,
+    StatelessSpec,
+    TimestampsSpec,
+    Transformation,
+    WindowSpec,
+)
 
 if TYPE_CHECKING:
     from .stream_execution_environment import StreamExecutionEnvironment
@@ -126,7 +136,7 @@ class DataStream:
 
     # ------------------------------------------------------------------ transformations
     def _one_input(
-        self, name: str, factory: Callable[[], Any], output_type: Any = None, keyed: bool = False, **spec: Any
+        self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
     ) -> Transformation:
         if needs_conversion(output_type):
             factory = _declared_output(factory, output_type)
@@ -135,20 +145,21 @@ class DataStream:
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
         fn = _method(func, "map", "map()'s function", "MapFunction")
         obj = func if isinstance(func, MapFunction) else None
-        return DataStream(self._env, self._one_input("Map", lambda: MapOperator("Map", fn, obj), output_type, op="map"))
+        t = self._one_input("Map", lambda: MapOperator("Map", fn, obj), output_type, StatelessSpec("map"))
+        return DataStream(self._env, t)
 
     def flat_map(
         self, func: Union[FlatMapFunction, Callable[[Any], Iterable[Any]]], output_type: Optional[TypeInformation] = None
     ) -> DataStream:
         fn = _method(func, "flat_map", "flat_map()'s function", "FlatMapFunction")
         obj = func if isinstance(func, FlatMapFunction) else None
-        t = self._one_input("FlatMap", lambda: FlatMapOperator("FlatMap", fn, obj), output_type, op="flat_map")
+        t = self._one_input("FlatMap", lambda: FlatMapOperator("FlatMap", fn, obj), output_type, StatelessSpec("flat_map"))
         return DataStream(self._env, t)
 
     def filter(self, func: Union[FilterFunction, Callable[[Any], bool]]) -> DataStream:
         fn = _method(func, "filter", "filter()'s function", "FilterFunction")
         obj = func if isinstance(func, FilterFunction) else None
-        t = self._one_input("Filter", lambda: FilterOperator("Filter", fn, obj), self._t.output_type, op="filter")
+        t = self._one_input("Filter", lambda: FilterOperator("Filter", fn, obj), self._t.output_type, StatelessSpec("filter"))
         return DataStream(self._env, t)
 
     def process(self, func: ProcessFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
@@ -158,7 +169,7 @@ class DataStream:
         if not callable(getattr(func, "process_element", None)):
             msg = f"process() needs a ProcessFunction; got {type(func).__name__} {func!r}"
             raise InvalidTypeError(msg)
-        t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, op="process")
+        t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, StatelessSpec("process"))
         return DataStream(self._env, t)
 
     def key_by(
@@ -186,8 +197,7 @@ class DataStream:
             "Timestamps/Watermarks",
             lambda: TimestampsAndWatermarksOperator("Timestamps/Watermarks", watermark_strategy),
             self._t.output_type,
-            op="timestamps",
-            strategy=watermark_strategy,
+            TimestampsSpec(watermark_strategy),
         )
         return DataStream(self._env, t)
 
@@ -211,7 +221,7 @@ class DataStream:
         else:
             msg = f"add_sink needs a SinkFunction or a callable; got {type(sink_func).__name__}"
             raise InvalidTypeError(msg)
-        t = Transformation("sink", "Sink", [self._t], sink=fn, spec={"sink": sink_func})
+        t = Transformation("sink", "Sink", [self._t], sink=fn, spec=SinkFunctionSpec(sink_func))
         self._env._add_sink(t)
         return DataStreamSink(t)
 
@@ -222,12 +232,8 @@ class DataStream:
         if not callable(function):
             msg = f"foreach_batch needs a callable (dataframe, batch_id); got {type(function).__name__}"
             raise InvalidTypeError(msg)
-        if not hasattr(self._env, "spark"):
-            from ..core.errors import UnsupportedFeatureError
-
-            msg = "foreach_batch needs a Spark environment: StreamExecutionEnvironment.get_execution_environment(spark)"
-            raise UnsupportedFeatureError(msg)
-        t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec={"foreach_batch": function})
+        require_spark(self._env.executor, "foreach_batch")
+        t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec=ForeachBatchSpec(function))
         self._env._add_sink(t)
         return DataStreamSink(t)
 
@@ -235,15 +241,8 @@ class DataStream:
         """Spark, ``backend="apply_in_pandas_with_state"`` only: this stream as a streaming DataFrame that can be
         written to any Spark sink. Columns come from the stream's ``output_type`` (else ``value``, the pickled
         element, and ``timestamp``). Each DataFrame written is its own query with its own state."""
-        to_df = getattr(self._env, "_to_dataframe", None)
-        if to_df is None:
-            from ..core.errors import UnsupportedFeatureError
-
-            msg = (
-                "to_dataframe() needs a Spark environment: get_execution_environment(spark, backend='apply_in_pandas_with_state')"
-            )
-            raise UnsupportedFeatureError(msg)
-        return to_df(self._t)
+        require_spark(self._env.executor, "to_dataframe()")
+        return self._env._to_dataframe(self._t)  # type: ignore[attr-defined]
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         """Send every element to ``sink``: a connector sink such as
@@ -350,10 +349,8 @@ class KeyedStream(DataStream):
             "KeyedProcess",
             lambda: KeyedProcessOperator("KeyedProcess", ks, func),
             output_type,
+            KeyedProcessSpec(ks, self._key_type),
             keyed=True,
-            op="keyed_process",
-            key_selector=ks,
-            key_type=self._key_type,
         )
         return DataStream(self._env, t)
 
@@ -648,17 +645,18 @@ class WindowedStream:
             name,
             factory,
             output_type,
+            WindowSpec(
+                key_selector=ks,
+                key_type=keyed._key_type,
+                assigner=assigner,
+                trigger=trigger,
+                evictor=evictor,
+                allowed_lateness=lateness,
+                late_tag=late_tag,
+                contents=contents,
+                window_function=window_function,
+            ),
             keyed=True,
-            op="window",
-            key_selector=ks,
-            key_type=keyed._key_type,
-            assigner=assigner,
-            trigger=trigger,
-            evictor=evictor,
-            allowed_lateness=lateness,
-            late_tag=late_tag,
-            contents=contents,
-            window_function=window_function,
         )
         return DataStream(keyed._env, t)
 

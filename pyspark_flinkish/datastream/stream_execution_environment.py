@@ -7,34 +7,21 @@ model). The same pipeline code runs on Spark through the Spark executors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, List, Optional, Sequence, overload
 
+from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..core.errors import InvalidTypeError, UnsupportedFeatureError
 from ..core.rows import as_declared, needs_conversion
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
+from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
 from .plan import Transformation
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
 if TYPE_CHECKING:
     from ..spark.environment import SparkStreamExecutionEnvironment
-
-
-class JobExecutionResult:
-    """What ``execute()`` returns: the job name, the number of micro-batches run, per-operator metrics."""
-
-    def __init__(self, job_name: str, batches: int, metrics: dict) -> None:  # type: ignore[type-arg]
-        self.job_name = job_name
-        self.batches = batches
-        self.metrics = metrics
-
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return self
-
-    def __repr__(self) -> str:
-        return f"JobExecutionResult({self.job_name!r}, batches={self.batches})"
 
 
 class StreamExecutionEnvironment:
@@ -44,6 +31,10 @@ class StreamExecutionEnvironment:
         clock: processing-time clock (default: the wall clock). Pass a :class:`ManualClock` for
             deterministic processing-time timers and idleness; ``MicroBatch.processing_time`` sets it.
     """
+
+    executor: ClassVar[str] = LOCAL
+    """The executor that runs this environment's pipelines (:mod:`~pyspark_flinkish.datastream.executors`):
+    ``"local"`` here, ``"spark"`` in the Spark environment."""
 
     def __init__(self, clock: Optional[Clock] = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
@@ -67,9 +58,7 @@ class StreamExecutionEnvironment:
         :class:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment` that runs the same pipeline as a
         Spark Structured Streaming query (``options`` such as ``state_partitions`` go to it)."""
         if spark is not None:
-            from ..spark.environment import SparkStreamExecutionEnvironment
-
-            return SparkStreamExecutionEnvironment(spark, clock=clock, **options)
+            return executor_entry(SPARK)(spark, clock=clock, **options)
         if options:
             msg = f"options {sorted(options)} apply to the Spark environment only"
             raise UnsupportedFeatureError(msg)
@@ -94,12 +83,10 @@ class StreamExecutionEnvironment:
     def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str = "Source") -> DataStream:
         """A stream from ``source`` (a :class:`MicroBatchSource`), with timestamps and per-partition
         watermarks from ``watermark_strategy``. A ``KafkaSource`` needs the Spark environment."""
-        if getattr(source, "requires_spark", False):
-            msg = (
-                f"{type(source).__name__} runs on Spark: use StreamExecutionEnvironment.get_execution_environment(spark); "
-                "the JVM-free engine replays MicroBatchSource(...) instead"
-            )
-            raise UnsupportedFeatureError(msg)
+        from .connectors.kafka import KafkaSource
+
+        if isinstance(source, KafkaSource):
+            require_spark(self.executor, "KafkaSource")
         if not isinstance(source, MicroBatchSource):
             msg = f"from_source needs a MicroBatchSource for the local engine; got {type(source).__name__}"
             raise InvalidTypeError(msg)
@@ -146,14 +133,20 @@ class StreamExecutionEnvironment:
         )
         return DataStream(self, t)
 
-    def from_delta(self, path: str, timestamp_column: Optional[str] = None, **options: Any) -> DataStream:
+    def from_delta(self, path: str, *args: Any, **options: Any) -> DataStream:
         """A Delta table as a source: needs a Spark environment (see
-        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_delta`)."""
-        msg = (
-            f"from_delta({path!r}) reads Delta through Spark: use StreamExecutionEnvironment."
-            "get_execution_environment(spark); the JVM-free engine has no Delta reader"
-        )
-        raise UnsupportedFeatureError(msg)
+        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_delta`); refused here up front."""
+        raise spark_only_error(self.executor, "from_delta", f"({path!r})")
+
+    def from_kafka(self, topics: Any, *args: Any, **options: Any) -> DataStream:
+        """Kafka topics as a source: needs a Spark environment (see
+        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_kafka`); refused here up front."""
+        raise spark_only_error(self.executor, "from_kafka", f"({topics!r})")
+
+    def from_dataframe(self, df: Any, *args: Any, **options: Any) -> DataStream:
+        """A streaming DataFrame as a source: needs a Spark environment (see
+        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_dataframe`); refused here up front."""
+        raise spark_only_error(self.executor, "from_dataframe")
 
     # -------------------------------------------------------------------- execution
     def _add_sink(self, t: Transformation) -> None:
@@ -175,13 +168,11 @@ class StreamExecutionEnvironment:
         extra_sinks: Sequence[Transformation] = (),
         progress: Optional[Callable[[Any], None]] = None,
     ) -> JobExecutionResult:
-        from ..local.executor import LocalExecutor
-
         sinks = list(self._sinks) + list(extra_sinks)
         if not sinks:
             msg = "no sinks: add_sink(...), print() or execute_and_collect() before execute()"
             raise InvalidTypeError(msg)
-        result = LocalExecutor(sinks, self.clock, progress=progress).run(job_name or "pyspark_flinkish job")
+        result = executor_entry(LOCAL)(sinks, self.clock, progress, job_name or "pyspark_flinkish job")
         self.last_result = result
         return result
 

@@ -22,8 +22,11 @@ far in the future (Flink's end-of-input watermark ``LONG_MAX``) and one more mic
 Supported: one source with ``for_bounded_out_of_orderness`` / ``for_monotonous_timestamps`` (no per-partition
 watermarks, no idleness, no explicit watermarks), stateless operators, one keyed operator (window with any
 assigner/trigger/evictor/lateness/late side output, or a ``KeyedProcessFunction`` with event-time timers),
-stateless operators after it. Not supported (error up front): processing time, a second keyed operator,
-``union`` of sources, custom watermark generators; event times must lie between about 1935 and 2220.
+stateless operators after it. Not supported (error up front): processing-time windows and triggers, a second
+keyed operator, ``union`` of sources, custom watermark generators, ``no_watermarks``; event times must lie between
+about 1935 and 2220. A ``KeyedProcessFunction`` registering a processing-time timer can only be found while the
+query runs: it fails the query with an :class:`UnsupportedFeatureError` naming the operator, this executor and
+the foreachBatch executor (``SparkJobHandle`` raises it as itself).
 """
 
 from __future__ import annotations
@@ -47,9 +50,13 @@ from ..core.errors import InvalidPipelineError, StateError, UnsupportedFeatureEr
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.records import StreamRecord
 from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger, ProcessingTimeTrigger, PurgingTrigger
-from ..datastream.plan import Transformation
+from ..datastream.plan import TimestampsSpec, Transformation, WindowSpec
 from ..datastream.sources import MicroBatchSource
-from .plan import ChainRunner, ExecPlan, Node, _FixedClock, _KeyedOutput, decode_key, dumps, loads, reported_to_driver
+from .chain import ChainRunner, FixedClock, KeyedOutput
+from .error_transport import reported_to_driver
+from .keys import decode_key
+from .plan import ExecPlan, Node
+from .rows import dumps, loads
 
 SHIFT = 2**40
 """Event times are shifted by this many ms inside Spark (Spark's watermark starts at 0, Flink's at LONG_MIN)."""
@@ -89,15 +96,18 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
         raise _reject("idleness (with_idleness): Spark's watermark has no idle inputs")
     bound = strategy.bound_ms
     if bound is None:
-        raise _reject(f"the watermark strategy {strategy!r} (only bounded out-of-orderness or monotonous timestamps)")
+        raise _reject(
+            f"the watermark strategy {strategy!r} (only bounded out-of-orderness or monotonous timestamps: Spark derives "
+            "its watermark as max event time - delay, so no_watermarks and custom generators have no equivalent)"
+        )
     if getattr(source_t.source, "partition_column", None):
         raise _reject("per-partition watermarks (partition_column): Spark's watermark is global")
     for i in ancestors:
         t = plan.transformations[i]
-        if t.spec.get("op") == "timestamps":
+        if isinstance(t.spec, TimestampsSpec):
             raise _reject("assign_timestamps_and_watermarks (give the WatermarkStrategy to the source)")
-        if t.spec.get("op") == "window":
-            assigner, trigger = t.spec["assigner"], t.spec["trigger"]
+        if isinstance(t.spec, WindowSpec):
+            assigner, trigger = t.spec.assigner, t.spec.trigger
             if isinstance(
                 assigner,
                 (
@@ -212,8 +222,8 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
 
         runner = ChainRunner(plan, {}, now, 1)
         op: Any = node.factory()  # type: ignore[misc]
-        out = _KeyedOutput(runner, keyed_index, op, 0)
-        op.open(out, _FixedClock(now))
+        out = KeyedOutput(runner, keyed_index, op, 0)
+        op.open(out, FixedClock(now))
         key_value = decode_key(key[0])
         previous = LONG_MIN
         if state.exists:
@@ -232,8 +242,11 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
             out.base, out.n, out.phase = order, 0, None
             op.process_element(StreamRecord(value, ts))
         op.close()
-        if op.timers.processing_timers.for_key(key_value):
-            raise _reject("processing-time timers (registered by the function)")
+        if op.timers.processing_timers.for_key(key_value):  # known only now: a function registers them as it runs
+            raise _reject(
+                f"processing-time timers (registered by {node.name!r}, uid {node.uid!r}, for key {key_value!r}; found "
+                "while the query runs, since no pipeline's code says up front whether it registers them)"
+            )
         snapshot = op.snapshot_key(key_value)
         if snapshot is None:
             state.remove()
@@ -303,8 +316,8 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
         if not task:
             runner = ChainRunner(plan, {}, now, 1)
             op: Any = plan.nodes[keyed_index].factory()  # type: ignore[misc]
-            out = _KeyedOutput(runner, keyed_index, op, 0)
-            op.open(out, _FixedClock(now))
+            out = KeyedOutput(runner, keyed_index, op, 0)
+            op.open(out, FixedClock(now))
             task.update(runner=runner, out=out, batch=BatchWindowOperator(op))
         runner, out, batch = task["runner"], task["out"], task["batch"]
         runner.rows = []
@@ -374,9 +387,9 @@ class StatefulQueryBuilder:
         if isinstance(source_t.source, MicroBatchSource):
             rows, records = self._replay(source_t, source_uid), None
         else:
-            from .environment import _dataframe_records
+            from .source_rows import dataframe_records
 
-            rows, records = source_t.source.df, _dataframe_records(source_t)
+            rows, records = source_t.source.df, dataframe_records(source_t)
         routed = rows.mapInPandas(lambda frames: route(exec_plan, frames, now, source_uid, records), ROUTED_DDL)
         watermarked = routed.withWatermark("__et", f"{info['delay']} milliseconds")
         # records are the rows without event time (carriers have it); a filter that does not reference the
@@ -400,7 +413,7 @@ class StatefulQueryBuilder:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from .environment import SOURCE_DDL
+        from .source_rows import SOURCE_DDL
 
         batches = t.source.batches
         files: List[List[Any]] = [
@@ -480,3 +493,22 @@ def _decode(out: Any, output_type: Any) -> Any:
             yield pd.DataFrame(to_rows(values, output_type), columns=names)
 
     return out.mapInPandas(decode, schema)
+
+
+__all__ = [
+    "SHIFT",
+    "END_OF_INPUT",
+    "STATE_DDL",
+    "STATE_VERSION",
+    "WINDOWS_STATE_VERSION",
+    "ROUTED_DDL",
+    "OUTPUT_DDL",
+    "BACKEND",
+    "HINT",
+    "validate",
+    "flink_watermark",
+    "spark_timeout",
+    "route",
+    "keyed_function",
+    "StatefulQueryBuilder",
+]

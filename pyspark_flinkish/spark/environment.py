@@ -585,9 +585,6 @@ class _ForeachBatchDriver:
         self.exec_plan.transformations = []
         self.exec_plan.future_horizon_ms = env.future_horizon_ms
         self.future: Optional[FutureRecords] = None  # far-future records of the current batch
-        for node in self.plan.nodes:
-            if node.kind == "source":
-                self._check_source(self.plan.transformations[node.index])
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
         self.stepper = _source_stepper(self.plan)
         self.fused = self._fused_source()
@@ -669,15 +666,6 @@ class _ForeachBatchDriver:
         path = os.path.join(self.checkpoint, "flinkish", META_FILE)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         _write_atomically(path, dump_document(META_FORMAT, META_VERSION, meta))
-
-    def _check_source(self, t: Transformation) -> None:
-        strategy = t.watermark_strategy
-        if strategy.generates_watermarks and strategy.bound_ms is None:
-            msg = (
-                "custom WatermarkGenerators are not supported on Spark yet: the driver generates watermarks from "
-                "per-partition statistics. Use for_bounded_out_of_orderness / for_monotonous_timestamps."
-            )
-            raise UnsupportedFeatureError(msg)
 
     def _fused_source(self) -> Optional[int]:
         """The plan index of the one DataFrame source whose conversion runs inside the route (no pickling in

@@ -258,6 +258,28 @@ def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple
     return problems, merged
 
 
+def refuse_per_event_generators(transformations: List[Transformation]) -> None:
+    """Refuse a custom ``WatermarkGenerator`` (``WatermarkStrategy.for_generator``) wherever a Spark pipeline has a
+    watermark strategy: at a source or in ``assign_timestamps_and_watermarks``. Flink calls its ``on_event`` for
+    every element, in order; the Spark executors generate watermarks on the driver from each micro-batch's
+    per-partition maximum timestamp, which gives the built-in generators' exact result (they depend on that
+    maximum only) but not a custom one's. Raises :class:`UnsupportedFeatureError` naming the alternatives."""
+    for t in transformations:
+        strategy = t.watermark_strategy if t.kind == "source" else t.spec.get("strategy")
+        if strategy is not None and strategy.has_user_generator:
+            where = f"source {t.name!r}" if t.kind == "source" else f"assign_timestamps_and_watermarks ({t.name!r})"
+            msg = (
+                f"{where}: a custom WatermarkGenerator (WatermarkStrategy.for_generator) is not supported on Spark: "
+                "Flink calls its on_event for every element, but the Spark executors generate watermarks on the "
+                "driver from each micro-batch's maximum timestamp per source partition, so per-event (e.g. "
+                "punctuated) logic cannot run as in Flink. Use a built-in strategy "
+                "(WatermarkStrategy.for_bounded_out_of_orderness / for_monotonous_timestamps, optionally "
+                ".with_idleness), or run the job on the local engine (get_execution_environment() without a "
+                "SparkSession)."
+            )
+            raise UnsupportedFeatureError(msg)
+
+
 class ExecPlan:
     """The pipeline's nodes in topological order, with routing edges."""
 
@@ -293,6 +315,7 @@ class ExecPlan:
             parents = [self.nodes[index[p.id]] for p in t.inputs]
             deepest = max((p.level for p in parents), default=0)
             node.level = deepest + 1 if node.keyed else deepest
+        refuse_per_event_generators(order)
         for node in self.nodes:
             if node.kind == "operator" and not node.keyed and node.generates_watermarks and node.level > 0:
                 msg = (
@@ -669,18 +692,24 @@ def _run_batched(
 def restore_window_table(
     op: Any, state_root: str, uid: str, sp: int, version: int, watermark: int
 ) -> BatchWindowOperator:
-    """A :class:`BatchWindowOperator` around the opened ``op`` with one state partition's window table at
-    ``version`` (see ``state_store.read_windows``) and the operator's watermark."""
+    """A :class:`BatchWindowOperator` around the opened ``op`` with one state partition's window table and keyed
+    state at ``version`` (see ``state_store.read_windows``) and the operator's watermark."""
     batch = BatchWindowOperator(op)
-    stored = state_store.read_windows(state_root, uid, sp, version)
-    batch.restore(((decode_key(k), s, decode_value(json.loads(a))) for k, s, a in stored), watermark)
+    table, keyed = [], []
+    for k, s, a in state_store.read_windows(state_root, uid, sp, version):
+        if s is None:  # the keyed state the window and user functions keep themselves
+            keyed.append((decode_key(k), decode_snapshot(a)))
+        else:
+            table.append((decode_key(k), s, decode_value(json.loads(a))))
+    batch.restore(table, watermark, keyed)
     return batch
 
 
 def save_window_table(batch: BatchWindowOperator, state_root: str, uid: str, sp: int, version: int) -> str:
-    """Write the partition's window table as ``version``, rows sorted (a replayed batch writes the same file);
-    returns the file's path."""
+    """Write the partition's window table and keyed state as ``version``, rows sorted (a replayed batch writes the
+    same file); returns the file's path."""
     rows = sorted(
         (encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()
     )
-    return state_store.write_windows(state_root, uid, sp, version, rows)
+    keyed = sorted((encode_key(k), encode_snapshot(snap)) for k, snap in batch.snapshot_keyed())
+    return state_store.write_windows(state_root, uid, sp, version, [(k, None, snap) for k, snap in keyed] + rows)

@@ -61,7 +61,8 @@ STATE_VERSION = 1
 """``payload`` is the key's keyed snapshot (``core/codec.py``)."""
 WINDOWS_STATE_VERSION = 2
 """``payload`` is the key's window table of a batch-wise window (``core/batch_window.py``): JSON
-``[[window start, encoded contents], ...]``."""
+``[[window start, encoded contents], ...]``, and ``[null, "<keyed snapshot>"]`` when the window function keeps
+state of its own (``window_state()`` / ``global_state()`` / runtime-context state)."""
 ROUTED_DDL = "kind string, dest int, key binary, value binary, ts long, ord array<long>, __et timestamp"
 OUTPUT_DDL = "dest int, value binary, ts long, ord array<long>"
 BACKEND = "apply_in_pandas_with_state"
@@ -309,7 +310,7 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
         runner, out, batch = task["runner"], task["out"], task["batch"]
         runner.rows = []
         key_value = decode_key(key[0])
-        previous, entries = LONG_MIN, []
+        previous, entries, keyed = LONG_MIN, [], []
         if state.exists:
             version, previous, payload = state.get
             if version != WINDOWS_STATE_VERSION:
@@ -318,8 +319,12 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
                     "this pipeline keeps: was the checkpoint written by a different version of the pipeline?"
                 )
                 raise InvalidPipelineError(msg)
-            entries = [(key_value, start, decode_value(acc)) for start, acc in json.loads(payload)]
-        batch.restore(entries, previous)
+            for start, acc in json.loads(payload):
+                if start is None:
+                    keyed.append((key_value, decode_snapshot(acc.encode("utf-8"))))
+                else:
+                    entries.append((key_value, start, decode_value(acc)))
+        batch.restore(entries, previous, keyed)
         spark_wm = state.getCurrentWatermarkMs()
         current = flink_watermark(spark_wm, delay)
         out.phase = 2
@@ -328,11 +333,13 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
             out.base, out.n, out.phase = order, 0, None
             batch.process_element(key_value, value, ts)
         windows = batch.snapshot()
-        if not windows:
+        own = [[None, encode_snapshot(snap).decode("utf-8")] for _, snap in batch.snapshot_keyed([key_value])]
+        batch.op.evict_key(key_value)  # the operator serves the task's other keys next
+        if not windows and not own:
             state.remove()
         else:
             watermark = max(current, previous)
-            payload = json.dumps([[s, encode_value(a)] for _, s, a in windows], separators=(",", ":")).encode()
+            payload = json.dumps(own + [[s, encode_value(a)] for _, s, a in windows], separators=(",", ":")).encode()
             state.update((WINDOWS_STATE_VERSION, watermark, payload))
             due = [t for _, s, _ in windows for t in (s + batch.size - 1, batch.cleanup_time(s)) if watermark < t < LONG_MAX]
             if due:

@@ -1082,7 +1082,7 @@ class _ForeachBatchDriver:
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
         """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
-        batch index seen (if any). The last (empty) replay file marks the end of input."""
+        batch index seen (if any). A replay source ends its input after its last batch, as on the local engine."""
         g = self.watermark_graph
         by_source: Dict[int, List[Any]] = {}
         for row in stats:
@@ -1122,8 +1122,7 @@ class _ForeachBatchDriver:
         for t in g.order:
             runner = g.runners.get(t.id)
             if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
-                if batch_index >= len(t.source.batches) and t.source.end_of_input:
-                    runner.end_input()
+                runner.finish_if_done(batch_index)  # the local engine's rule: end of input after the last batch
         return batch_index
 
     def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:

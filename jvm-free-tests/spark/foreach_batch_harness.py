@@ -27,7 +27,7 @@ from pyspark_flinkish.spark.environment import (
     _ForeachBatchDriver,
     _keyed,
 )
-from pyspark_flinkish.spark.plan import dumps, route_partition
+from pyspark_flinkish.spark.plan import ROW_COLUMNS, dumps, route_partition
 
 __all__ = ["local_outputs", "run_foreach_batch"]
 
@@ -77,18 +77,9 @@ def _replay_rows(driver: _ForeachBatchDriver, i: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _arrow(frame: pd.DataFrame) -> pd.DataFrame:
-    """A frame as Spark hands it to a pandas UDF: nulls as None (object columns), ints as ints."""
-    out = frame.astype(object).where(frame.notna(), None)
-    for c in ("dest", "sp"):
-        if c in out:
-            out[c] = out[c].astype("int64")
-    return out.reset_index(drop=True)
-
-
 def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
-    """``collect()``: rows with None for nulls."""
-    return _arrow(frame).to_dict("records")
+    """``collect()``: the rows as dicts, nulls as None."""
+    return [{k: None if v is None or v is pd.NA or v != v else v for k, v in r.items()} for r in frame.to_dict("records")]
 
 
 def _step(driver: _ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, version_in: int, tasks: int) -> Dict[int, List[Any]]:
@@ -99,27 +90,26 @@ def _step(driver: _ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int,
     wm_prev = driver._wm_now()
     source_index = {plan.nodes[i].uid: i for i in plan.sources}
     # the route: one call per Spark task, each over its share of the rows
-    shares = [source_rows.iloc[k::tasks] for k in range(tasks)]
-    routed = pd.concat(
-        [f for share in shares for f in route_partition(plan, [share.reset_index(drop=True)], wm_prev, now, parts, source_index)],
-        ignore_index=True,
-    )
-    stats = driver._take_future(_records(routed[routed["kind"].isin(["stat", "future"])]), now)
+    shares = [source_rows.iloc[k::tasks].reset_index(drop=True) for k in range(tasks)]
+    routed = [r for share in shares for f in route_partition(plan, [share], wm_prev, now, parts, source_index) for r in _records(f)]
+    stats = driver._take_future([r for r in routed if r["kind"] in ("stat", "future")], now)
     driver._advance_watermarks(stats)
     wm_new = driver._wm_now()
-    outputs = [routed[routed["kind"] == "rec"]]
+    outputs = [r for r in routed if r["kind"] == "rec"]
     for level in plan.levels:
         nodes = plan.keyed_at(level)
-        pending = pd.concat(outputs, ignore_index=True)
-        pending = pending[pending["dest"].isin(nodes)]
-        heartbeats = pd.DataFrame([{"kind": "hb", "dest": n, "sp": sp} for n in nodes for sp in range(parts)])
-        grouped = pd.concat([pending, heartbeats], ignore_index=True)
+        groups: Dict[Any, List[Dict[str, Any]]] = {(n, sp): [{"kind": "hb", "dest": n, "sp": sp}] for n in nodes for sp in range(parts)}
+        for r in outputs:
+            if r["dest"] in nodes:
+                groups[(r["dest"], r["sp"])].append(r)
         keyed = _keyed(plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, version_in)
-        frames = [keyed(_arrow(group)) for _, group in grouped.groupby(["dest", "sp"], sort=True)]
-        outputs.append(pd.concat(frames, ignore_index=True))
+        for group in groups.values():  # groupBy("dest", "sp").applyInPandas: one frame per group
+            frame = pd.DataFrame({c: pd.Series([r.get(c) for r in group], dtype=object) for c in ROW_COLUMNS})
+            frame["dest"], frame["sp"] = frame["dest"].astype("int32"), frame["sp"].astype("int32")
+            outputs.extend(_records(keyed(frame)))
     by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
-    for o in outputs:
-        for r in _records(o[o["dest"].isin(plan.sinks) & (o["kind"] == "rec")]):
+    for r in outputs:
+        if r["kind"] == "rec" and r["dest"] in by_sink:
             by_sink[int(r["dest"])].append(r)
     return by_sink
 

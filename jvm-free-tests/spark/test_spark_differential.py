@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from foreach_batch_harness import local_outputs, run_foreach_batch
+from stateful_harness import run_apply_in_pandas_with_state
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -404,6 +405,19 @@ def test_local_engine_and_foreach_batch_bodies_agree(tmp_path_factory: Any, p: P
         assert _canonical(got) == _canonical(expected), f"vectorize={vectorize}"
         if _ordered(p):
             assert _per_key(got) == _per_key(expected), f"order within a key, vectorize={vectorize}"
+        assert not p.custom_generator, "a custom WatermarkGenerator must be refused on Spark"
+    for vectorize in (True, False):
+        got = _outputs()
+        try:
+            run_apply_in_pandas_with_state(build(p, got), vectorize)
+        except UnsupportedFeatureError as exc:
+            # what this executor cannot express (docs/spark-executors.md), nothing else
+            assert p.custom_generator or p.second is not None or p.restamp is not None, f"refused: {exc}"
+            assert got == _outputs()
+            continue
+        assert _canonical(got) == _canonical(expected), f"apply_in_pandas_with_state, vectorize={vectorize}"
+        if _ordered(p):
+            assert _per_key(got) == _per_key(expected), f"apply_in_pandas_with_state: order within a key, vectorize={vectorize}"
         assert not p.custom_generator, "a custom WatermarkGenerator must be refused on Spark"
 
 

@@ -15,6 +15,7 @@ from typing import Any, List
 
 import pytest
 from foreach_batch_harness import local_outputs, run_foreach_batch
+from stateful_harness import run_apply_in_pandas_with_state
 
 from pyspark_flinkish.common import Duration, Types, Watermark, WatermarkGenerator, WatermarkStrategy
 from pyspark_flinkish.core.errors import UnsupportedFeatureError
@@ -158,3 +159,33 @@ def test_built_in_strategy_in_assign_timestamps_stays_supported(tmp_path: Path) 
     local_outputs(build_with(local))
     run_foreach_batch(build_with(spark), str(tmp_path), vectorize=True)
     assert sorted(spark) == sorted(local) and local
+
+
+def late_after_on_time(out: List[Any]) -> Any:
+    """Issue 16: the watermark passes window [0, 10) after batch 1; batch 2 brings a late element within the
+    allowed lateness. Flink fires [0, 10) on time (sum 3) at the end of batch 1, then late (sum 7) in batch 2."""
+
+    def build(env: Any) -> None:
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(
+            lambda e, _: e[1]
+        )
+        (
+            env.from_micro_batches([[("k", 1, 3)], [("k", 12, 0)], [("k", 5, 4)]], strategy)
+            .key_by(lambda e: e[0])
+            .window(TumblingEventTimeWindows.of(Duration.of_millis(10)))
+            .allowed_lateness(Duration.of_millis(20))
+            .reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2]))
+            .add_sink(out.append)
+        )
+
+    return build
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_apply_in_pandas_with_state_delivers_on_time_firings_before_late_ones(vectorize: bool) -> None:
+    local: List[Any] = []
+    local_outputs(late_after_on_time(local))
+    assert local == [("k", 1, 3), ("k", 5, 7), ("k", 12, 0)]
+    spark: List[Any] = []
+    run_apply_in_pandas_with_state(late_after_on_time(spark), vectorize)
+    assert spark == local

@@ -56,6 +56,10 @@ SHIFT = 2**40
 END_OF_INPUT = 9_000_000_000_000
 """Shifted event time of the end-of-input carrier (below pandas' nanosecond limit of the year 2262)."""
 
+PREVIOUS_BATCH_END = 0
+"""Order phase (``ord``'s first entry, see ``spark/plan.py``) of what a key's due event-time timers emit when its
+call starts: Flink fired them at the previous batch's end, before this batch's records (phase 1) are processed.
+This executor has no processing-time timers, whose phase it is on the foreachBatch executor."""
 STATE_DDL = "version int, watermark long, payload binary"
 STATE_VERSION = 1
 """``payload`` is the key's keyed snapshot (``core/codec.py``)."""
@@ -226,7 +230,7 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         op.restore_watermark(previous)
         spark_wm = state.getCurrentWatermarkMs()
         current = flink_watermark(spark_wm, delay)
-        out.phase = 2
+        out.phase = PREVIOUS_BATCH_END
         if current > previous:
             op.process_watermark(current)  # fires the key's due timers first, as Flink did at the batch end
         for order, value, ts in _key_records(frames):
@@ -327,7 +331,7 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
         batch.restore(entries, previous, keyed)
         spark_wm = state.getCurrentWatermarkMs()
         current = flink_watermark(spark_wm, delay)
-        out.phase = 2
+        out.phase = PREVIOUS_BATCH_END
         batch.advance_watermark(current)  # fires the key's due windows first, as Flink did at the batch end
         for order, value, ts in _key_records(frames):
             out.base, out.n, out.phase = order, 0, None
@@ -409,14 +413,11 @@ class StatefulQueryBuilder:
 
         from .environment import SOURCE_DDL
 
-        batches = t.source.batches
-        files: List[List[Any]] = [
-            [(dumps(v), t.watermark_strategy.extract_timestamp(v, None), [i, j], False) for j, v in enumerate(b.elements)]
-            for i, b in enumerate(batches)
-        ]
+        files = replay_files(t)
+        data = [[r for r in f if not r[3]] for f in files[: len(t.source.batches)]]
         # the directory is named after its contents, so that a restarted query finds the same source files
         digest = hashlib.sha256(
-            pickle.dumps([[(r[1], r[2]) for r in f] for f in files]) + b"".join(r[0] for f in files for r in f)
+            pickle.dumps([[(r[1], r[2]) for r in f] for f in data]) + b"".join(r[0] for f in data for r in f)
         ).hexdigest()[:24]
         directory = os.path.join(tempfile.gettempdir(), f"flinkish-replay-{digest}")
         if os.path.isdir(directory):
@@ -424,12 +425,7 @@ class StatefulQueryBuilder:
             return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
         tmp_dir = f"{directory}.{uuid.uuid4().hex}.tmp"
         os.makedirs(tmp_dir, mode=0o700)
-        if t.source.end_of_input:
-            files.append([(None, END_OF_INPUT, [len(batches), 0], True)])
-            files.append([(None, None, [len(batches) + 1, 0], True)])  # one more batch fires the end's timeouts
         for i, rows in enumerate(files):
-            if not rows:
-                rows = [(None, None, [i, 0], True)]
             table = pa.table(
                 {
                     "src": pa.array([uid] * len(rows), pa.string()),
@@ -449,6 +445,21 @@ class StatefulQueryBuilder:
         except OSError:  # written concurrently by another query of the same source: use that one
             shutil.rmtree(tmp_dir, ignore_errors=True)
         return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
+
+
+def replay_files(t: Transformation) -> List[List[Tuple[Optional[bytes], Optional[int], List[int], bool]]]:
+    """The rows ``(pickled element, timestamp, order, marker)`` of each replay file of the replay source ``t``: one
+    file per batch (an empty batch has one marker row), then, for a bounded source, the end-of-input carrier and
+    one more file whose batch fires the timeouts the end of input made due."""
+    batches = t.source.batches
+    files: List[List[Tuple[Optional[bytes], Optional[int], List[int], bool]]] = [
+        [(dumps(v), t.watermark_strategy.extract_timestamp(v, None), [i, j], False) for j, v in enumerate(b.elements)]
+        for i, b in enumerate(batches)
+    ]
+    if t.source.end_of_input:
+        files.append([(None, END_OF_INPUT, [len(batches), 0], True)])
+        files.append([(None, None, [len(batches) + 1, 0], True)])
+    return [rows or [(None, None, [i, 0], True)] for i, rows in enumerate(files)]
 
 
 def _check_private(directory: str) -> None:

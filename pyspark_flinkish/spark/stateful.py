@@ -20,7 +20,8 @@ Spark fires a timeout when the watermark is *strictly greater*. A bounded replay
 far in the future (Flink's end-of-input watermark ``LONG_MAX``) and one more micro-batch to fire it.
 
 Supported: one source with ``for_bounded_out_of_orderness`` / ``for_monotonous_timestamps`` (no per-partition
-watermarks, no idleness, no explicit watermarks), stateless operators, one keyed operator (window with any
+watermarks — neither ``partition_column`` nor a ``MicroBatchSource`` with several partitions —, no idleness, no
+explicit watermarks), stateless operators, one keyed operator (window with any
 assigner/trigger/evictor/lateness/late side output, or a ``KeyedProcessFunction`` with event-time timers),
 stateless operators after it. Not supported (error up front): processing time, a second keyed operator,
 ``union`` of sources, custom watermark generators; event times must lie between about 1935 and 2220.
@@ -97,6 +98,12 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
         raise _reject(f"the watermark strategy {strategy!r} (only bounded out-of-orderness or monotonous timestamps)")
     if getattr(source_t.source, "partition_column", None):
         raise _reject("per-partition watermarks (partition_column): Spark's watermark is global")
+    if isinstance(source_t.source, MicroBatchSource):
+        source = source_t.source
+        parts = set(source.partitions) | {b.partition_of(j) for b in source.batches for j in range(len(b.elements))}
+        if len(parts) > 1:
+            raise _reject(f"per-partition watermarks (a MicroBatchSource with partitions {sorted(map(repr, parts))}): "
+                          "Spark's watermark is global")
     for i in ancestors:
         t = plan.transformations[i]
         if t.spec.get("op") == "timestamps":

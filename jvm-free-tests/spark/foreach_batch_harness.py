@@ -14,7 +14,7 @@ elements, one marker row per source, and one last file with only markers: end of
 from __future__ import annotations
 
 import pickle
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import pandas as pd
 from pyspark import cloudpickle
@@ -33,11 +33,17 @@ __all__ = ["local_outputs", "run_foreach_batch"]
 
 
 def run_foreach_batch(
-    build: Callable[[Any], None], checkpoint: str, vectorize: bool, partitions: int = 2, tasks: int = 2
+    build: Callable[[Any], None],
+    checkpoint: str,
+    vectorize: bool,
+    partitions: int = 2,
+    tasks: int = 2,
+    batches: Optional[range] = None,
 ) -> _ForeachBatchDriver:
     """Build the pipeline on a JVM-free Spark environment (``build(env)`` adds its sinks) and run every micro-batch
-    of its replay sources to the end of input; the sinks get their values as on Spark. ``tasks``: how many Spark
-    tasks the route is split into. Returns the driver (its errors: the executor's errors, raised here)."""
+    of its replay sources to the end of input (or the Spark batch ids ``batches``: a restart resumes from the
+    checkpoint); the sinks get their values as on Spark. ``tasks``: how many Spark tasks the route is split into.
+    Returns the driver (its errors: the executor's errors, raised here)."""
     env = SparkStreamExecutionEnvironment(
         None, clock=ManualClock(0), state_partitions=partitions, vectorize=vectorize, future_horizon_ms=None
     )
@@ -47,7 +53,7 @@ def run_foreach_batch(
     sources = [t for t in plan.transformations if t.kind == "source"]
     assert all(isinstance(t.source, MicroBatchSource) for t in sources), "the harness replays MicroBatchSources"
     n = max(len(t.source.batches) for t in sources)
-    for batch_id in range(n + 1):
+    for batch_id in range(n + 1) if batches is None else batches:
         version_in = driver._open(batch_id)
         by_sink = _step(driver, _replay_rows(driver, batch_id), batch_id, version_in, tasks)
         for sink_index, rows in by_sink.items():

@@ -440,7 +440,7 @@ def test_the_generator_covers_every_feature() -> None:
     stopped generating one)."""
     seen: set = set()  # type: ignore[type-arg]
 
-    @settings(max_examples=400, deadline=None, database=None)
+    @settings(max_examples=250, deadline=None, database=None)
     @given(pipelines())
     def collect(p: Pipeline) -> None:
         op = p.operator

@@ -189,3 +189,21 @@ def test_apply_in_pandas_with_state_delivers_on_time_firings_before_late_ones(ve
     spark: List[Any] = []
     run_apply_in_pandas_with_state(late_after_on_time(spark), vectorize)
     assert spark == local
+
+
+def test_a_checkpoint_of_the_general_operator_keeps_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window function with state of its own ran on the general operator before (``v=`` snapshot files); a
+    restart on that checkpoint keeps that layout instead of looking for window tables that were never written."""
+    from pyspark_flinkish.spark import plan as plan_module
+
+    local: List[Any] = []
+    local_outputs(counting_pipeline(local))
+    out: List[Any] = []
+    monkeypatch.setattr(plan_module, "batch_eligibility", lambda op: "not eligible in an earlier version")
+    first = run_foreach_batch(counting_pipeline(out), str(tmp_path), vectorize=True, batches=range(2))
+    assert not any(n.batched for n in first.plan.nodes)
+    monkeypatch.undo()
+    assert any(n.batched for n in run_foreach_batch(counting_pipeline([]), str(tmp_path / "fresh"), True, batches=range(1)).plan.nodes)
+    restarted = run_foreach_batch(counting_pipeline(out), str(tmp_path), vectorize=True, batches=range(2, 4))
+    assert not any(n.batched for n in restarted.plan.nodes)
+    assert out == local == [("a", 0, 1), ("a", 10, 2), ("a", 20, 3)]

@@ -59,6 +59,7 @@ from .plan import (
     Node,
     compare_signatures,
     dumps,
+    keep_state_layouts,
     loads,
     reported_to_driver,
     route_partition,
@@ -569,6 +570,7 @@ class _ForeachBatchDriver:
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
         self._check_operators(meta)
         self.state_root = os.path.join(checkpoint, "flinkish", "state")
+        keep_state_layouts(self.plan, self.state_root)
         self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
         self.progress = progress
         self.failure: Optional[BaseException] = None

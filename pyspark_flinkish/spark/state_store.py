@@ -42,6 +42,14 @@ def windows_path(root: str, op_uid: str, sp: int, version: int) -> str:
     return os.path.join(partition_dir(root, op_uid, sp), f"w={version:012d}.parquet")
 
 
+def has_snapshots(root: str, op_uid: str) -> bool:
+    """Whether an operator's state is kept as keyed snapshots (``v=`` files) in this checkpoint."""
+    base = os.path.join(root, f"op={op_uid}")
+    if not os.path.isdir(base):
+        return False
+    return any(name.startswith("v=") for sp in os.listdir(base) for name in os.listdir(os.path.join(base, sp)))
+
+
 def _missing(path: str) -> StateError:
     msg = (
         f"keyed state file {path} is missing: the checkpoint's state is incomplete "

@@ -6,6 +6,8 @@ the foreachBatch executor's real bodies (``foreach_batch_harness``) and the loca
 2. A per-element ``WatermarkGenerator`` in ``assign_timestamps_and_watermarks`` (PyFlink's own
    ``test_side_output_late_data``): the driver called it once per batch with the batch's maximum timestamp. It is
    now refused up front, on every Spark executor.
+3. (issue 16) The applyInPandasWithState executor ordered a window's on-time firing after a late firing of the
+   same window in the same batch (``stateful_harness``; through a merging ``DeltaSink`` in ``tests/delta``).
 """
 
 from __future__ import annotations

@@ -208,6 +208,12 @@ class BatchWindowOperator:
         """The cleanup time of the window starting at ``start`` (:meth:`WindowOperator.cleanup_time`)."""
         return self.op.cleanup_time(self._window(start))
 
+    def timer_times(self, start: int) -> Tuple[int, int]:
+        """The event-time timers of the window starting at ``start``: it fires at its ``max_ts`` and is cleaned up
+        at its cleanup time (``LONG_MAX``: never)."""
+        window = self._window(start)
+        return window.max_timestamp(), self.op.cleanup_time(window)
+
     def advance_watermark(self, watermark: int) -> None:
         """The operator's event-time timers up to ``watermark``, in timestamp order: a window fires at its
         ``max_ts`` (``EventTimeTrigger``) and is dropped at its cleanup time, where the window function's
@@ -220,11 +226,9 @@ class BatchWindowOperator:
         op.timers.current_watermark = watermark
         timers = []  # (time, table position, 0 fire | 1 clean up, slot): a window fires before its cleanup
         for i, slot in enumerate(self.windows):
-            window = self._window(slot[1])
-            max_ts = window.max_timestamp()
+            max_ts, cleanup = self.timer_times(slot[1])
             if old < max_ts <= watermark:
                 timers.append((max_ts, i, 0, slot))
-            cleanup = op.cleanup_time(window)
             if cleanup <= watermark and cleanup != LONG_MAX:
                 timers.append((cleanup, i, 1, slot))
         timers.sort(key=lambda t: t[:3])  # ties between windows keep the table's (deterministic) order

@@ -352,7 +352,7 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
             watermark = max(current, previous)
             payload = json.dumps(own + [[s, encode_value(a)] for _, s, a in windows], separators=(",", ":")).encode()
             state.update((WINDOWS_STATE_VERSION, watermark, payload))
-            due = [t for _, s, _ in windows for t in (s + batch.size - 1, batch.cleanup_time(s)) if watermark < t < LONG_MAX]
+            due = [t for _, s, _ in windows for t in batch.timer_times(s) if watermark < t < LONG_MAX]
             if due:
                 state.setTimeoutTimestamp(spark_timeout(min(due), spark_wm, delay))
         yield from _output(runner.rows)

@@ -4,7 +4,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
 PYTHON ?= python3
-SHARED ?= ../shared
+# The conformance material `make conformance` runs: the repository's vendored copy, or SHARED/conformance when
+# SHARED is given (e.g. `make conformance SHARED=../shared`).
+SHARED ?=
+CONFORMANCE ?= $(if $(SHARED),$(SHARED)/conformance,conformance)
 VENV := .venv
 VPY := $(CURDIR)/$(VENV)/bin/python
 # Reinstall whenever setup.cfg (dependencies, extras, entry points) changes.
@@ -48,11 +51,12 @@ test-jvm-free: setup
 	env -u JAVA_HOME PATH="$(CURDIR)/$(VENV)/bin" PYSPARK_FLINKISH_ASSERT_NO_JAVA=1 \
 		$(VPY) -m pytest -q --timeout=120 jvm-free-tests
 
-# The notebooks in notebooks/, top to bottom in a fresh kernel each (nbmake; outputs are not written back). Notebooks 1-4
+# The notebooks in notebooks/, top to bottom in a fresh kernel each (notebooks/conftest.py: nbmake runs them, outputs
+# are not written back, and a notebook whose outputs hold no image fails). Notebooks 1-4
 # run on the JVM-free engine, 5 and 6 start a local SparkSession (Delta from `make jars`). A cell may take 5 minutes
 # and a notebook 10 (pytest-timeout): a wedged Spark query fails the run instead of hanging it.
 test-notebooks: setup jars
-	$(VPY) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 --timeout=600 notebooks
+	$(VPY) -m pytest -q -p no:cacheprovider --nbmake-timeout=300 --timeout=600 notebooks
 
 # Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error.
 test-integration: setup jars
@@ -65,8 +69,8 @@ test-integration: setup jars
 	fi
 
 conformance: setup
-	$(VPY) -m pyspark_flinkish.conformance $(SHARED)/conformance/scenarios --engine local \
-		--out out/conformance --expected $(SHARED)/conformance/expected
+	$(VPY) -m pyspark_flinkish.conformance $(CONFORMANCE)/scenarios --engine local \
+		--out out/conformance --expected $(CONFORMANCE)/expected
 
 # The live demo: a local Kafka broker, a real-time producer, the pipeline on Spark, exactly-once Delta output, a
 # chart in out/demo/demo.png; a re-run resumes from out/demo/checkpoint. `make demo-local`: the JVM-free demo.

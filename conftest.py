@@ -10,8 +10,11 @@ Test layout:
   the session-scoped :func:`spark` fixture below; mark them ``@pytest.mark.spark`` (and
   ``@pytest.mark.kafka`` when they need a broker).
 
-The shared conformance material (Flink-produced scenarios and expected outputs) lives in
-``../shared/conformance`` next to the repository; ``PYSPARK_FLINKISH_SHARED`` points elsewhere.
+The conformance material (scenarios and the outputs Apache Flink produced for them) is vendored in the
+repository's ``conformance/`` directory (a byte-identical copy of the project's shared material, checked by
+``jvm-free-tests/conformance/test_vendored_copy.py``); ``PYSPARK_FLINKISH_SHARED=DIR`` makes every test read
+``DIR/conformance`` instead. A test taking a ``conformance_scenario`` argument runs once per scenario file found
+there, and finding none is a collection error, never an empty (skipped) parametrization.
 
 Nothing here imports pyspark at module level: the SparkSession is created only when a test
 asks for the ``spark`` fixture, once per test session. ``spark`` is the ``flinkish_spark`` fixture of the
@@ -53,22 +56,44 @@ def spark(flinkish_spark: SparkSession) -> SparkSession:
     return flinkish_spark
 
 
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The shared material directory: ``../shared`` beside the repo, or ``$PYSPARK_FLINKISH_SHARED``."""
-    override = os.environ.get("PYSPARK_FLINKISH_SHARED")
-    path = Path(override).resolve() if override else (REPO_ROOT.parent / "shared").resolve()
-    if not path.is_dir():
-        source = "PYSPARK_FLINKISH_SHARED" if override else "the default ../shared beside the repository"
+SHARED_ENV = "PYSPARK_FLINKISH_SHARED"
+
+
+def conformance_root() -> Path:
+    """The conformance material the tests run: the repository's vendored ``conformance/``, or
+    ``$PYSPARK_FLINKISH_SHARED/conformance`` when that variable is set."""
+    override = os.environ.get(SHARED_ENV)
+    return (Path(override) / "conformance").resolve() if override else REPO_ROOT / "conformance"
+
+
+def _conformance_root_or_fail() -> Path:
+    path = conformance_root()
+    source = f"${SHARED_ENV}/conformance" if os.environ.get(SHARED_ENV) else "the repository's vendored conformance/"
+    if not (path / "scenarios").is_dir() or not (path / "expected").is_dir():
         pytest.fail(
-            f"shared directory not found: {path} (from {source}); check out the shared material "
-            "next to the repository or set PYSPARK_FLINKISH_SHARED to its path",
+            f"conformance material not found: {path} (from {source}) needs scenarios/ and expected/; "
+            f"unset {SHARED_ENV} to use the vendored copy",
             pytrace=False,
         )
     return path
 
 
 @pytest.fixture(scope="session")
-def conformance_dir(shared_dir: Path) -> Path:
-    """``<shared>/conformance``: ``scenarios/NAME.json`` and ``expected/NAME.expected.json``."""
-    return shared_dir / "conformance"
+def conformance_dir() -> Path:
+    """The conformance directory (:func:`conformance_root`): ``scenarios/NAME.json`` and
+    ``expected/NAME.expected.json``."""
+    return _conformance_root_or_fail()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A ``conformance_scenario`` argument: one test per scenario file of :func:`conformance_root`, or a
+    collection error when there is none (an override pointing at the wrong folder must not pass silently)."""
+    if "conformance_scenario" not in metafunc.fixturenames:
+        return
+    from pyspark_flinkish.conformance import discover
+
+    root = _conformance_root_or_fail()
+    paths = discover(root / "scenarios")
+    if not paths:
+        pytest.fail(f"no scenario files in {root / 'scenarios'}", pytrace=False)
+    metafunc.parametrize("conformance_scenario", paths, ids=[p.stem for p in paths])

@@ -2,14 +2,14 @@
 
 Spark's Python workers run ``pyspark_flinkish`` code that a driver-side profiler cannot see, so this script
 replays what the executor does for one micro-batch in this process, calling the package's own functions in the
-order ``_ForeachBatchDriver._run`` does (the Spark parts — Arrow transfer, shuffle, persist, collect — are
+order ``ForeachBatchDriver._run`` does (the Spark parts — Arrow transfer, shuffle, persist, collect — are
 left out and reported by ``bench_tumbling.py`` as the difference to the wall time):
 
-1. ``environment._dataframe_rows`` (mapInPandas on the source DataFrame): input rows -> source rows;
+1. ``source_rows.dataframe_rows`` (mapInPandas on the source DataFrame): input rows -> source rows;
 2. ``plan.route_partition`` (mapInPandas): stateless chain, keys, state partitions, watermark statistics;
-3. ``_ForeachBatchDriver._advance_watermarks`` (driver);
+3. ``ForeachBatchDriver._advance_watermarks`` (driver);
 4. ``plan.run_keyed_partition`` (applyInPandas per keyed operator and state partition, incl. heartbeats);
-5. sink delivery (``pickle.loads`` of every output value, then the sink) and ``_ForeachBatchDriver._commit``.
+5. sink delivery (``pickle.loads`` of every output value, then the sink) and ``ForeachBatchDriver._commit``.
 
 Batch 0 (fresh state) is run first without profiling; batch 1 (restores batch 0's state) is timed stage by
 stage and profiled with pyinstrument (``pip install pyinstrument``) when it is installed.
@@ -44,8 +44,12 @@ import bench_tumbling as bench
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
-from pyspark_flinkish.spark import environment as envmod
-from pyspark_flinkish.spark import plan as planmod
+from pyspark_flinkish.spark import chain as spark_chain
+from pyspark_flinkish.spark import keyed_partition as spark_keyed
+from pyspark_flinkish.spark import rows as spark_rows
+from pyspark_flinkish.spark import source_rows as spark_source_rows
+from pyspark_flinkish.spark.driver import ForeachBatchDriver
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 
 class _FakeStreamingFrame:
@@ -85,7 +89,7 @@ def main() -> int:
         return profile_stateful(args)
 
     frames = _input_frames(args.batch_rows, args.keys, args.disorder_ms, 42)
-    env = envmod.SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
+    env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
     stream = env.from_dataframe(
         _FakeStreamingFrame(),
         WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(args.disorder_ms)),
@@ -101,9 +105,9 @@ def main() -> int:
     else:
         windowed.aggregate(bench.CountSum(), bench.WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4)).add_sink(out.append)
     checkpoint = tempfile.mkdtemp(prefix="flinkish-profile-")
-    driver = envmod._ForeachBatchDriver(env, list(env._sinks), checkpoint, None)
+    driver = ForeachBatchDriver(env, list(env._sinks), checkpoint, None)
     src_t = next(t for t in driver.plan.transformations if t.kind == "source")
-    convert = envmod._dataframe_rows(src_t, driver.plan.nodes[driver.plan.transformations.index(src_t)].uid)
+    convert = spark_source_rows.dataframe_rows(src_t, driver.plan.nodes[driver.plan.transformations.index(src_t)].uid)
 
     def one_batch(batch_id: int, pdf: pd.DataFrame, timings: Dict[str, float]) -> None:
         def lap(name: str, t0: float) -> float:
@@ -120,8 +124,8 @@ def main() -> int:
         chunks = [pdf.iloc[i : i + args.arrow_rows] for i in range(0, len(pdf), args.arrow_rows)]
         t = lap("0 driver: open", t)
         source_rows = list(convert(iter(chunks)))
-        t = lap("1 source rows (_dataframe_rows.convert)", t)
-        routed = pd.concat(list(planmod.route_partition(plan, iter(source_rows), wm_prev, now, parts, source_index)))
+        t = lap("1 source rows (dataframe_rows.convert)", t)
+        routed = pd.concat(list(spark_chain.route_partition(plan, iter(source_rows), wm_prev, now, parts, source_index)))
         t = lap("2 route (route_partition)", t)
         stats = routed[routed["kind"] == "stat"].to_dict("records")
         driver._advance_watermarks(stats)
@@ -136,10 +140,10 @@ def main() -> int:
             for node in nodes:
                 for sp in range(parts):
                     group = pending[(pending["dest"] == node) & (pending["sp"] == sp)]
-                    hb = pd.DataFrame([{c: None for c in planmod.ROW_COLUMNS} | {"kind": "hb", "dest": node, "sp": sp}])
+                    hb = pd.DataFrame([{c: None for c in spark_rows.ROW_COLUMNS} | {"kind": "hb", "dest": node, "sp": sp}])
                     group = pd.concat([group, hb], ignore_index=True)
                     keyed_out.append(
-                        planmod.run_keyed_partition(
+                        spark_keyed.run_keyed_partition(
                             plan, group, wm_prev, wm_new, now, parts, driver.state_root, batch_id, prev_version
                         )
                     )
@@ -223,7 +227,7 @@ def profile_stateful(args: argparse.Namespace) -> int:
     from pyspark_flinkish.spark import stateful
 
     frames = _input_frames(args.batch_rows, args.keys, args.disorder_ms, 42)
-    env = envmod.SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend="apply_in_pandas_with_state")
+    env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend="apply_in_pandas_with_state")
     stream = env.from_dataframe(
         _FakeStreamingFrame(),
         WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(args.disorder_ms)),
@@ -243,7 +247,7 @@ def profile_stateful(args: argparse.Namespace) -> int:
     info = builder.info
     source_t = builder.plan.transformations[info["source"]]
     source_uid = builder.plan.nodes[info["source"]].uid
-    convert = envmod._dataframe_rows(source_t, source_uid)
+    convert = spark_source_rows.dataframe_rows(source_t, source_uid)
     fn = stateful.keyed_function(plan, info["keyed"], info["delay"], 0)
     store: Dict[Any, Any] = {}
     spark_wm = 0
@@ -255,7 +259,7 @@ def profile_stateful(args: argparse.Namespace) -> int:
         t = time.perf_counter()
         source_rows = list(convert(iter(chunks)))
         t1 = time.perf_counter()
-        timings["1 source rows (_dataframe_rows.convert)"] = t1 - t
+        timings["1 source rows (dataframe_rows.convert)"] = t1 - t
         routed = pd.concat(list(stateful.route(plan, iter(source_rows), 0, source_uid)))
         t2 = time.perf_counter()
         timings["2 route (stateful.route)"] = t2 - t1
@@ -312,7 +316,7 @@ def profile_driver(args: argparse.Namespace) -> int:
     from pyspark_flinkish.spark import session as flinkish_session
 
     profiler = Profiler(interval=0.001)
-    original = envmod._ForeachBatchDriver.__call__
+    original = ForeachBatchDriver.__call__
     durations: List[float] = []
 
     def profiled(self: Any, df: Any, batch_id: int) -> None:
@@ -326,7 +330,7 @@ def profile_driver(args: argparse.Namespace) -> int:
                 profiler.stop()
             durations.append(time.perf_counter() - t)
 
-    envmod._ForeachBatchDriver.__call__ = profiled  # type: ignore[method-assign]
+    ForeachBatchDriver.__call__ = profiled  # type: ignore[method-assign]
     work = tempfile.mkdtemp(prefix="flinkish-profile-driver-")
     bench.generate_tiny(os.path.join(work, "tiny"), 12, 100, args.keys, 43)
     spark = flinkish_session("profile_driver", shuffle_partitions=2, spark__default__parallelism="2")

@@ -8,15 +8,21 @@ replaces PySpark's Py4J gateway launcher with a function that raises ``RuntimeEr
 With ``PYSPARK_FLINKISH_ASSERT_NO_JAVA=1`` (set by ``make test-jvm-free``) it also checks that
 no ``java`` executable is reachable on ``PATH``.
 
+It also provides the ``golden`` fixture: documents this package writes (state codec, checkpoint files) compared
+with the checked-in files under ``jvm-free-tests/golden/`` (see :class:`Golden` for regenerating them).
+
 Note: this imports ``pyspark`` into the test process; a test proving that a module does not
 import pyspark must block it (``sys.modules``) or use a subprocess.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import json
 import os
 import shutil
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -61,3 +67,75 @@ def _assert_no_java() -> None:
 
 _install_gateway_guard()
 _assert_no_java()
+
+
+REGENERATE_ENV = "PYSPARK_FLINKISH_REGENERATE_GOLDEN"
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+
+
+class Golden:
+    """``golden(name, actual)``: compare a document this package writes (as JSON data) with the checked-in
+    ``jvm-free-tests/golden/<name>.json``; ``golden.load(name)``: the checked-in data, for the other half of such
+    a test, decoding it back (an existing checkpoint must stay readable).
+
+    A renamed tag or field, a changed key encoding or file name fails here: the golden files are what older
+    checkpoints hold. A deliberate format change bumps the format's version (older state is then refused or
+    migrated, never misread) and regenerates the files::
+
+        PYSPARK_FLINKISH_REGENERATE_GOLDEN=1 make test-jvm-free   # rewrites jvm-free-tests/golden/*.json
+        git diff jvm-free-tests/golden                             # review, then commit with the change
+    """
+
+    def __call__(self, name: str, actual: Any, expand: int = 1) -> Any:
+        """``expand``: how many levels of objects and arrays get one member per line in the file (deeper: one
+        line each)."""
+        path = GOLDEN_DIR / f"{name}.json"
+        text = _layout(json.loads(json.dumps(actual)), expand) + "\n"
+        if os.environ.get(REGENERATE_ENV) == "1":
+            path.write_text(text, encoding="utf-8")
+            return json.loads(text)
+        how = (
+            f"If the change is deliberate, bump the format's version (and read or refuse the old one), regenerate "
+            f"with {REGENERATE_ENV}=1 make test-jvm-free, review `git diff jvm-free-tests/golden` and commit it."
+        )
+        if not path.exists():
+            pytest.fail(f"golden file {path} is missing. {how}", pytrace=False)
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored != json.loads(text):
+            diff = "\n".join(
+                difflib.unified_diff(
+                    _layout(stored, expand).splitlines(), text.splitlines(),
+                    f"golden/{name}.json", "written now", lineterm="", n=2,
+                )
+            )
+            pytest.fail(
+                f"the {name} format changed: what this version writes differs from {path} "
+                f"(what existing checkpoints hold).\n{diff[:6000]}\n{how}",
+                pytrace=False,
+            )
+        return stored
+
+    def load(self, name: str) -> Any:
+        """The golden file's data as checked in (for decoding it back, whatever this version writes now)."""
+        path = GOLDEN_DIR / f"{name}.json"
+        if not path.exists():
+            pytest.fail(f"golden file {path} is missing; regenerate with {REGENERATE_ENV}=1 make test-jvm-free", pytrace=False)
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _layout(data: Any, expand: int, indent: str = "") -> str:
+    """JSON with the outer ``expand`` levels of objects and arrays one member per line, the rest compact: a diff shows
+    which value changed without a file of thousands of lines."""
+    if expand <= 0 or not isinstance(data, (dict, list)) or not data:
+        return json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
+    inner = indent + " "
+    if isinstance(data, list):
+        return "[\n" + ",\n".join(inner + _layout(v, expand - 1, inner) for v in data) + "\n" + indent + "]"
+    members = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_layout(v, expand - 1, inner)}" for k, v in data.items()]
+    return "{\n" + ",\n".join(members) + "\n" + indent + "}"
+
+
+@pytest.fixture
+def golden() -> Golden:
+    """Compare a written document with its golden file (see :class:`Golden`)."""
+    return Golden()

@@ -12,6 +12,9 @@ from .core.records import OutputTag
 from .core.watermarks import WatermarkStrategy
 from .datastream import DataStream, StreamExecutionEnvironment
 
+# the executors register themselves with ``datastream.executors``, the one place an environment finds them
+from . import local, spark  # noqa: F401  isort: skip
+
 __version__ = "0.1.0"
 
 __all__ = [

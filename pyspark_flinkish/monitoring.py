@@ -297,3 +297,21 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 _NOT_SEEN = object()
+
+
+__all__ = [
+    "LONG_MIN",
+    "LONG_MAX",
+    "log",
+    "OPERATOR_COUNTERS",
+    "OPERATOR_GAUGES",
+    "partition_metrics",
+    "merge_partitions",
+    "format_time",
+    "progress_line",
+    "log_progress",
+    "progress_dir",
+    "read_progress",
+    "write_progress",
+    "main",
+]

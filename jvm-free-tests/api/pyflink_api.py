@@ -5,6 +5,9 @@ Each exclusion says why. Keep this list in sync with PyFlink when it grows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, Optional, Tuple
+
 PYFLINK_NAMES: dict[str, list[str]] = {
     "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation"],
     "datastream": [
@@ -53,31 +56,101 @@ PYFLINK_NAMES: dict[str, list[str]] = {
     ],
 }
 
-_TWO_INPUT = "two-input streams (connect/broadcast) are not in the semantic core yet"
-_WINDOW_ALL = "non-keyed windowAll is not supported: Spark needs a key to partition state"
-_CLUSTER = "Flink cluster configuration: Spark's checkpointing and state store take this role"
-_SERIALIZER = "PyFlink-internal serializer; windows are encoded by the keyed-snapshot codec"
-_KAFKA_SINK = "no Kafka sink yet: Spark's Kafka sink is at-least-once; write results with foreach_batch"
-_COUNT = "count windows are GlobalWindow-based, as in Flink's Java API (KeyedStream.count_window builds them)"
+@dataclass(frozen=True)
+class Why:
+    """Why a PyFlink name is absent, as claims the parity test checks against the package.
 
-EXCLUDED: dict[str, dict[str, str]] = {
+    ``absent``: the calls through which a PyFlink user reaches the excluded feature (``module.Class.member``,
+    module relative to ``pyspark_flinkish``); none may exist, so a user gets no half-working variant.
+    ``instead``: what the reason says this package offers in its place; each must exist.
+    ``proof``: a check of the reason's other claim, run by the test (raises ``AssertionError`` when it is false).
+    """
+
+    reason: str
+    absent: Tuple[str, ...] = ()
+    instead: Tuple[str, ...] = ()
+    proof: Optional[Callable[[], None]] = None
+
+
+def _windows_are_encoded_by_the_keyed_snapshot_codec() -> None:
+    from pyspark_flinkish.core.codec import decode_value, encode_value
+    from pyspark_flinkish.core.windows import GlobalWindow, TimeWindow
+
+    assert encode_value(TimeWindow(0, 10)) == {"W": [0, 10]}
+    assert encode_value(GlobalWindow()) == {"G": 1}
+    assert decode_value({"W": [0, 10]}) == TimeWindow(0, 10) and decode_value({"G": 1}) == GlobalWindow()
+
+
+def _spark_checkpointing_takes_the_role() -> None:
+    import inspect
+
+    from pyspark_flinkish.spark import SparkStreamExecutionEnvironment
+
+    assert "checkpoint_location" in inspect.signature(SparkStreamExecutionEnvironment.execute).parameters
+
+
+_TWO_INPUT = Why(
+    "two-input streams (connect/broadcast) are not in the semantic core yet",
+    absent=("datastream.DataStream.connect", "datastream.DataStream.broadcast", "datastream.KeyedStream.connect"),
+)
+_WINDOW_ALL = Why(
+    "non-keyed windowAll is not supported: Spark needs a key to partition state",
+    absent=("datastream.DataStream.window_all", "datastream.DataStream.count_window_all"),
+    instead=("datastream.KeyedStream.window", "datastream.KeyedStream.count_window"),
+)
+_CLUSTER = Why(
+    "Flink cluster configuration: Spark's checkpointing and state store take this role",
+    absent=(
+        "datastream.StreamExecutionEnvironment.enable_checkpointing",
+        "datastream.StreamExecutionEnvironment.get_checkpoint_config",
+        "datastream.StreamExecutionEnvironment.set_state_backend",
+        "datastream.DataStream.slot_sharing_group",
+    ),
+    proof=_spark_checkpointing_takes_the_role,
+)
+_SERIALIZER = Why(
+    "PyFlink-internal serializer; windows are encoded by the keyed-snapshot codec",
+    proof=_windows_are_encoded_by_the_keyed_snapshot_codec,
+)
+_KAFKA_SINK = Why(
+    "no Kafka sink yet: Spark's Kafka sink is at-least-once; write results with foreach_batch",
+    absent=("datastream.connectors.kafka.KafkaSink", "datastream.connectors.kafka.KafkaSinkBuilder"),
+    instead=("datastream.DataStream.foreach_batch",),
+)
+_PARTITIONER = Why(
+    "custom partitioning: Spark shuffles by key hash",
+    absent=("datastream.DataStream.partition_custom",),
+    instead=("datastream.DataStream.key_by",),
+)
+_SOURCE_FUNCTION = Why(
+    "legacy source API; sources are MicroBatchSource here (Kafka and Delta on Spark)",
+    absent=("datastream.StreamExecutionEnvironment.add_source",),
+    instead=("datastream.MicroBatchSource", "datastream.StreamExecutionEnvironment.from_source",
+             "spark.SparkStreamExecutionEnvironment.from_kafka", "spark.SparkStreamExecutionEnvironment.from_delta"),
+)
+
+EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream": {
         "ConnectedStreams": _TWO_INPUT, "BroadcastStream": _TWO_INPUT, "BroadcastConnectedStream": _TWO_INPUT,
         "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
         "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
         "KeyedBroadcastProcessFunction": _TWO_INPUT,
         "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
-        "Partitioner": "custom partitioning: Spark shuffles by key hash",
-        "SourceFunction": "legacy source API; sources are MicroBatchSource here (Kafka and Delta on Spark)",
+        "Partitioner": _PARTITIONER,
+        "SourceFunction": _SOURCE_FUNCTION,
         "CheckpointConfig": _CLUSTER, "CheckpointingMode": _CLUSTER, "StateBackend": _CLUSTER,
         "HashMapStateBackend": _CLUSTER, "EmbeddedRocksDBStateBackend": _CLUSTER, "CheckpointStorage": _CLUSTER,
-        "TimeCharacteristic": "removed in Flink 2.x; event time is the default",
-        "RuntimeExecutionMode": "BATCH mode is not offered; bounded inputs run in streaming mode to end of input",
+        "TimeCharacteristic": Why(
+            "removed in Flink 2.x; event time is the default",
+            absent=("datastream.StreamExecutionEnvironment.set_stream_time_characteristic",),
+        ),
+        "RuntimeExecutionMode": Why(
+            "BATCH mode is not offered; bounded inputs run in streaming mode to end of input",
+            absent=("datastream.StreamExecutionEnvironment.set_runtime_mode",),
+        ),
         "SlotSharingGroup": _CLUSTER,
-        "CountWindow": _COUNT,
     },
     "datastream.window": {
-        "CountWindow": _COUNT, "CountTumblingWindowAssigner": _COUNT, "CountSlidingWindowAssigner": _COUNT,
         "TimeWindowSerializer": _SERIALIZER, "CountWindowSerializer": _SERIALIZER, "GlobalWindowSerializer": _SERIALIZER,
     },
     "datastream.functions": {
@@ -85,8 +158,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
         "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
         "KeyedBroadcastProcessFunction": _TWO_INPUT, "AllWindowFunction": _WINDOW_ALL,
         "ProcessAllWindowFunction": _WINDOW_ALL,
-        "SourceFunction": "legacy source API; sources are MicroBatchSource here (Kafka and Delta on Spark)",
-        "Partitioner": "custom partitioning: Spark shuffles by key hash",
+        "SourceFunction": _SOURCE_FUNCTION,
+        "Partitioner": _PARTITIONER,
     },
     "datastream.connectors.kafka": {
         "KafkaSink": _KAFKA_SINK, "KafkaSinkBuilder": _KAFKA_SINK, "KafkaRecordSerializationSchema": _KAFKA_SINK,
@@ -94,7 +167,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     "datastream.state": {
         "BroadcastState": _TWO_INPUT, "ReadOnlyBroadcastState": _TWO_INPUT,
-        "OperatorStateStore": "operator (non-keyed) state: Spark has no per-task state to map it to",
+        "OperatorStateStore": Why(
+            "operator (non-keyed) state: Spark has no per-task state to map it to",
+            # PyFlink hands an OperatorStateStore (broadcast state only) to broadcast functions
+            absent=("datastream.DataStream.broadcast", "datastream.functions.BroadcastProcessFunction"),
+            instead=("datastream.RuntimeContext.get_state",),
+        ),
     },
 }
 
@@ -123,6 +201,8 @@ PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.window.EventTimeSessionWindows": ["with_gap", "with_dynamic_gap"],
     "datastream.window.GlobalWindows": ["create"],
     "datastream.window.CountTrigger": ["of"],
+    "datastream.window.CountTumblingWindowAssigner": ["of"],
+    "datastream.window.CountSlidingWindowAssigner": ["of"],
     "datastream.window.PurgingTrigger": ["of"],
     "datastream.window.EventTimeTrigger": ["create"],
     "datastream.window.ContinuousEventTimeTrigger": ["of"],

@@ -1,4 +1,5 @@
-"""Every Flink-produced scenario in ../shared/conformance, discovered at run time, on the JVM-free engine.
+"""Every Flink-produced scenario in the repository's ``conformance/`` (or ``$PYSPARK_FLINKISH_SHARED/conformance``),
+discovered at collection time by the root conftest, on the JVM-free engine.
 
 Each runs twice: with operators kept in memory, and with every keyed operator rebuilt from encoded
 per-key snapshots after each micro-batch (what the Spark executors do), which proves the snapshots are
@@ -20,23 +21,22 @@ from pyspark_flinkish.conformance.runner import attach, result
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.local.executor import LocalExecutor
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "conformance"
-SCENARIOS = discover(SHARED / "scenarios") if (SHARED / "scenarios").is_dir() else []
 
-
-def _expected(name: str) -> dict:
-    return json.loads((SHARED / "expected" / f"{name}.expected.json").read_text())
+@pytest.fixture
+def expected(conformance_dir: Path):  # type: ignore[no-untyped-def]
+    """``expected(name)``: the outputs Flink produced for scenario ``name``."""
+    return lambda name: json.loads((conformance_dir / "expected" / f"{name}.expected.json").read_text())
 
 
 def test_scenarios_were_found(conformance_dir: Path) -> None:
-    assert conformance_dir.resolve() == SHARED.resolve()
-    assert len(SCENARIOS) >= 42
+    scenarios = discover(conformance_dir / "scenarios")
+    assert len(scenarios) >= 42
+    assert all((conformance_dir / "expected" / f"{p.stem}.expected.json").is_file() for p in scenarios)
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_scenario_matches_flink(path: Path) -> None:
-    scenario = load(path)
-    assert differences(run_local(scenario), _expected(scenario["name"])) == []
+def test_scenario_matches_flink(conformance_scenario: Path, expected) -> None:  # type: ignore[no-untyped-def]
+    scenario = load(conformance_scenario)
+    assert differences(run_local(scenario), expected(scenario["name"])) == []
 
 
 def _run_restoring(scenario: dict) -> dict:
@@ -46,32 +46,31 @@ def _run_restoring(scenario: dict) -> dict:
     return result(out)
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_scenario_matches_flink_with_snapshot_restore_every_batch(path: Path) -> None:
-    scenario = load(path)
-    assert differences(_run_restoring(scenario), _expected(scenario["name"])) == []
+def test_scenario_matches_flink_with_snapshot_restore_every_batch(conformance_scenario: Path, expected) -> None:  # type: ignore[no-untyped-def]
+    scenario = load(conformance_scenario)
+    assert differences(_run_restoring(scenario), expected(scenario["name"])) == []
 
 
-def test_comparison_detects_a_changed_result() -> None:
-    scenario = load(SHARED / "scenarios" / "pub_001.json")
+def test_comparison_detects_a_changed_result(conformance_dir: Path, expected) -> None:  # type: ignore[no-untyped-def]
+    scenario = load(conformance_dir / "scenarios" / "pub_001.json")
     actual = run_local(scenario)
     tampered = copy.deepcopy(actual)
     tampered["main"][0]["result"] = ["not", "flink"]
-    assert differences(tampered, _expected("pub_001")) != []
+    assert differences(tampered, expected("pub_001")) != []
     # multiplicity matters: a duplicated record is a difference
     doubled = {"main": actual["main"] + actual["main"][:1], "late": actual["late"]}
-    assert differences(doubled, _expected("pub_001")) != []
+    assert differences(doubled, expected("pub_001")) != []
 
 
-def test_comparison_detects_a_changed_watermark_field() -> None:
-    scenario = load(SHARED / "scenarios" / "edge_tumbling_boundaries.json")
+def test_comparison_detects_a_changed_watermark_field(conformance_dir: Path, expected) -> None:  # type: ignore[no-untyped-def]
+    scenario = load(conformance_dir / "scenarios" / "edge_tumbling_boundaries.json")
     actual = run_local(scenario)
     actual["main"][0]["watermark"] += 1
-    assert differences(actual, _expected("edge_tumbling_boundaries")) != []
+    assert differences(actual, expected("edge_tumbling_boundaries")) != []
 
 
-def test_unknown_fields_fail_loudly() -> None:
-    scenario = json.loads((SHARED / "scenarios" / "pub_001.json").read_text())
+def test_unknown_fields_fail_loudly(conformance_dir: Path) -> None:
+    scenario = json.loads((conformance_dir / "scenarios" / "pub_001.json").read_text())
     for mutate in (
         lambda s: s.update(unexpected=1),
         lambda s: s["window"].update(accumulation="discarding"),
@@ -87,8 +86,8 @@ def test_unknown_fields_fail_loudly() -> None:
             validate(broken)
 
 
-def test_decreasing_watermarks_are_rejected() -> None:
-    scenario = json.loads((SHARED / "scenarios" / "pub_001.json").read_text())
+def test_decreasing_watermarks_are_rejected(conformance_dir: Path) -> None:
+    scenario = json.loads((conformance_dir / "scenarios" / "pub_001.json").read_text())
     scenario["batches"][2]["watermark"] = scenario["batches"][1]["watermark"] - 1
     with pytest.raises(ScenarioError, match="non-decreasing"):
         validate(scenario)
@@ -97,28 +96,29 @@ def test_decreasing_watermarks_are_rejected() -> None:
         validate(scenario)
 
 
-def test_cli_runs_all_scenarios_and_reports(tmp_path: Path) -> None:
+def test_cli_runs_all_scenarios_and_reports(tmp_path: Path, conformance_dir: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pyspark_flinkish.conformance", str(SHARED / "scenarios"), "--engine", "local",
-         "--out", str(tmp_path / "out"), "--expected", str(SHARED / "expected")],
+        [sys.executable, "-m", "pyspark_flinkish.conformance", str(conformance_dir / "scenarios"), "--engine", "local",
+         "--out", str(tmp_path / "out"), "--expected", str(conformance_dir / "expected")],
         capture_output=True, text=True, timeout=120, check=False,
     )
+    scenarios = discover(conformance_dir / "scenarios")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == f"{len(SCENARIOS)} passed, 0 failed"
+    assert proc.stdout.strip().splitlines()[-1] == f"{len(scenarios)} passed, 0 failed"
     written = sorted(p.name for p in (tmp_path / "out").glob("*.actual.json"))
-    assert written == sorted(f"{p.stem}.actual.json" for p in SCENARIOS)
+    assert written == sorted(f"{p.stem}.actual.json" for p in scenarios)
     sample = json.loads((tmp_path / "out" / "pub_001.actual.json").read_text())
     assert set(sample) == {"main", "late"}
     assert all(set(r) == {"key", "window_start", "window_end", "result", "watermark"} for r in sample["main"])
 
 
-def test_cli_fails_on_a_wrong_expectation_and_a_new_unknown_scenario(tmp_path: Path) -> None:
+def test_cli_fails_on_a_wrong_expectation_and_a_new_unknown_scenario(tmp_path: Path, conformance_dir: Path, expected) -> None:  # type: ignore[no-untyped-def]
     scen_dir, exp_dir = tmp_path / "scenarios", tmp_path / "expected"
     scen_dir.mkdir()
     exp_dir.mkdir()
-    good = json.loads((SHARED / "scenarios" / "edge_tumbling_boundaries.json").read_text())
+    good = json.loads((conformance_dir / "scenarios" / "edge_tumbling_boundaries.json").read_text())
     (scen_dir / "edge_tumbling_boundaries.json").write_text(json.dumps(good))
-    wrong = _expected("edge_tumbling_boundaries")
+    wrong = expected("edge_tumbling_boundaries")
     wrong["late"] = wrong["late"] + [{"key": "zz", "ts": 1, "value": 1}]
     (exp_dir / "edge_tumbling_boundaries.expected.json").write_text(json.dumps(wrong))
     strange = copy.deepcopy(good)

@@ -154,8 +154,51 @@ def test_trigger_result_predicates(result: TriggerResult, fire: bool, purge: boo
     assert result.is_purge() is purge
 
 
-def test_trigger_result_has_four_distinct_members() -> None:
-    assert len({TriggerResult.CONTINUE, TriggerResult.FIRE, TriggerResult.PURGE, TriggerResult.FIRE_AND_PURGE}) == 4
+def test_trigger_result_members_are_flinks_four_and_cover_every_decision() -> None:
+    assert [r.name for r in TriggerResult] == ["CONTINUE", "FIRE_AND_PURGE", "FIRE", "PURGE"]  # Flink's declaration order
+    assert {(r.is_fire(), r.is_purge()) for r in TriggerResult} == {(f, p) for f in (False, True) for p in (False, True)}
+
+
+class ByElement(Trigger):  # type: ignore[type-arg]
+    """Returns ``decisions[element]`` for each element (CONTINUE when absent); configuration, not window state."""
+
+    def __init__(self, decisions: Dict[int, TriggerResult]) -> None:
+        self.decisions = decisions
+
+    def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> TriggerResult:
+        return self.decisions.get(element, TriggerResult.CONTINUE)
+
+    def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def clear(self, window: Any, ctx: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("decision", "fired"),
+    [
+        (TriggerResult.CONTINUE, [[1, 2, 3, 4]]),  # nothing emitted, contents kept
+        (TriggerResult.FIRE, [[1, 2, 3], [1, 2, 3, 4]]),  # emitted, contents kept
+        (TriggerResult.PURGE, [[4]]),  # nothing emitted, contents cleared
+        (TriggerResult.FIRE_AND_PURGE, [[1, 2, 3], [4]]),  # emitted, then cleared
+    ],
+)
+def test_each_trigger_result_drives_the_window_operator_as_in_flink(decision: TriggerResult, fired: List[List[int]]) -> None:
+    """WindowOperator.processElement: ``isFire`` emits the window's contents, ``isPurge`` clears them afterwards;
+    element 3 gets ``decision``, element 4 then fires what is left (through a process and a reduce function)."""
+    trigger = ByElement({3: decision, 4: TriggerResult.FIRE})
+    h = harness(GlobalWindows.create(), trigger=trigger)
+    for v in (1, 2, 3, 4):
+        h.process_element(v, v)
+    assert contents(h) == fired
+    summed = WindowHarness.reduce(GlobalWindows.create(), lambda a, b: a + b, key_selector=lambda v: "k", trigger=trigger)
+    for v in (1, 2, 3, 4):
+        summed.process_element(v, v)
+    assert summed.extract_output_values() == [sum(c) for c in fired]
 
 
 # ---------------------------------------------------------------------------------------------------

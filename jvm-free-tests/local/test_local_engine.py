@@ -430,3 +430,26 @@ def test_deterministic_repeated_runs() -> None:
     env.set_manual_clock(0)
     second = list(stream.execute_and_collect())
     assert first == second == runs[0]
+
+
+def test_builtin_callables_are_functions_as_in_pyflink() -> None:
+    """PyFlink takes any callable: ``map(int)``, ``map(str)``, ``filter(bool)``, ``key_by(len)``."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    out = list(env.from_collection(["1", "0", "22"]).map(int).filter(bool).map(str).execute_and_collect())
+    assert out == ["1", "22"]
+    env2 = StreamExecutionEnvironment.get_execution_environment()
+    rolled = list(env2.from_collection(["a", "bb", "c"]).key_by(len).reduce(max).execute_and_collect())
+    assert rolled == ["a", "bb", "c"]
+
+
+def test_function_class_instead_of_instance_is_refused_up_front() -> None:
+    from pyspark_flinkish.datastream.functions import MapFunction
+
+    class Double(MapFunction):
+        def map(self, value: Any) -> Any:
+            return value * 2
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    with pytest.raises(InvalidTypeError, match=r"got the class Double; pass Double\(...\)"):
+        env.from_collection([1]).map(Double)
+    assert list(env.from_collection([1, 2]).map(Double()).execute_and_collect()) == [2, 4]

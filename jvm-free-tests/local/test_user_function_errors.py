@@ -158,7 +158,9 @@ def test_a_huge_key_is_truncated() -> None:
 def test_the_error_crosses_from_a_spark_task_to_the_driver_intact() -> None:
     """What a Spark task raises reaches the driver as text inside Spark's exception (with Py4J's and the JVM's
     stacks around it): the driver finds the marked message and raises the same error, Spark's as its cause."""
-    from pyspark_flinkish.spark.plan import ExecPlan, route_records, user_error_from
+    from pyspark_flinkish.spark.chain import route_records
+    from pyspark_flinkish.spark.error_transport import user_error_from
+    from pyspark_flinkish.spark.plan import ExecPlan
 
     env = StreamExecutionEnvironment.get_execution_environment()
     source = MicroBatchSource([MicroBatch(EVENTS)])
@@ -191,11 +193,11 @@ def test_the_error_crosses_from_a_spark_task_to_the_driver_intact() -> None:
 
 def test_a_sink_function_on_the_spark_driver_names_the_sink() -> None:
     """The foreachBatch driver hands each value to a plain sink function; its error names the sink and its uid."""
-    from pyspark_flinkish.spark.environment import _deliver_values
+    from pyspark_flinkish.spark.delivery import deliver_values
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.from_source(MicroBatchSource([MicroBatch(EVENTS)]), _strategy(), "events").add_sink(_boom).name("printer")
     sink = env._sinks[0]
     with pytest.raises(UserFunctionError) as info:
-        _deliver_values(None, sink, EVENTS, 7, {"sink_uid": "003-sink-printer"})
+        deliver_values(None, sink, EVENTS, 7, {"sink_uid": "003-sink-printer"})
     _check(info.value, "printer", "003-sink-printer", "sink function on ('a', 3, 13)")

@@ -1,6 +1,6 @@
 """Runs a pipeline through the foreachBatch executor's real bodies without a JVM.
 
-The Spark driver (``_ForeachBatchDriver``) runs each micro-batch as Spark jobs around pure-pandas bodies: the route
+The Spark driver (``ForeachBatchDriver``) runs each micro-batch as Spark jobs around pure-pandas bodies: the route
 (``route_partition``, one call per Spark task), the driver's watermark advance (``_advance_watermarks``), the keyed
 levels (``groupBy("dest", "sp").applyInPandas`` of ``run_keyed_partition``, batch-wise windows included) and the
 sinks (rows sorted by ``ord``, ``_deliver``). This harness drives the same objects in the same order with pandas
@@ -26,15 +26,14 @@ from pyspark.sql import Row
 
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.datastream.sources import MicroBatchSource
-from pyspark_flinkish.spark.environment import (
-    SparkStreamExecutionEnvironment,
-    _assign_timestamp,
-    _columnar_fn,
-    _dataframe_records,
-    _ForeachBatchDriver,
-    _keyed,
-)
-from pyspark_flinkish.spark.plan import ROW_COLUMNS, dumps, route_partition, route_records
+from pyspark_flinkish.spark.chain import route_partition, route_records
+from pyspark_flinkish.spark.columnar import columnar_function
+from pyspark_flinkish.spark.driver import ForeachBatchDriver
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
+from pyspark_flinkish.spark.keyed_partition import keyed_level_function
+from pyspark_flinkish.spark.replay import replay_rows
+from pyspark_flinkish.spark.rows import ROW_COLUMNS
+from pyspark_flinkish.spark.source_rows import dataframe_records
 
 __all__ = ["PandasStream", "local_outputs", "run_foreach_batch"]
 
@@ -46,7 +45,7 @@ def run_foreach_batch(
     partitions: int = 2,
     tasks: int = 2,
     batches: Optional[range] = None,
-) -> _ForeachBatchDriver:
+) -> ForeachBatchDriver:
     """Build the pipeline on a JVM-free Spark environment (``build(env)`` adds its sinks) and run every micro-batch
     of its replay sources to the end of input (or the Spark batch ids ``batches``: a restart resumes from the
     checkpoint); the sinks get their values as on Spark. ``tasks``: how many Spark tasks the route is split into.
@@ -55,7 +54,7 @@ def run_foreach_batch(
         None, clock=ManualClock(0), state_partitions=partitions, vectorize=vectorize, future_horizon_ms=None
     )
     build(env)
-    driver = _ForeachBatchDriver(env, env._sinks, checkpoint, None)
+    driver = ForeachBatchDriver(env, env._sinks, checkpoint, None)
     plan = driver.plan
     sources = [t for t in plan.transformations if t.kind == "source"]
     frames = [t.source.df for t in sources if isinstance(getattr(t.source, "df", None), PandasStream)]
@@ -80,24 +79,10 @@ def run_foreach_batch(
     return driver
 
 
-def _replay_rows(driver: _ForeachBatchDriver, i: int) -> pd.DataFrame:
-    """Replay file ``i`` as ``_ForeachBatchDriver._replay_stream`` writes it (``SOURCE_DDL`` columns)."""
-    plan = driver.plan
-    rows: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
-    for index, t in enumerate(plan.transformations):
-        if t.kind != "source":
-            continue
-        node = plan.nodes[index]
-        batches = t.source.batches
-        elements = batches[i].elements if i < len(batches) else []
-        for j, value in enumerate(elements):
-            ts = _assign_timestamp(t, node, value, None)
-            part = batches[i].partition_of(j)
-            for c, v in zip(rows, (node.uid, dumps(value), ts, repr(part), [i, j], i, False)):
-                rows[c].append(v)
-        for c, v in zip(rows, (node.uid, None, None, None, [i, -1], i, True)):
-            rows[c].append(v)
-    return pd.DataFrame(rows)
+def _replay_rows(driver: ForeachBatchDriver, i: int) -> pd.DataFrame:
+    """Replay file ``i`` as ``replay_stream`` writes it (``SOURCE_DDL`` columns)."""
+    sources = [t for t in driver.plan.transformations if t.kind == "source"]
+    return pd.DataFrame(replay_rows(driver.plan, sources, i))
 
 
 def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
@@ -105,8 +90,8 @@ def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
     return [{k: None if v is None or v is pd.NA or v != v else v for k, v in r.items()} for r in frame.to_dict("records")]
 
 
-def _step(driver: _ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, version_in: int, tasks: int) -> Dict[int, List[Any]]:
-    """``_ForeachBatchDriver._step`` (general path) and ``_levels_and_sinks`` with pandas for the Spark plumbing."""
+def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, version_in: int, tasks: int) -> Dict[int, List[Any]]:
+    """``ForeachBatchDriver._step`` (general path) and ``_levels_and_sinks`` with pandas for the Spark plumbing."""
     plan, parts = driver.exec_plan, driver.partitions
     plan = pickle.loads(cloudpickle.dumps(plan))  # what the executors get: a copy, as Spark ships it
     now = driver.env.clock.now()
@@ -115,7 +100,7 @@ def _step(driver: _ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int,
     # the route: one call per Spark task, each over its share of the rows
     shares = [source_rows.iloc[k::tasks].reset_index(drop=True) for k in range(tasks)]
     if driver.fused is not None:  # a DataFrame source: its rows become elements inside the route
-        records = _dataframe_records(driver.plan.transformations[driver.fused])
+        records = dataframe_records(driver.plan.transformations[driver.fused])
         shares = [source_rows]  # one task: the order is the row's position in its task
         routed = [
             r for f in route_records(plan, records(iter(shares)), wm_prev, now, parts, driver.fused) for r in _records(f)
@@ -131,7 +116,7 @@ def _step(driver: _ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int,
 
 
 def _levels_and_sinks(
-    driver: _ForeachBatchDriver,
+    driver: ForeachBatchDriver,
     plan: Any,
     outputs: List[Dict[str, Any]],
     levels: List[int],
@@ -141,7 +126,7 @@ def _levels_and_sinks(
     batch_id: int,
     version_in: int,
 ) -> Dict[int, List[Any]]:
-    """``_ForeachBatchDriver._levels_and_sinks``: the keyed levels on what the earlier stages output, then the
+    """``ForeachBatchDriver._levels_and_sinks``: the keyed levels on what the earlier stages output, then the
     sinks' rows."""
     parts = driver.partitions
     for level in levels:
@@ -150,7 +135,7 @@ def _levels_and_sinks(
         for r in outputs:
             if r["dest"] in nodes:
                 groups[(r["dest"], r["sp"])].append(r)
-        keyed = _keyed(plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, version_in)
+        keyed = keyed_level_function(plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, version_in)
         for group in groups.values():  # groupBy("dest", "sp").applyInPandas: one frame per group
             frame = pd.DataFrame({c: pd.Series([r.get(c) for r in group], dtype=object) for c in ROW_COLUMNS})
             frame["dest"], frame["sp"] = frame["dest"].astype("int32"), frame["sp"].astype("int32")
@@ -162,8 +147,8 @@ def _levels_and_sinks(
     return by_sink
 
 
-def _step_columnar(driver: _ForeachBatchDriver, frame: pd.DataFrame, batch_id: int, version_in: int) -> Dict[int, List[Any]]:
-    """``_ForeachBatchDriver._step_columnar``: Spark's part (``columnar.prepared``, ``statistics`` and ``split``:
+def _step_columnar(driver: ForeachBatchDriver, frame: pd.DataFrame, batch_id: int, version_in: int) -> Dict[int, List[Any]]:
+    """``ForeachBatchDriver._step_columnar``: Spark's part (``columnar.prepared``, ``statistics`` and ``split``:
     event time, keys, order, state partition, which rows are on time and their partial accumulators) is done here
     with pandas and the window's own assigner; the executors' part is ``columnar.run_partition``, called as its
     ``cogroup(...).applyInPandas`` task does. (``tests/spark/test_spark_columnar.py`` runs Spark's part.)"""
@@ -197,7 +182,7 @@ def _step_columnar(driver: _ForeachBatchDriver, frame: pd.DataFrame, batch_id: i
         {"__sp": sp, **dict(zip(keys, key if cw.key_is_tuple else (key,))), "__start": start, **dict(zip(accs, acc)), "__hb": False}
         for (sp, key, start), acc in partials.items()
     ]
-    keyed = _columnar_fn(cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, driver.state_root, batch_id, version_in)
+    keyed = columnar_function(cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, driver.state_root, batch_id, version_in)
     columns = ["__sp", *keys, "__start", *accs, "__hb"]
     other_columns = [*cw.columns, "__ts", "__ord", "__part", "__sp"]
     outputs: List[Dict[str, Any]] = []

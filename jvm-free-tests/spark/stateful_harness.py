@@ -24,8 +24,9 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
 from pyspark_flinkish.core.clock import ManualClock
-from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment, _deliver_values
-from pyspark_flinkish.spark.plan import loads
+from pyspark_flinkish.spark.delivery import deliver_values
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
+from pyspark_flinkish.spark.rows import loads
 from pyspark_flinkish.spark.stateful import StatefulQueryBuilder, _for_executors, keyed_function, replay_files, route
 
 __all__ = ["run_apply_in_pandas_with_state"]
@@ -78,7 +79,7 @@ def run_apply_in_pandas_with_state(build: Callable[[Any], None], vectorize: bool
         rows_out = sorted((r for r in out if int(r["dest"]) in by_dest), key=lambda r: [int(x) for x in r["ord"]])
         for dest, t in by_dest.items():
             values = [loads(r["value"]) for r in rows_out if int(r["dest"]) == dest]
-            _deliver_values(None, t, values, batch_id, {"sink_uid": plan.nodes[dest].uid, "watermark": None})
+            deliver_values(None, t, values, batch_id, {"sink_uid": plan.nodes[dest].uid, "watermark": None})
         batch_id += 1
     return builder
 

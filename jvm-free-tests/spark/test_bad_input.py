@@ -20,6 +20,7 @@ from pyspark_flinkish.datastream.connectors.kafka import (
     MalformedRecordPolicy,
 )
 from pyspark_flinkish.datastream.formats.json import JsonRowDeserializationSchema
+from pyspark_flinkish.spark.chain import route_records
 from pyspark_flinkish.spark.dead_letters import (
     DEAD_LETTER_TYPE,
     DeadLetterWriter,
@@ -29,7 +30,8 @@ from pyspark_flinkish.spark.dead_letters import (
 )
 from pyspark_flinkish.spark.far_future import FutureRecords, position
 from pyspark_flinkish.spark.kafka import malformed_reason
-from pyspark_flinkish.spark.plan import FUTURE_SAMPLES, ExecPlan, route_records
+from pyspark_flinkish.spark.plan import ExecPlan
+from pyspark_flinkish.spark.rows import FUTURE_SAMPLES
 
 SCHEMA = T.StructType(
     [
@@ -159,11 +161,11 @@ def test_a_dead_letter_row_has_the_raw_bytes_reason_and_position() -> None:
 
 
 def test_dead_letter_sinks_are_added_after_the_users_transformations(caplog: pytest.LogCaptureFixture) -> None:
-    from pyspark_flinkish.datastream.plan import Transformation
+    from pyspark_flinkish.datastream.plan import DeadLetterRouteSpec, Transformation
 
     src = Transformation("source", "events")
     routes = [
-        Transformation("operator", f"{name}: malformed", [src], spec={"dead_letters": {"source": name, "table": table}})
+        Transformation("operator", f"{name}: malformed", [src], spec=DeadLetterRouteSpec("process", source=name, table=table))
         for name, table in (("orders", None), ("orders", DeltaSink.for_table("ops.dl")))
     ]
     user = Transformation("sink", "Sink", [routes[0]])
@@ -174,7 +176,7 @@ def test_dead_letter_sinks_are_added_after_the_users_transformations(caplog: pyt
     added = sinks[2:]
     assert [s.uid for s in added] == ["dead-letters:orders", "dead-letters:orders-2"]
     assert all(s.id > t.id for s in added for t in (src, user, other, *routes))  # after the user's: uids stay put
-    writers = [s.spec["batch_writer"] for s in added]
+    writers = [s.spec.writer for s in added]
     assert isinstance(writers[0], DeadLetterWriter) and writers[0].table == DeltaSink.for_path("/ck/dead_letters")
     assert writers[1].table == DeltaSink.for_table("ops.dl")
     assert [s.inputs[0].inputs[0] for s in added] == routes

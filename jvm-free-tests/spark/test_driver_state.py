@@ -8,7 +8,7 @@ import json
 import os
 import pickle
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Dict, List
 
 import pytest
 
@@ -17,43 +17,55 @@ from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import StateError
 from pyspark_flinkish.core.operators import TimestampsAndWatermarksOperator
 from pyspark_flinkish.datastream.connectors.kafka import KafkaTopicPartition
-from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment, _ForeachBatchDriver
+from pyspark_flinkish.spark.driver import ForeachBatchDriver
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 
-def driver(checkpoint: Path, clock: ManualClock) -> _ForeachBatchDriver:
+BATCHES = 4  # replay files per source; the tests advance through fewer, so no source reaches its end of input
+
+
+def driver(checkpoint: Path, clock: ManualClock) -> ForeachBatchDriver:
     """Two sources (Kafka-like partitions, with idleness) unioned, re-stamped downstream: every kind of driver state."""
     env = SparkStreamExecutionEnvironment(None, clock=clock, state_partitions=2)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)).with_idleness(Duration.of_millis(100))
     a = env.from_micro_batches(
-        [[1]],
+        [[1]] * BATCHES,
         strategy.with_timestamp_assigner(lambda v: v),
         partitions=[KafkaTopicPartition("t", 0), KafkaTopicPartition("t", 1)],
     )
-    b = env.from_micro_batches([[2]], WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v: v))
+    b = env.from_micro_batches(
+        [[2]] * BATCHES, WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v: v)
+    )
     restamped = a.union(b).assign_timestamps_and_watermarks(
         WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(lambda v: v)
     )
     restamped.key_by(lambda v: v % 2).reduce(lambda x, y: x + y).add_sink(lambda v: None)
-    return _ForeachBatchDriver(env, env._sinks, str(checkpoint), None)
+    return ForeachBatchDriver(env, env._sinks, str(checkpoint), None)
 
 
-def advance(d: _ForeachBatchDriver, clock: ManualClock) -> None:
-    """Batch statistics as the driver sees them: events on one Kafka partition and on the second source."""
-    g = d.watermark_graph
-    first, second = list(g.runners.values())
-    first.observe(KafkaTopicPartition("t", 0), None, 1000)
-    second.observe(0, None, 700)
-    for r in g.runners.values():
-        r.emit_periodic(None)
-    for t in g.order:
-        op = g.nodes[t.id].operator
-        if isinstance(op, TimestampsAndWatermarksOperator):
-            op.generator.on_event(None, 650, op.wm_output)  # as the driver feeds it a partition's max timestamp
-            op.on_periodic_emit()
+def stat(dest: int, batch: int, part: Any, count: int, latest: int) -> Dict[str, Any]:
+    """One ``stat`` row as the executors send it (``spark/plan.py``): per plan node and source partition."""
+    return {"kind": "stat", "dest": dest, "sp": -1, "part": part, "stat_max": latest, "stat_count": count, "stat_batch": batch}
+
+
+def advance(d: ForeachBatchDriver, clock: ManualClock, batch: int) -> None:
+    """The driver's own watermark step (``_advance_watermarks``) on replay batch ``batch``'s statistics: events
+    on one Kafka partition of the first source, on the second source, and at the re-stamping operator; then
+    the processing time moves past the idleness timeout."""
+    plan = d.plan.transformations
+    first = next(i for i, t in enumerate(plan) if t.kind == "source" and len(t.source.partitions) == 2)
+    second = next(i for i, t in enumerate(plan) if t.kind == "source" and i != first)
+    restamp = next(i for i, t in enumerate(plan) if t.name == "Timestamps/Watermarks")
+    stats = [
+        stat(first, batch, repr(KafkaTopicPartition("t", 0)), 1, 1000 + batch),
+        stat(second, batch, "0", 1, 700 + batch),
+        stat(restamp, batch, None, 2, 650 + batch),
+    ]
+    assert d._advance_watermarks(stats) == batch
     clock.set(clock.now() + 150)
 
 
-def snapshot(d: _ForeachBatchDriver) -> Any:
+def snapshot(d: ForeachBatchDriver) -> Any:
     return json.loads(json.dumps(d.watermark_graph.watermark_state()))
 
 
@@ -62,7 +74,9 @@ def test_driver_state_is_versioned_json_and_restores(tmp_path: Path) -> None:
     d = driver(tmp_path, clock)
     for batch in range(3):
         assert d._open(batch) == batch - 1
-        advance(d, clock)
+        advance(d, clock, batch)
+        # re-stamped with bound 0 after the latest timestamp 650 + batch: the keyed operator's watermark
+        assert d.operator_watermarks()["4:KeyedProcess"] == 650 + batch - 1
         d._commit(batch)
     flinkish = tmp_path / "flinkish"
     assert sorted(os.listdir(flinkish / "driver")) == [f"b={b:012d}.json" for b in range(3)]
@@ -82,10 +96,52 @@ def test_driver_state_is_versioned_json_and_restores(tmp_path: Path) -> None:
     assert any(wm > -(2**63) for wm in restarted.operator_watermarks().values())
 
 
+GOLDEN_LAST = f"driver/b={2:012d}.json"
+
+
+def _checkpoint_documents(tmp_path: Path) -> Dict[str, Any]:
+    """The files under ``<checkpoint>/flinkish`` after three batches of the fixed pipeline, parsed."""
+    clock = ManualClock(0)
+    d = driver(tmp_path, clock)
+    for batch in range(3):
+        d._open(batch)
+        advance(d, clock, batch)
+        d._commit(batch)
+    flinkish = tmp_path / "flinkish"
+    files = sorted(p.relative_to(flinkish).as_posix() for p in flinkish.rglob("*") if p.is_file())
+    return {
+        "files": files,
+        "meta.json": json.loads((flinkish / "meta.json").read_text()),
+        GOLDEN_LAST: json.loads((flinkish / GOLDEN_LAST).read_text()),
+    }
+
+
+def test_checkpoint_documents_match_the_golden_file(tmp_path: Path, golden) -> None:  # type: ignore[no-untyped-def]
+    """meta.json (checkpoint metadata) and driver/b=<batch>.json (the JSON driver state) as written from fixed
+    input: a renamed field, tag or file fails here (regenerating deliberately: ``conftest.Golden``)."""
+    golden("checkpoint_documents", _checkpoint_documents(tmp_path), expand=3)
+
+
+def test_golden_checkpoint_documents_restore(tmp_path: Path, golden) -> None:  # type: ignore[no-untyped-def]
+    """The checked-in documents, as a checkpoint of an earlier run: the driver opens them and holds exactly the
+    state they describe (the keyed operator's watermark 651: batch 2's latest timestamp 652, bound 0)."""
+    stored = golden.load("checkpoint_documents")
+    flinkish = tmp_path / "flinkish"
+    (flinkish / "driver").mkdir(parents=True)
+    (flinkish / "meta.json").write_text(json.dumps(stored["meta.json"]))
+    (flinkish / GOLDEN_LAST).write_text(json.dumps(stored[GOLDEN_LAST]))
+    restarted = driver(tmp_path, ManualClock(450))
+    assert restarted._open(3) == 2
+    assert restarted.partitions == stored["meta.json"]["state_partitions"]
+    body = {k: v for k, v in stored[GOLDEN_LAST].items() if k not in ("format", "version", "batch")}
+    assert snapshot(restarted) == body
+    assert restarted.operator_watermarks()["4:KeyedProcess"] == 651
+
+
 def test_unknown_versions_and_formats_are_refused(tmp_path: Path) -> None:
     clock = ManualClock(0)
     d = driver(tmp_path, clock)
-    advance(d, clock)
+    advance(d, clock, 0)
     d._commit(0)
     path = tmp_path / "flinkish" / "driver" / f"b={0:012d}.json"
     doc = json.loads(path.read_text())
@@ -108,7 +164,7 @@ def test_a_forged_pickle_in_driver_state_is_not_run_for_built_in_strategies(tmp_
     """Driver state of built-in strategies never unpickles: a ``user`` generator entry is refused."""
     clock = ManualClock(0)
     d = driver(tmp_path, clock)
-    advance(d, clock)
+    advance(d, clock, 0)
     d._commit(0)
     path = tmp_path / "flinkish" / "driver" / f"b={0:012d}.json"
     doc = json.loads(path.read_text())
@@ -129,7 +185,7 @@ class _Touch:
         return (open, (self.path, "w"))
 
 
-def _legacy_graph_state(d: _ForeachBatchDriver) -> Any:
+def _legacy_graph_state(d: ForeachBatchDriver) -> Any:
     """What the previous version pickled (cloudpickle) as ``driver/b=<batch>.pkl``: the objects themselves."""
     g = d.watermark_graph
     nodes = {}
@@ -163,7 +219,7 @@ def test_pickled_checkpoints_of_the_previous_version_are_converted_once(tmp_path
     (flinkish / "driver").mkdir()
     states: List[Any] = []
     for batch in range(2):
-        advance(d, clock)
+        advance(d, clock, batch)
         states.append(snapshot(d))
         (flinkish / "driver" / f"b={batch:012d}.pkl").write_bytes(cloudpickle.dumps(_legacy_graph_state(d), protocol=4))
 

@@ -17,7 +17,10 @@ from pyspark_flinkish import monitoring
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
-from pyspark_flinkish.spark.plan import ExecPlan, dumps, encode_key, run_keyed_partition, state_partition
+from pyspark_flinkish.spark.keyed_partition import run_keyed_partition
+from pyspark_flinkish.spark.keys import encode_key, state_partition
+from pyspark_flinkish.spark.plan import ExecPlan
+from pyspark_flinkish.spark.rows import dumps
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
@@ -176,8 +179,8 @@ def test_progress_files_log_lines_and_cli(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_stateful_backend_progress_from_sparks() -> None:
-    from pyspark_flinkish.spark.environment import _stateful_progress
     from pyspark_flinkish.spark.stateful import SHIFT
+    from pyspark_flinkish.spark.stateful_progress import stateful_progress
 
     shifted = 5_000 + SHIFT
     text = datetime.datetime.fromtimestamp(shifted / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -189,7 +192,7 @@ def test_stateful_backend_progress_from_sparks() -> None:
                             "numRowsUpdated": 2}],
         "durationMs": {"triggerExecution": 812},
     }
-    p = _stateful_progress(spark, delay=3)
+    p = stateful_progress(spark, delay=3)
     assert p["batch_id"] == 3 and p["input_records"] == 10 and p["spark"] is spark
     assert p["operators"]["stateful-0"] == {
         "name": "applyInPandasWithState", "keyed": True, "currentOutputWatermark": 5_000, "numKeys": 4,

@@ -15,7 +15,8 @@ from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExec
 from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProcessFunction
 from pyspark_flinkish.datastream.state import ListStateDescriptor, StateTtlConfig, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import CountTrigger, SlidingEventTimeWindows, TumblingEventTimeWindows
-from pyspark_flinkish.spark.plan import ExecPlan, compare_signatures, state_signature
+from pyspark_flinkish.spark.plan import ExecPlan
+from pyspark_flinkish.spark.signatures import compare_signatures, state_signature
 
 STRING = Types.STRING()
 

@@ -1,4 +1,5 @@
-"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``SimpleStringSchema``."""
+"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``SimpleStringSchema``,
+``JobExecutionResult``."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from ..core.watermarks import (
     WatermarkOutput,
     WatermarkStrategy,
 )
+from .job_execution_result import JobExecutionResult
 from .serialization import SimpleStringSchema
 
 __all__ = [
     "Duration",
+    "JobExecutionResult",
     "SimpleStringSchema",
     "Time",
     "TimestampAssigner",

@@ -172,3 +172,17 @@ def build(
         main = windowed.process(EmitFiring(_listed))
     late = main.get_side_output(LATE) if window["late_side_output"] and assigner["type"] != "count" else None
     return main, late
+
+
+__all__ = [
+    "Event",
+    "LATE",
+    "SumValues",
+    "CountAndSum",
+    "EmitFiring",
+    "assigner_of",
+    "trigger_of",
+    "evictor_of",
+    "generated_bound",
+    "build",
+]

@@ -115,3 +115,17 @@ def differences(actual: Dict[str, List[Any]], expected: Dict[str, List[Any]]) ->
             lines += [f"    unexpected {r} x{n}" for r, n in sorted(extra.items())[:10]]
             problems.append("\n".join(lines))
     return problems
+
+
+__all__ = [
+    "canon",
+    "canonical",
+    "attach",
+    "result",
+    "run_local",
+    "run_spark_all",
+    "start_spark_stateful",
+    "run_spark_stateful_all",
+    "finish_spark_stateful",
+    "differences",
+]

@@ -1,4 +1,4 @@
-"""Loading and strict validation of conformance scenario files (``../shared/conformance/README.md``).
+"""Loading and strict validation of conformance scenario files (``conformance/README.md`` in the repository).
 
 Unknown fields anywhere fail loudly: a scenario we do not fully understand must not pass by accident.
 """
@@ -165,3 +165,20 @@ def load(path: Path) -> Dict[str, Any]:
 def discover(directory: Path) -> List[Path]:
     """Every ``*.json`` scenario file in ``directory``, sorted by name."""
     return sorted(p for p in Path(directory).glob("*.json") if not p.name.endswith((".expected.json", ".actual.json")))
+
+
+__all__ = [
+    "TOP_LEVEL",
+    "REQUIRED",
+    "WINDOW",
+    "ASSIGNERS",
+    "TRIGGERS",
+    "EVICTORS",
+    "FUNCTIONS",
+    "EVENT",
+    "BATCH",
+    "ScenarioError",
+    "validate",
+    "load",
+    "discover",
+]

@@ -1,7 +1,9 @@
 """Window assigners: which windows an element belongs to (Flink's ``WindowAssigner`` family).
 
 Event-time assigners use the element's timestamp; processing-time ones use the operator's clock at the
-time the element is processed. Session assigners are :class:`MergingWindowAssigner` s.
+time the element is processed. Session assigners are :class:`MergingWindowAssigner` s. The count assigners
+(PyFlink's ``CountTumblingWindowAssigner`` / ``CountSlidingWindowAssigner``) number each key's elements in a
+keyed counter and put them in :class:`CountWindow` s.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, Collection, Generic, List, TypeVar
 
 from .durations import TimeLike, to_millis
-from .errors import InvalidArgumentError, InvalidTypeError
+from .errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from .javamath import LONG_MIN
-from .triggers import EndOfStreamTrigger, EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, Trigger
-from .windows import GlobalWindow, TimeWindow, Window
+from .state import ValueStateDescriptor
+from .triggers import CountTrigger, EndOfStreamTrigger, EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, Trigger
+from .typeinfo import Types
+from .windows import CountWindow, GlobalWindow, TimeWindow, Window
 
 T = TypeVar("T")
 W = TypeVar("W", bound=Window)
@@ -26,6 +30,8 @@ class WindowAssignerContext(ABC):
     def get_current_processing_time(self) -> int: ...
 
     def get_runtime_context(self) -> Any:
+        """The window operator's runtime context: keyed state of the current key (PyFlink's count assigners
+        keep their element counter there). ``None`` where the operator gives none."""
         return None
 
 
@@ -405,7 +411,118 @@ class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
         return "GlobalWindows.create_with_end_of_stream_trigger()" if self.end_of_stream else "GlobalWindows.create()"
 
 
+def _count_state(assigner: object, context: WindowAssignerContext, descriptor: ValueStateDescriptor) -> Any:
+    runtime_context = context.get_runtime_context()
+    if runtime_context is None:
+        msg = (
+            f"{assigner!r} keeps a per-key element counter in keyed state, but its WindowAssignerContext "
+            f"({type(context).__name__}) gives no runtime context; use it in KeyedStream.window(...)"
+        )
+        raise InvalidPipelineError(msg)
+    return runtime_context.get_state(descriptor)
+
+
+def _next_count(assigner: object, context: WindowAssignerContext, descriptor: ValueStateDescriptor) -> int:
+    """The key's element counter before this element (0 for the first), incremented in keyed state."""
+    state = _count_state(assigner, context, descriptor)
+    value = state.value()
+    current = 0 if value is None else int(value)
+    state.update(current + 1)
+    return current
+
+
+def _check_count(name: str, **values: int) -> None:
+    for what, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            msg = f"{name}: {what} must be a positive int (a number of elements); got {value!r}"
+            raise InvalidArgumentError(msg)
+
+
+class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
+    """PyFlink's count tumbling windows: a key's ``n``-th element (from 0) goes to ``CountWindow(n // size)``.
+
+    The default trigger, ``CountTrigger(size)``, fires (without purging) when a window holds ``size`` elements;
+    a remainder at the end of input is never emitted. The element counter is keyed state (``tumble-count-assigner``,
+    as in PyFlink). Neither event nor processing time is involved; ``is_event_time()`` is False as in PyFlink.
+    Like PyFlink, fired windows keep their contents in state (a count window's max timestamp is ``LONG_MAX``, so it
+    is never cleaned up); ``.trigger(PurgingTrigger.of(CountTrigger.of(size)))`` fires the same windows and drops them.
+    """
+
+    def __init__(self, window_size: int) -> None:
+        _check_count("CountTumblingWindowAssigner", window_size=window_size)
+        self.window_size = window_size
+        self._count_descriptor = ValueStateDescriptor("tumble-count-assigner", Types.LONG())
+
+    @staticmethod
+    def of(window_size: int) -> CountTumblingWindowAssigner:
+        return CountTumblingWindowAssigner(window_size)
+
+    def _config(self) -> tuple:  # type: ignore[type-arg]
+        return (self.window_size,)
+
+    def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[CountWindow]:
+        current = _next_count(self, context, self._count_descriptor)
+        return [CountWindow(current // self.window_size)]
+
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
+        return CountTrigger(self.window_size)
+
+    def is_event_time(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"CountTumblingWindowAssigner({self.window_size})"
+
+
+class CountSlidingWindowAssigner(WindowAssigner[Any, CountWindow]):
+    """PyFlink's count sliding windows: ``CountWindow(i)`` holds a key's elements ``i*slide … i*slide+size-1``
+    (numbered from 0), so every window has exactly ``size`` elements.
+
+    The default trigger, ``CountTrigger(size)``, fires a window when it is full: ``of(3, 2)`` over 1…7 emits
+    ``[1,2,3]``, ``[3,4,5]``, ``[5,6,7]`` (Java Flink's ``count_window(3, 2)`` fires every 2 elements over the last
+    3: ``[1,2]``, ``[2,3,4]``, ``[4,5,6]``). Partial windows are never emitted; with ``slide > size`` the elements
+    between windows belong to none. An element's windows are listed latest first, as in PyFlink. The counter is
+    keyed state (``slide-count-assigner``); fired windows keep their contents in state, as in PyFlink
+    (``.trigger(PurgingTrigger.of(CountTrigger.of(size)))`` fires the same windows and drops them).
+    """
+
+    def __init__(self, window_size: int, window_slide: int) -> None:
+        _check_count("CountSlidingWindowAssigner", window_size=window_size, window_slide=window_slide)
+        self.window_size = window_size
+        self.window_slide = window_slide
+        self._count_descriptor = ValueStateDescriptor("slide-count-assigner", Types.LONG())
+
+    @staticmethod
+    def of(window_size: int, window_slide: int) -> CountSlidingWindowAssigner:
+        return CountSlidingWindowAssigner(window_size, window_slide)
+
+    def _config(self) -> tuple:  # type: ignore[type-arg]
+        return (self.window_size, self.window_slide)
+
+    def assign_windows(self, element: Any, timestamp: int, context: WindowAssignerContext) -> List[CountWindow]:
+        current = _next_count(self, context, self._count_descriptor)
+        last_id = current // self.window_slide
+        last_start = last_id * self.window_slide
+        windows = []
+        while last_id >= 0 and last_start <= current <= last_start + self.window_size - 1:
+            windows.append(CountWindow(last_id))
+            last_id -= 1
+            last_start -= self.window_slide
+        return windows
+
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
+        return CountTrigger(self.window_size)
+
+    def is_event_time(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"CountSlidingWindowAssigner({self.window_size}, {self.window_slide})"
+
+
 __all__ = [
+    "CountSlidingWindowAssigner",
+    "CountTumblingWindowAssigner",
     "DynamicEventTimeSessionWindows",
     "DynamicProcessingTimeSessionWindows",
     "EventTimeSessionWindows",

@@ -249,3 +249,9 @@ class BatchWindowOperator:
         op.firing_timer = None
         if cleaned:
             op._count("windows_cleaned", cleaned)
+
+
+__all__ = [
+    "batch_eligibility",
+    "BatchWindowOperator",
+]

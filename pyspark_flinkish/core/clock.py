@@ -42,3 +42,10 @@ class ManualClock:
 
     def __repr__(self) -> str:
         return f"ManualClock({self._now})"
+
+
+__all__ = [
+    "Clock",
+    "SystemClock",
+    "ManualClock",
+]

@@ -5,10 +5,12 @@ Delta files). The encoding is JSON with type tags, so it can be read without run
 
 * JSON scalars stand for themselves; a JSON array is a Python list;
 * every JSON object is a tag: ``{"T": [...]}`` tuple, ``{"D": [[k, v], ...]}`` dict (any keys),
-  ``{"W": [start, end]}`` TimeWindow, ``{"G": 1}`` GlobalWindow, ``{"V": 1}`` the void namespace,
+  ``{"W": [start, end]}`` TimeWindow, ``{"G": 1}`` GlobalWindow, ``{"C": id}`` CountWindow, ``{"V": 1}`` the void namespace,
   ``{"t": [value, last_access]}`` a TTL-wrapped value, ``{"B": "<base64>"}`` bytes,
-  ``{"F": "nan"|"inf"|"-inf"}`` non-finite floats, ``{"S": [...]}`` set, ``{"R": {...}}`` a PyFlink-style Row
-  given as its dict, ``{"P": "<base64>"}`` a pickled user object.
+  ``{"F": "nan"|"inf"|"-inf"}`` non-finite floats, ``{"S": [...]}`` set (or frozenset; decoded as a set),
+  ``{"P": "<base64>"}`` a pickled user object (any other type, e.g. a Row).
+
+These tags are pinned by golden files (``jvm-free-tests/golden/``, see ``docs/state-snapshots.md``).
 
 Pickle is used only for values JSON cannot express (user classes as accumulators or state values), and
 only when the caller allows it (``allow_pickle``): like Flink's Python state, such snapshots must only be
@@ -29,7 +31,7 @@ from typing import Any, Dict, Hashable, List, Tuple
 
 from .errors import StateError
 from .state import VOID_NAMESPACE, TtlValue
-from .windows import GlobalWindow, TimeWindow
+from .windows import CountWindow, GlobalWindow, TimeWindow
 
 FORMAT = "pyspark_flinkish.keyed-snapshot"
 VERSION = 1
@@ -56,6 +58,8 @@ def encode_value(value: Any, allow_pickle: bool = True) -> Any:
         return {"W": [value.start, value.end]}
     if t is GlobalWindow:
         return {"G": 1}
+    if t is CountWindow:
+        return {"C": value.id}
     if value is VOID_NAMESPACE:
         return {"V": 1}
     if t is TtlValue:
@@ -91,6 +95,8 @@ def decode_value(data: Any, allow_pickle: bool = True) -> Any:
         return TimeWindow(body[0], body[1])
     if tag == "G":
         return GlobalWindow()
+    if tag == "C":
+        return CountWindow(body)
     if tag == "V":
         return VOID_NAMESPACE
     if tag == "t":
@@ -179,3 +185,15 @@ def load_document(data: bytes, format: str, version: int, where: str) -> Dict[st
         )
         raise StateError(msg)
     return {k: v for k, v in doc.items() if k not in ("format", "version")}
+
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "encode_value",
+    "decode_value",
+    "encode_snapshot",
+    "decode_snapshot",
+    "dump_document",
+    "load_document",
+]

@@ -101,3 +101,11 @@ def to_millis(name: str, value: TimeLike) -> int:
         return value
     msg = f"{name} must be a Duration, Time, datetime.timedelta or an int of milliseconds; got {type(value).__name__} {value!r}"
     raise InvalidTypeError(msg)
+
+
+__all__ = [
+    "Duration",
+    "Time",
+    "TimeLike",
+    "to_millis",
+]

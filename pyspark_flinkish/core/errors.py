@@ -50,3 +50,15 @@ class UserFunctionError(FlinkishError, RuntimeError):
     """The name of the plan node (operator, source or sink) whose user function raised, once known."""
     uid: Optional[str] = None
     """That node's uid (the one given with ``.uid(...)``, else the generated one that names its state)."""
+
+
+__all__ = [
+    "FlinkishError",
+    "InvalidArgumentError",
+    "InvalidTypeError",
+    "InvalidPipelineError",
+    "UnsupportedFeatureError",
+    "StateError",
+    "BadInputError",
+    "UserFunctionError",
+]

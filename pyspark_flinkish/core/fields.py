@@ -67,3 +67,9 @@ def field_selector(selector: Callable[[Any], Any]) -> Optional[Tuple[Tuple[Field
     if type(result) is tuple and result and all(type(r) is _Field for r in result):
         return tuple(r.name for r in result), True
     return None
+
+
+__all__ = [
+    "FieldName",
+    "field_selector",
+]

@@ -84,3 +84,16 @@ def java_hash_set_order(items: list, hash_code) -> list:  # type: ignore[type-ar
     indexed = [(bucket(item), i, item) for i, item in enumerate(unique)]
     indexed.sort(key=lambda t: (t[0], t[1]))
     return [item for _, _, item in indexed]
+
+
+__all__ = [
+    "LONG_MIN",
+    "LONG_MAX",
+    "wrap_long",
+    "long_add",
+    "floor_mod",
+    "java_rem",
+    "check_long",
+    "long_to_int_with_bit_mixing",
+    "java_hash_set_order",
+]

@@ -159,10 +159,16 @@ class _SimpleRuntimeContext(RuntimeContext):
         return self._state(state_descriptor, AggregatingStateDescriptor)
 
 
+def runtime_context(task_name: str, backend: Optional[KeyedStateBackend] = None) -> RuntimeContext:
+    """The ``RuntimeContext`` a function of task ``task_name`` sees; its keyed state (when ``backend`` is given)
+    is the current key's, outside any window."""
+    return _SimpleRuntimeContext(task_name, backend)
+
+
 def open_function(fn: Any, task_name: str, backend: Optional[KeyedStateBackend] = None) -> None:
     opener = getattr(fn, "open", None)
     if callable(opener):
-        call_user(opener, lambda: f"{task_name}: open()", _SimpleRuntimeContext(task_name, backend))
+        call_user(opener, lambda: f"{task_name}: open()", runtime_context(task_name, backend))
 
 
 def close_function(fn: Any, task_name: str) -> None:
@@ -474,7 +480,7 @@ class KeyedProcessOperator(KeyedOperator):
         close_function(self.function, self.name)
 
 
-class _NamespacedStateStore(KeyedStateStore):
+class NamespacedStateStore(KeyedStateStore):
     """``window_state()`` / ``global_state()`` of a ProcessWindowFunction context."""
 
     def __init__(self, backend: KeyedStateBackend, namespace: Hashable) -> None:
@@ -504,12 +510,14 @@ __all__ = [
     "FilterOperator",
     "FlatMapOperator",
     "KeyedOperator",
+    "NamespacedStateStore",
     "KeyedProcessOperator",
     "MapOperator",
     "ProcessOperator",
     "StreamOperator",
     "call_user",
     "in_node",
+    "runtime_context",
     "short",
 ]
 

@@ -74,3 +74,11 @@ def emit_results(
             output.collect_side(item[0], StreamRecord(item[1], side_ts))
         else:
             output.collect(StreamRecord(item, timestamp))
+
+
+__all__ = [
+    "StreamRecord",
+    "OutputTag",
+    "Output",
+    "emit_results",
+]

@@ -141,3 +141,9 @@ class InternalTimerService:
     def drop_key(self, key: Any) -> None:
         self.event_timers.drop_key(key)
         self.processing_timers.drop_key(key)
+
+
+__all__ = [
+    "Timer",
+    "InternalTimerService",
+]

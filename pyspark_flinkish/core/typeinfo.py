@@ -102,3 +102,9 @@ class Types:
             msg = f"Types.ROW_NAMED needs as many names as types; got {len(names)} names, {len(types)} types"
             raise InvalidArgumentError(msg)
         return TypeInformation("ROW", tuple(types), tuple(names))
+
+
+__all__ = [
+    "TypeInformation",
+    "Types",
+]

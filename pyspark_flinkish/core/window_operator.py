@@ -17,7 +17,15 @@ from .errors import InvalidPipelineError, StateError
 from .evictors import Evictor, EvictorContext, TimestampedValue
 from .functions import KeyedStateStore, ProcessWindowFunction
 from .javamath import LONG_MAX, long_add
-from .operators import KeyedOperator, _NamespacedStateStore, call_user, close_function, open_function, short
+from .operators import (
+    KeyedOperator,
+    NamespacedStateStore,
+    call_user,
+    close_function,
+    open_function,
+    runtime_context,
+    short,
+)
 from .records import Output, OutputTag, StreamRecord, emit_results
 from .state import (
     VOID_NAMESPACE,
@@ -226,10 +234,10 @@ class _ProcessContext(ProcessWindowFunction.Context):
                 "use global_state() or a different assigner (Flink throws the same way)"
             )
             raise InvalidPipelineError(msg)
-        return _NamespacedStateStore(self.op.backend, self._window)
+        return NamespacedStateStore(self.op.backend, self._window)
 
     def global_state(self) -> KeyedStateStore:
-        return _NamespacedStateStore(self.op.backend, VOID_NAMESPACE)
+        return NamespacedStateStore(self.op.backend, VOID_NAMESPACE)
 
     def output(self, output_tag: Any, value: Any) -> None:
         if not isinstance(output_tag, OutputTag):
@@ -241,9 +249,13 @@ class _ProcessContext(ProcessWindowFunction.Context):
 class _AssignerContext(WindowAssignerContext):
     def __init__(self, op: WindowOperator) -> None:
         self.op = op
+        self._runtime_context = runtime_context(op.name, op.backend)
 
     def get_current_processing_time(self) -> int:
         return self.op.clock.now()
+
+    def get_runtime_context(self) -> Any:
+        return self._runtime_context
 
 
 class _EvictorContext(EvictorContext):
@@ -553,3 +565,15 @@ class WindowFunctionAdapter:
 
 def _is_plain_callable(fn: Any) -> bool:
     return callable(fn) and not callable(getattr(fn, "apply", None))
+
+
+__all__ = [
+    "CONTENTS",
+    "MERGING_SET",
+    "TRIGGER_PREFIX",
+    "WindowContents",
+    "MergingWindowSet",
+    "WindowOperator",
+    "PassThroughWindowFunction",
+    "WindowFunctionAdapter",
+]

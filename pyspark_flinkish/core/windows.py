@@ -1,4 +1,4 @@
-"""Windows: Flink's ``TimeWindow`` ``[start, end)`` and the single ``GlobalWindow``."""
+"""Windows: Flink's ``TimeWindow`` ``[start, end)``, the single ``GlobalWindow`` and PyFlink's ``CountWindow``."""
 
 from __future__ import annotations
 
@@ -120,3 +120,22 @@ class GlobalWindow(Window):
 
     def __repr__(self) -> str:
         return "GlobalWindow()"
+
+
+@dataclass(frozen=True, order=True)
+class CountWindow(Window):
+    """PyFlink's count window: the ``id``-th window of one key's count assigner (``CountTumblingWindowAssigner`` /
+    ``CountSlidingWindowAssigner``). Its max timestamp is ``LONG_MAX``, so it is never cleaned up by time.
+
+    Java Flink has no such window: its ``count_window`` uses :class:`GlobalWindow`."""
+
+    id: int
+
+    def max_timestamp(self) -> int:
+        return LONG_MAX
+
+    def __repr__(self) -> str:
+        return f"CountWindow(id={self.id})"
+
+
+__all__ = ["CountWindow", "GlobalWindow", "TimeWindow", "Window"]

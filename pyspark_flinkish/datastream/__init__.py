@@ -6,6 +6,7 @@ Swap ``pyflink.datastream`` for ``pyspark_flinkish.datastream`` and ``pyflink.co
 
 from __future__ import annotations
 
+from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
@@ -26,11 +27,12 @@ from .functions import (
     WindowFunction,
 )
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
-from .stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
-from .window import MergingWindowAssigner, TimeWindow, Trigger, TriggerResult, Window, WindowAssigner
+from .stream_execution_environment import StreamExecutionEnvironment
+from .window import CountWindow, MergingWindowAssigner, TimeWindow, Trigger, TriggerResult, Window, WindowAssigner
 
 __all__ = [
     "AggregateFunction",
+    "CountWindow",
     "FilterFunction",
     "FlatMapFunction",
     "KeySelector",

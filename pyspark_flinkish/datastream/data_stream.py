@@ -17,6 +17,7 @@ from ..core.functions import (
     AggregateFunction,
     FilterFunction,
     FlatMapFunction,
+    Function,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
@@ -44,7 +45,17 @@ from ..core.window_operator import (
     WindowFunctionAdapter,
     WindowOperator,
 )
-from .plan import Transformation
+from .executors import SPARK
+from .plan import (
+    ForeachBatchSpec,
+    KeyedProcessSpec,
+    NodeSpec,
+    SinkFunctionSpec,
+    StatelessSpec,
+    TimestampsSpec,
+    Transformation,
+    WindowSpec,
+)
 
 if TYPE_CHECKING:
     from .stream_execution_environment import StreamExecutionEnvironment
@@ -52,12 +63,15 @@ if TYPE_CHECKING:
 
 def _method(obj: Any, method: str, what: str, example: str) -> Callable[..., Any]:
     """The user's function: ``obj.method`` for Function objects, or ``obj`` itself if it is a callable."""
-    bound = getattr(obj, method, None)
+    if isinstance(obj, type) and issubclass(obj, Function):
+        msg = f"{what} must be a {example} instance: got the class {obj.__name__}; pass {obj.__name__}(...)"
+        raise InvalidTypeError(msg)
+    bound = None if isinstance(obj, type) else getattr(obj, method, None)
     if callable(bound):
         return bound  # type: ignore[no-any-return]
-    if callable(obj) and not isinstance(obj, type):
+    if callable(obj):  # any callable, as in PyFlink: a lambda, a function, a builtin or a class such as int or str
         return obj  # type: ignore[no-any-return]
-    msg = f"{what} must be a {example} or a plain callable; got {type(obj).__name__} {obj!r}"
+    msg = f"{what} must be a {example} or a callable; got {type(obj).__name__} {obj!r}"
     raise InvalidTypeError(msg)
 
 
@@ -121,27 +135,28 @@ class DataStream:
 
     # ------------------------------------------------------------------ transformations
     def _one_input(
-        self, name: str, factory: Callable[[], Any], output_type: Any = None, keyed: bool = False, **spec: Any
+        self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
     ) -> Transformation:
         return Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
 
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
         fn = _method(func, "map", "map()'s function", "MapFunction")
         obj = func if isinstance(func, MapFunction) else None
-        return DataStream(self._env, self._one_input("Map", lambda: MapOperator("Map", fn, obj), output_type, op="map"))
+        t = self._one_input("Map", lambda: MapOperator("Map", fn, obj), output_type, StatelessSpec("map"))
+        return DataStream(self._env, t)
 
     def flat_map(
         self, func: Union[FlatMapFunction, Callable[[Any], Iterable[Any]]], output_type: Optional[TypeInformation] = None
     ) -> DataStream:
         fn = _method(func, "flat_map", "flat_map()'s function", "FlatMapFunction")
         obj = func if isinstance(func, FlatMapFunction) else None
-        t = self._one_input("FlatMap", lambda: FlatMapOperator("FlatMap", fn, obj), output_type, op="flat_map")
+        t = self._one_input("FlatMap", lambda: FlatMapOperator("FlatMap", fn, obj), output_type, StatelessSpec("flat_map"))
         return DataStream(self._env, t)
 
     def filter(self, func: Union[FilterFunction, Callable[[Any], bool]]) -> DataStream:
         fn = _method(func, "filter", "filter()'s function", "FilterFunction")
         obj = func if isinstance(func, FilterFunction) else None
-        t = self._one_input("Filter", lambda: FilterOperator("Filter", fn, obj), self._t.output_type, op="filter")
+        t = self._one_input("Filter", lambda: FilterOperator("Filter", fn, obj), self._t.output_type, StatelessSpec("filter"))
         return DataStream(self._env, t)
 
     def process(self, func: ProcessFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
@@ -151,7 +166,7 @@ class DataStream:
         if not callable(getattr(func, "process_element", None)):
             msg = f"process() needs a ProcessFunction; got {type(func).__name__} {func!r}"
             raise InvalidTypeError(msg)
-        t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, op="process")
+        t = self._one_input("Process", lambda: ProcessOperator("Process", func), output_type, StatelessSpec("process"))
         return DataStream(self._env, t)
 
     def key_by(
@@ -179,8 +194,7 @@ class DataStream:
             "Timestamps/Watermarks",
             lambda: TimestampsAndWatermarksOperator("Timestamps/Watermarks", watermark_strategy),
             self._t.output_type,
-            op="timestamps",
-            strategy=watermark_strategy,
+            TimestampsSpec(watermark_strategy),
         )
         return DataStream(self._env, t)
 
@@ -204,7 +218,7 @@ class DataStream:
         else:
             msg = f"add_sink needs a SinkFunction or a callable; got {type(sink_func).__name__}"
             raise InvalidTypeError(msg)
-        t = Transformation("sink", "Sink", [self._t], sink=fn, spec={"sink": sink_func})
+        t = Transformation("sink", "Sink", [self._t], sink=fn, spec=SinkFunctionSpec(sink_func))
         self._env._add_sink(t)
         return DataStreamSink(t)
 
@@ -215,12 +229,12 @@ class DataStream:
         if not callable(function):
             msg = f"foreach_batch needs a callable (dataframe, batch_id); got {type(function).__name__}"
             raise InvalidTypeError(msg)
-        if not hasattr(self._env, "spark"):
+        if self._env.executor != SPARK:
             from ..core.errors import UnsupportedFeatureError
 
             msg = "foreach_batch needs a Spark environment: StreamExecutionEnvironment.get_execution_environment(spark)"
             raise UnsupportedFeatureError(msg)
-        t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec={"foreach_batch": function})
+        t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec=ForeachBatchSpec(function))
         self._env._add_sink(t)
         return DataStreamSink(t)
 
@@ -228,15 +242,14 @@ class DataStream:
         """Spark, ``backend="apply_in_pandas_with_state"`` only: this stream as a streaming DataFrame that can be
         written to any Spark sink. Columns come from the stream's ``output_type`` (else ``value``, the pickled
         element, and ``timestamp``). Each DataFrame written is its own query with its own state."""
-        to_df = getattr(self._env, "_to_dataframe", None)
-        if to_df is None:
+        if self._env.executor != SPARK:
             from ..core.errors import UnsupportedFeatureError
 
             msg = (
                 "to_dataframe() needs a Spark environment: get_execution_environment(spark, backend='apply_in_pandas_with_state')"
             )
             raise UnsupportedFeatureError(msg)
-        return to_df(self._t)
+        return self._env._to_dataframe(self._t)  # type: ignore[attr-defined]
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         """Send every element to ``sink``: a connector sink such as
@@ -301,10 +314,8 @@ class KeyedStream(DataStream):
             "KeyedProcess",
             lambda: KeyedProcessOperator("KeyedProcess", ks, func),
             output_type,
+            KeyedProcessSpec(ks, self._key_type),
             keyed=True,
-            op="keyed_process",
-            key_selector=ks,
-            key_type=self._key_type,
         )
         return DataStream(self._env, t)
 
@@ -318,8 +329,18 @@ class KeyedStream(DataStream):
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int = 0) -> WindowedStream:
-        """``count_window(n)``: every ``n`` elements per key (a remainder is never emitted).
-        ``count_window(size, slide)``: every ``slide`` elements, over the last ``size``."""
+        """Count windows per key, built as Java Flink's ``KeyedStream.countWindow`` builds them.
+
+        ``count_window(n)``: ``GlobalWindows`` + ``PurgingTrigger.of(CountTrigger.of(n))``, every ``n`` elements
+        (a remainder is never emitted) -- the same windows as PyFlink's, but the window is the ``GlobalWindow``.
+
+        ``count_window(size, slide)``: ``GlobalWindows`` + ``CountTrigger.of(slide)`` + ``CountEvictor.of(size)``:
+        every ``slide`` elements, over the last ``size``, so the first firings hold fewer than ``size`` elements
+        (size 3, slide 2 over 1…7: ``[1,2]``, ``[2,3,4]``, ``[4,5,6]``). **PyFlink differs**: its
+        ``count_window(size, slide)`` is ``window(CountSlidingWindowAssigner.of(size, slide))``, which emits only
+        full windows (``[1,2,3]``, ``[3,4,5]``, ``[5,6,7]``). For PyFlink's behaviour use that assigner, which this
+        package offers too (``pyspark_flinkish.datastream.window``); see docs/migrating-from-pyflink.md.
+        """
         if size <= 0 or slide < 0:
             msg = f"count_window needs size > 0 and slide >= 0; got size={size}, slide={slide}"
             raise InvalidArgumentError(msg)
@@ -440,17 +461,18 @@ class WindowedStream:
             name,
             factory,
             output_type,
+            WindowSpec(
+                key_selector=ks,
+                key_type=keyed._key_type,
+                assigner=assigner,
+                trigger=trigger,
+                evictor=evictor,
+                allowed_lateness=lateness,
+                late_tag=late_tag,
+                contents=contents,
+                window_function=window_function,
+            ),
             keyed=True,
-            op="window",
-            key_selector=ks,
-            key_type=keyed._key_type,
-            assigner=assigner,
-            trigger=trigger,
-            evictor=evictor,
-            allowed_lateness=lateness,
-            late_tag=late_tag,
-            contents=contents,
-            window_function=window_function,
         )
         return DataStream(keyed._env, t)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
@@ -16,12 +16,98 @@ from ..core.records import OutputTag
 _ids = itertools.count(1)
 
 
+# ---------------------------------------------------------------------------------------- node specs
+class NodeSpec:
+    """What a plan node is, for executors that need more than its operator factory (one subclass per kind)."""
+
+
+@dataclass(eq=False)
+class StatelessSpec(NodeSpec):
+    """``map``, ``flat_map``, ``filter`` or ``process``: a one-input operator without keyed state (``op``)."""
+
+    op: str
+
+
+@dataclass(eq=False)
+class DeadLetterRouteSpec(StatelessSpec):
+    """The ``process`` after a Kafka source with the malformed-records policy ``dead_letter``: its dead-letter
+    tag goes to a Delta table (``table``: a ``DeltaSink`` or None for the default under the checkpoint), which
+    the Spark executors add as a sink when the job starts."""
+
+    source: str = ""
+    table: Any = None
+
+
+@dataclass(eq=False)
+class TimestampsSpec(NodeSpec):
+    """``assign_timestamps_and_watermarks(strategy)``."""
+
+    strategy: Any
+    op: ClassVar[str] = "timestamps"
+
+
+@dataclass(eq=False)
+class KeyedProcessSpec(NodeSpec):
+    """``key_by(key_selector, key_type).process(...)``."""
+
+    key_selector: Callable[[Any], Any]
+    key_type: Any = None
+    op: ClassVar[str] = "keyed_process"
+
+
+@dataclass(eq=False)
+class WindowSpec(NodeSpec):
+    """A keyed window: ``key_by(...).window(assigner)`` with its trigger, evictor, allowed lateness, late-data tag,
+    contents (``WindowContents``: reduce, aggregate or the list of elements) and window function."""
+
+    key_selector: Callable[[Any], Any]
+    key_type: Any
+    assigner: Any
+    trigger: Any
+    evictor: Any
+    allowed_lateness: int
+    late_tag: Optional[OutputTag]
+    contents: Any
+    window_function: Any
+    op: ClassVar[str] = "window"
+
+
+@dataclass(eq=False)
+class SinkFunctionSpec(NodeSpec):
+    """``add_sink(function)``: the user's ``SinkFunction`` or callable, called once per record."""
+
+    function: Any
+
+
+@dataclass(eq=False)
+class ForeachBatchSpec(NodeSpec):
+    """``foreach_batch(function)`` (Spark only): ``function(dataframe, batch_id)`` once per micro-batch."""
+
+    function: Callable[[Any, int], None]
+
+
+@dataclass(eq=False, kw_only=True)
+class BatchWriterSinkSpec(NodeSpec):
+    """A sink written one micro-batch at a time by ``writer(spark, values, batch_id, context)``, which the executor
+    that runs the job builds (None until then)."""
+
+    writer: Any = None
+
+
+@dataclass(eq=False, kw_only=True)
+class DeltaSinkSpec(BatchWriterSinkSpec):
+    """``sink_to(DeltaSink...)``: the table's description; the Spark executors build its writer."""
+
+    sink: Any
+
+
 @dataclass(eq=False)
 class Transformation:
     """One node of the plan.
 
     ``kind`` is ``source``, ``operator`` (one input, ``factory`` makes its operator), ``union``,
-    ``side_output`` (selects ``tag`` of its input) or ``sink``.
+    ``side_output`` (selects ``tag`` of its input) or ``sink``; ``spec`` says what an operator or sink node is
+    (a :class:`NodeSpec`).
     """
 
     kind: str
@@ -33,7 +119,7 @@ class Transformation:
     tag: Optional[OutputTag] = None
     sink: Any = None
     keyed: bool = False
-    spec: Dict[str, Any] = field(default_factory=dict)
+    spec: Optional[NodeSpec] = None
     output_type: Any = None
     uid: Optional[str] = None
     id: int = field(default_factory=lambda: next(_ids))
@@ -65,3 +151,20 @@ def topological(sinks: List[Transformation]) -> List[Transformation]:
     for s in sinks:
         visit(s)
     return sorted(seen.values(), key=lambda t: t.id)
+
+
+__all__ = [
+    "BatchWriterSinkSpec",
+    "DeadLetterRouteSpec",
+    "DeltaSinkSpec",
+    "ForeachBatchSpec",
+    "KeyedProcessSpec",
+    "NodeSpec",
+    "SinkFunctionSpec",
+    "StatelessSpec",
+    "TimestampsSpec",
+    "Transformation",
+    "WindowSpec",
+    "node_uid",
+    "topological",
+]

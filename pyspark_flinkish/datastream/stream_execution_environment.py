@@ -7,33 +7,20 @@ model). The same pipeline code runs on Spark through the Spark executors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, List, Optional, Sequence, overload
 
+from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..core.errors import InvalidTypeError, UnsupportedFeatureError
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
+from .executors import LOCAL, SPARK, executor_entry
 from .plan import Transformation
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
 if TYPE_CHECKING:
     from ..spark.environment import SparkStreamExecutionEnvironment
-
-
-class JobExecutionResult:
-    """What ``execute()`` returns: the job name, the number of micro-batches run, per-operator metrics."""
-
-    def __init__(self, job_name: str, batches: int, metrics: dict) -> None:  # type: ignore[type-arg]
-        self.job_name = job_name
-        self.batches = batches
-        self.metrics = metrics
-
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return self
-
-    def __repr__(self) -> str:
-        return f"JobExecutionResult({self.job_name!r}, batches={self.batches})"
 
 
 class StreamExecutionEnvironment:
@@ -43,6 +30,10 @@ class StreamExecutionEnvironment:
         clock: processing-time clock (default: the wall clock). Pass a :class:`ManualClock` for
             deterministic processing-time timers and idleness; ``MicroBatch.processing_time`` sets it.
     """
+
+    executor: ClassVar[str] = LOCAL
+    """The executor that runs this environment's pipelines (:mod:`~pyspark_flinkish.datastream.executors`):
+    ``"local"`` here, ``"spark"`` in the Spark environment."""
 
     def __init__(self, clock: Optional[Clock] = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
@@ -66,9 +57,7 @@ class StreamExecutionEnvironment:
         :class:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment` that runs the same pipeline as a
         Spark Structured Streaming query (``options`` such as ``state_partitions`` go to it)."""
         if spark is not None:
-            from ..spark.environment import SparkStreamExecutionEnvironment
-
-            return SparkStreamExecutionEnvironment(spark, clock=clock, **options)
+            return executor_entry(SPARK)(spark, clock=clock, **options)
         if options:
             msg = f"options {sorted(options)} apply to the Spark environment only"
             raise UnsupportedFeatureError(msg)
@@ -169,13 +158,11 @@ class StreamExecutionEnvironment:
         extra_sinks: Sequence[Transformation] = (),
         progress: Optional[Callable[[Any], None]] = None,
     ) -> JobExecutionResult:
-        from ..local.executor import LocalExecutor
-
         sinks = list(self._sinks) + list(extra_sinks)
         if not sinks:
             msg = "no sinks: add_sink(...), print() or execute_and_collect() before execute()"
             raise InvalidTypeError(msg)
-        result = LocalExecutor(sinks, self.clock, progress=progress).run(job_name or "pyspark_flinkish job")
+        result = executor_entry(LOCAL)(sinks, self.clock, progress, job_name or "pyspark_flinkish job")
         self.last_result = result
         return result
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from ..core.assigners import (
+    CountSlidingWindowAssigner,
+    CountTumblingWindowAssigner,
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows,
@@ -34,13 +36,16 @@ from ..core.triggers import (
     TriggerContext,
     TriggerResult,
 )
-from ..core.windows import GlobalWindow, TimeWindow, Window
+from ..core.windows import CountWindow, GlobalWindow, TimeWindow, Window
 
 __all__ = [
     "ContinuousEventTimeTrigger",
     "ContinuousProcessingTimeTrigger",
     "CountEvictor",
+    "CountSlidingWindowAssigner",
     "CountTrigger",
+    "CountTumblingWindowAssigner",
+    "CountWindow",
     "DeltaEvictor",
     "DeltaTrigger",
     "DynamicEventTimeSessionWindows",

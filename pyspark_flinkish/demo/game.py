@@ -214,3 +214,23 @@ def build(env: StreamExecutionEnvironment, batches: List[MicroBatch]) -> Dict[st
     source = MicroBatchSource(batches, partitions=list(range(PARTITIONS)))
     events = env.from_source(source, strategy().with_timestamp_assigner(lambda event, _: event.ts), "game-events")
     return pipeline(events)
+
+
+__all__ = [
+    "MINUTE",
+    "LATE_EVENTS",
+    "PARTITIONS",
+    "EVENT_TYPE",
+    "SESSION_TYPE",
+    "ALERT_TYPE",
+    "GameEvent",
+    "EarlyEveryNTrigger",
+    "ScoreStats",
+    "SessionResult",
+    "InactivityAlert",
+    "arrivals",
+    "generate",
+    "strategy",
+    "pipeline",
+    "build",
+]

@@ -506,3 +506,18 @@ def _chart(seen: Observed, producer: Producer, path: Path) -> bool:
     fig.savefig(path)
     plt.close(fig)
     return True
+
+
+__all__ = [
+    "TOPIC",
+    "ROUND_GAP_MS",
+    "SINKS",
+    "GameClock",
+    "fmt_minutes",
+    "Round",
+    "Producer",
+    "Observed",
+    "parse_args",
+    "main",
+    "INTERRUPTED",
+]

@@ -81,3 +81,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+__all__ = [
+    "main",
+]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
+from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock
 from ..core.errors import FlinkishError, StateError, UserFunctionError
 from ..core.javamath import LONG_MAX, LONG_MIN
@@ -251,9 +252,7 @@ class LocalExecutor:
         self.sources = [SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
         self.runners = {t.id: r for t, r in zip([t for t in self.order if t.kind == "source"], self.sources)}
 
-    def run(self, job_name: str) -> Any:
-        from ..datastream.stream_execution_environment import JobExecutionResult
-
+    def run(self, job_name: str) -> JobExecutionResult:
         operators = [n.operator for n in (self.nodes[t.id] for t in self.order) if n.operator is not None]
         for t in self.order:
             node = self.nodes[t.id]
@@ -402,3 +401,19 @@ class LocalExecutor:
                 node.operator.on_periodic_emit()
         for runner in self.sources:
             runner.finish_if_done(index)
+
+
+def run_local(
+    sinks: List[Transformation], clock: Clock, progress: Optional[Callable[[BatchProgress], None]], job_name: str
+) -> JobExecutionResult:
+    """The local executor's entry at the dispatch point (``datastream.executors``): run the sinks' pipeline to
+    the end of its sources."""
+    return LocalExecutor(sinks, clock, progress=progress).run(job_name)
+
+
+__all__ = [
+    "BatchProgress",
+    "SourceRunner",
+    "LocalExecutor",
+    "run_local",
+]

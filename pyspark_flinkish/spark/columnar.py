@@ -23,23 +23,18 @@ Window firing, the window function, late side output and state layout are those 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.aggregates import ColumnAggregate
 from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from ..core.fields import field_selector
 from ..monitoring import partition_metrics
-from .plan import (
-    FUTURE_SAMPLES,
-    ChainRunner,
-    ExecPlan,
-    _FixedClock,
-    _frame,
-    _KeyedOutput,
-    metric_row,
-    restore_window_table,
-    save_window_table,
-)
+from .chain import ChainRunner, FixedClock, KeyedOutput
+from .error_transport import reported_to_driver
+from .keyed_partition import restore_window_table, save_window_table
+from .plan import ExecPlan
+from .rows import FUTURE_SAMPLES, metric_row, row_frame
+from .source_rows import DataFrameSource, python_value
 
 _KEY_TYPES = ("LongType", "IntegerType", "ShortType", "ByteType", "StringType", "BooleanType")
 _INTEGRAL = ("LongType", "IntegerType", "ShortType", "ByteType")
@@ -74,7 +69,7 @@ def detect(plan: ExecPlan, transformations: List[Any]) -> Optional[ColumnarWindo
     s = plan.sources[0]
     src_t = transformations[s]
     source = src_t.source
-    if type(source).__name__ != "_DataFrameSource" or source.timestamp_column is None or source.element is not None:
+    if type(source) is not DataFrameSource or source.timestamp_column is None or source.element is not None:
         return None  # elements made by a connector (e.g. Kafka JSON values) need their Python conversion
     if src_t.watermark_strategy.timestamp_assigner is not None:
         return None
@@ -168,7 +163,7 @@ def prepared(cw: ColumnarWindow, df: Any, partitions: int) -> Any:
 def statistics(prepared_df: Any, future_after: Optional[int] = None) -> List[Dict[str, Any]]:
     """Per source partition: max timestamp and number of timestamped rows (the watermark generators' input), and
     with ``future_after`` the far-future records (``ts > future_after``) as ``future`` rows like the route's
-    (``spark/plan.py``): their count per partition, and the first few with their order (a second, small job,
+    (``spark/rows.py``): their count per partition, and the first few with their order (a second, small job,
     run only when there are some)."""
     from pyspark.sql import functions as F
 
@@ -279,20 +274,19 @@ def run_partition(
 ) -> Any:
     """``cogroup(...).applyInPandas`` body for one state partition of the columnar window; the output ends with
     the partition's ``metric`` row (``numRecordsIn`` is left to the driver: Spark pre-aggregated the rows). Its
-    Spark task runs it inside :func:`~pyspark_flinkish.spark.plan.reported_to_driver`."""
+    Spark task runs it inside :func:`~pyspark_flinkish.spark.error_transport.reported_to_driver`."""
     import time
 
     from pyspark.sql import Row
 
     started = time.perf_counter()
-    from .environment import _py
 
     sp = int(partials["__sp"].iloc[0]) if len(partials) else int(others["__sp"].iloc[0])
     node = plan.nodes[cw.window]
     runner = ChainRunner(plan, {cw.window: wm_prev}, now, parts)
     op = node.factory()  # type: ignore[misc]
-    out = _KeyedOutput(runner, cw.window, op, sp)
-    op.open(out, _FixedClock(now))
+    out = KeyedOutput(runner, cw.window, op, sp)
+    op.open(out, FixedClock(now))
     batch = restore_window_table(op, state_root, node.uid, sp, prev_version, wm_prev)
 
     # rows that are not all on time: one by one, in processing order
@@ -302,7 +296,7 @@ def run_partition(
         values = {c: _pylist(others[c]) for c in cw.columns}
         for i, (key, ts, order) in enumerate(zip(keys, _pylist(others["__ts"], True), others["__o"])):
             out.base, out.n, out.phase = [1, *order], 0, None
-            batch.process_element(key, Row(**{c: _py(values[c][i]) for c in cw.columns}), ts)
+            batch.process_element(key, Row(**{c: python_value(values[c][i]) for c in cw.columns}), ts)
     # partial accumulators of on-time rows
     data = partials[~partials["__hb"].astype(bool)]
     if len(data):
@@ -315,4 +309,26 @@ def run_partition(
     op.close()
     path = save_window_table(batch, state_root, node.uid, sp, batch_id)
     metrics = partition_metrics(op, None, out.emitted, path, started, batch.open_windows(), batch.num_keys())
-    return _frame([*runner.rows, metric_row(cw.window, sp, metrics)])
+    return row_frame([*runner.rows, metric_row(cw.window, sp, metrics)])
+
+
+def columnar_function(cw: Any, plan: ExecPlan, *args: Any) -> Callable[[Any, Any], Any]:
+    """The cogroup function of one batch's columnar window, with its arguments bound now."""
+
+    def keyed(partials, others):  # type: ignore[no-untyped-def]
+        with reported_to_driver(plan.nodes[cw.window]):
+            return run_partition(cw, plan, partials, others, *args)
+
+    return keyed
+
+
+__all__ = [
+    "ColumnarWindow",
+    "detect",
+    "prepared",
+    "statistics",
+    "split",
+    "heartbeats",
+    "run_partition",
+    "columnar_function",
+]

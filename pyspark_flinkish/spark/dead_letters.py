@@ -19,13 +19,14 @@ import datetime as _dt
 import json
 import logging
 import os
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from ..core.errors import FlinkishError
 from ..core.typeinfo import Types
 from ..datastream.connectors.delta import DeltaSink
 from ..datastream.connectors.kafka import DEAD_LETTER_COLUMNS, MalformedRecord
-from ..datastream.plan import Transformation, topological
+from ..datastream.plan import BatchWriterSinkSpec, DeadLetterRouteSpec, Transformation, topological
 
 _log = logging.getLogger("pyspark_flinkish.spark.dead_letters")
 
@@ -102,19 +103,25 @@ class DeadLetterWriter:
             raise DeadLetterWriteError(msg) from exc
 
 
+@dataclass(eq=False, kw_only=True)
+class DeadLetterSinkSpec(BatchWriterSinkSpec):
+    """The sink the Spark executors add for a Kafka source's dead letters (``writer``: a :class:`DeadLetterWriter`)."""
+
+    source: str
+
+
 def with_dead_letter_sinks(sinks: List[Transformation], checkpoint: str) -> List[Transformation]:
     """``sinks`` plus one dead-letter sink per Kafka source with the policy ``dead_letter`` that they read
     (new transformations, created after the user's, so they never shift the user's default uids)."""
     out = list(sinks)
     used: Dict[str, int] = {}
     for t in topological(sinks):
-        config: Optional[Dict[str, Any]] = t.spec.get("dead_letters")
-        if config is None:
+        if not isinstance(t.spec, DeadLetterRouteSpec):
             continue
         from .kafka import DEAD_LETTER_TAG
 
-        source = str(config["source"])
-        table: Optional[DeltaSink] = config["table"]
+        source = str(t.spec.source)
+        table: Optional[DeltaSink] = t.spec.table
         if table is None:
             table = DeltaSink.for_path(os.path.join(checkpoint, DEFAULT_DIRECTORY))
             _log.info(
@@ -130,7 +137,7 @@ def with_dead_letter_sinks(sinks: List[Transformation], checkpoint: str) -> List
                 "sink",
                 f"DeadLetterSink({source})",
                 [side],
-                spec={"batch_writer": DeadLetterWriter(source, table), "dead_letter_source": source},
+                spec=DeadLetterSinkSpec(writer=DeadLetterWriter(source, table), source=source),
                 uid=uid,
             )
         )
@@ -141,7 +148,20 @@ def dead_letter_counts(transformations: List[Transformation], by_sink: Dict[int,
     """Dead letters written this batch, per source name (the driver's progress ``dead_letters``)."""
     out: Dict[str, int] = {}
     for i, rows in by_sink.items():
-        source = transformations[i].spec.get("dead_letter_source")
-        if source is not None:
-            out[source] = out.get(source, 0) + len(rows)
+        spec = transformations[i].spec
+        if isinstance(spec, DeadLetterSinkSpec):
+            out[spec.source] = out.get(spec.source, 0) + len(rows)
     return out
+
+
+__all__ = [
+    "DeadLetterSinkSpec",
+    "DeadLetterWriteError",
+    "DEFAULT_DIRECTORY",
+    "DEAD_LETTER_TYPE",
+    "dead_letter_row",
+    "query_id",
+    "DeadLetterWriter",
+    "with_dead_letter_sinks",
+    "dead_letter_counts",
+]

@@ -3,7 +3,7 @@
 A record whose event time is more than the environment's ``future_horizon_ms`` ahead of the micro-batch's
 processing time is processed exactly as Flink would process it, but it advances its partition's watermark far
 ahead, so later records of that partition will be late. The executors count such records next to the watermark
-statistics (``spark/plan.py``: ``future`` rows; ``spark/columnar.py``); the driver adds them to the progress
+statistics (``spark/rows.py``: ``future`` rows; ``spark/columnar.py``); the driver adds them to the progress
 report (``future_records``) and logs up to :data:`LOGGED_PER_BATCH` of them per batch with their source
 partition, position (the offset, for Kafka) and event time.
 """
@@ -36,7 +36,7 @@ class FutureRecords:
         self.describe: Dict[str, Sequence[str]] = {}  # source name -> its order columns
 
     def add(self, source: str, row: Any, order_columns: Sequence[str] = ()) -> None:
-        """One ``future`` row of the executors (see ``spark/plan.py``) for the source named ``source``."""
+        """One ``future`` row of the executors (see ``spark/rows.py``) for the source named ``source``."""
         part = "" if row["part"] is None else str(row["part"])
         self.describe[source] = order_columns
         if row["ts"] is None:  # the count row
@@ -109,3 +109,11 @@ def _span(ms: int) -> str:
         if ms >= size:
             return f"{ms / (86_400_000 if unit == 'd' else size):.3g} {unit}"
     return f"{ms / 1000:.3g} s"
+
+
+__all__ = [
+    "DEFAULT_HORIZON_MS",
+    "LOGGED_PER_BATCH",
+    "FutureRecords",
+    "position",
+]

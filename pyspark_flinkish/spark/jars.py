@@ -121,3 +121,13 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+__all__ = [
+    "POMS",
+    "default_dir",
+    "coordinates",
+    "jars",
+    "fetch",
+    "main",
+]

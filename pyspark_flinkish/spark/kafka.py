@@ -40,7 +40,7 @@ from ..datastream.connectors.kafka import (
 from ..datastream.data_stream import DataStream
 from ..datastream.formats.json import JsonRowDeserializationSchema
 from ..datastream.functions import ProcessFunction
-from ..datastream.plan import Transformation
+from ..datastream.plan import DeadLetterRouteSpec, Transformation
 
 TOPIC, PARTITION, OFFSET = "__kafka_topic", "__kafka_partition", "__kafka_offset"
 TIMESTAMP, KEY, VALUE = "__kafka_timestamp", "__kafka_key", "__kafka_value"
@@ -56,7 +56,7 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from .environment import _DataFrameSource
+    from .source_rows import DataFrameSource
 
     if getattr(env, "backend", "foreach_batch") != "foreach_batch":
         msg = (
@@ -132,7 +132,7 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
         element = _plain_element(charset, source.include_metadata)
         if charset is not None and not source.include_metadata:
             output_type = Types.STRING()
-    src = _DataFrameSource(df, EVENT_TIME, SPLIT, order, [str(tp) for tp in partitions], element=element)
+    src = DataFrameSource(df, EVENT_TIME, SPLIT, order, [str(tp) for tp in partitions], element=element)
     t = Transformation("source", name, source=src, watermark_strategy=strategy, output_type=output_type)
     stream = DataStream(env, t)
     if isinstance(deserializer, JsonRowDeserializationSchema):
@@ -143,7 +143,7 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
         stream = stream.process(_RouteMalformed(tag), output_type=output_type).name(f"{name}: malformed")
         if policy == MalformedRecordPolicy.DEAD_LETTER:
             # the driver adds the dead-letter sink when the job starts (its default table is under the checkpoint)
-            stream._t.spec["dead_letters"] = {"source": name, "table": source.dead_letter_table}
+            stream._t.spec = DeadLetterRouteSpec("process", source=name, table=source.dead_letter_table)
     return stream
 
 
@@ -407,3 +407,25 @@ class _RouteMalformed(ProcessFunction):  # type: ignore[type-arg]
             yield self.tag, value
             return
         yield value
+
+
+__all__ = [
+    "TOPIC",
+    "PARTITION",
+    "OFFSET",
+    "TIMESTAMP",
+    "KEY",
+    "VALUE",
+    "SPLIT",
+    "TOPIC_ORDER",
+    "EVENT_TIME",
+    "MALFORMED",
+    "PARSED",
+    "CORRUPT",
+    "PARSE_FAILED",
+    "DEAD_LETTER_TAG",
+    "kafka_stream",
+    "json_schema",
+    "topic_partitions",
+    "malformed_reason",
+]

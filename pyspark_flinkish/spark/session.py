@@ -122,3 +122,13 @@ def session(
         connectors,
     )
     return builder.getOrCreate()
+
+
+__all__ = [
+    "on_databricks",
+    "spark_path",
+    "local_temp_dir",
+    "jar_settings",
+    "configure",
+    "session",
+]

@@ -120,3 +120,17 @@ def prune(root: str, keep_from_version: int) -> int:
                     os.remove(os.path.join(d, name))
                     removed += 1
     return removed
+
+
+__all__ = [
+    "SCHEMA",
+    "WINDOWS_SCHEMA",
+    "partition_dir",
+    "version_path",
+    "windows_path",
+    "read_windows",
+    "write_windows",
+    "read",
+    "write",
+    "prune",
+]

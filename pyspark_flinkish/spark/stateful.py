@@ -48,9 +48,13 @@ from ..core.errors import InvalidPipelineError, StateError, UnsupportedFeatureEr
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.records import StreamRecord
 from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger, ProcessingTimeTrigger, PurgingTrigger
-from ..datastream.plan import Transformation
+from ..datastream.plan import TimestampsSpec, Transformation, WindowSpec
 from ..datastream.sources import MicroBatchSource
-from .plan import ChainRunner, ExecPlan, Node, _FixedClock, _KeyedOutput, decode_key, dumps, loads, reported_to_driver
+from .chain import ChainRunner, FixedClock, KeyedOutput
+from .error_transport import reported_to_driver
+from .keys import decode_key
+from .plan import ExecPlan, Node
+from .rows import dumps, loads
 
 SHIFT = 2**40
 """Event times are shifted by this many ms inside Spark (Spark's watermark starts at 0, Flink's at LONG_MIN)."""
@@ -106,10 +110,10 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
                           "Spark's watermark is global")
     for i in ancestors:
         t = plan.transformations[i]
-        if t.spec.get("op") == "timestamps":
+        if isinstance(t.spec, TimestampsSpec):
             raise _reject("assign_timestamps_and_watermarks (give the WatermarkStrategy to the source)")
-        if t.spec.get("op") == "window":
-            assigner, trigger = t.spec["assigner"], t.spec["trigger"]
+        if isinstance(t.spec, WindowSpec):
+            assigner, trigger = t.spec.assigner, t.spec.trigger
             if isinstance(
                 assigner,
                 (
@@ -224,8 +228,8 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
 
         runner = ChainRunner(plan, {}, now, 1)
         op: Any = node.factory()  # type: ignore[misc]
-        out = _KeyedOutput(runner, keyed_index, op, 0)
-        op.open(out, _FixedClock(now))
+        out = KeyedOutput(runner, keyed_index, op, 0)
+        op.open(out, FixedClock(now))
         key_value = decode_key(key[0])
         previous = LONG_MIN
         if state.exists:
@@ -315,8 +319,8 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
         if not task:
             runner = ChainRunner(plan, {}, now, 1)
             op: Any = plan.nodes[keyed_index].factory()  # type: ignore[misc]
-            out = _KeyedOutput(runner, keyed_index, op, 0)
-            op.open(out, _FixedClock(now))
+            out = KeyedOutput(runner, keyed_index, op, 0)
+            op.open(out, FixedClock(now))
             task.update(runner=runner, out=out, batch=BatchWindowOperator(op))
         runner, out, batch = task["runner"], task["out"], task["batch"]
         runner.rows = []
@@ -392,9 +396,9 @@ class StatefulQueryBuilder:
         if isinstance(source_t.source, MicroBatchSource):
             rows, records = self._replay(source_t, source_uid), None
         else:
-            from .environment import _dataframe_records
+            from .source_rows import dataframe_records
 
-            rows, records = source_t.source.df, _dataframe_records(source_t)
+            rows, records = source_t.source.df, dataframe_records(source_t)
         routed = rows.mapInPandas(lambda frames: route(exec_plan, frames, now, source_uid, records), ROUTED_DDL)
         watermarked = routed.withWatermark("__et", f"{info['delay']} milliseconds")
         # records are the rows without event time (carriers have it); a filter that does not reference the
@@ -418,7 +422,7 @@ class StatefulQueryBuilder:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from .environment import SOURCE_DDL
+        from .source_rows import SOURCE_DDL
 
         files = replay_files(t)
         data = [[r for r in f if not r[3]] for f in files[: len(t.source.batches)]]
@@ -505,3 +509,22 @@ def _decode(out: Any, output_type: Any) -> Any:
             yield pd.DataFrame(to_rows(values, output_type), columns=names)
 
     return out.mapInPandas(decode, schema)
+
+
+__all__ = [
+    "SHIFT",
+    "END_OF_INPUT",
+    "STATE_DDL",
+    "STATE_VERSION",
+    "WINDOWS_STATE_VERSION",
+    "ROUTED_DDL",
+    "OUTPUT_DDL",
+    "BACKEND",
+    "HINT",
+    "validate",
+    "flink_watermark",
+    "spark_timeout",
+    "route",
+    "keyed_function",
+    "StatefulQueryBuilder",
+]

@@ -81,3 +81,9 @@ def to_rows(values: List[Any], t: Optional[TypeInformation]) -> List[tuple]:  # 
     if t.name in ("ROW", "TUPLE"):
         return [_convert(v, t) for v in values]
     return [(_convert(v, t),) for v in values]
+
+
+__all__ = [
+    "to_spark_type",
+    "to_rows",
+]

@@ -30,7 +30,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ..core.errors import FlinkishError
 
-__all__ = ["KafkaBroker", "KafkaBrokerError"]
+__all__ = ["KafkaBroker", "KafkaBrokerError", "random_cluster_id"]
 
 _LOG4J2 = """\
 status = warn
@@ -57,9 +57,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (what ``random-uuid`` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+def random_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (what ``random-uuid`` prints).
+
+    Like Kafka's ``Uuid.randomUuid()``, an id starting with ``-`` (one in 64) is drawn again: ``kafka-storage
+    format -t -…`` would read it as an option and fail, so the broker would not start one time in 64.
+    """
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 def broker_classpath(directory: Optional[Path] = None) -> List[str]:
@@ -90,6 +97,11 @@ class KafkaBroker:
         data_dir: a folder that keeps the broker's storage across ``stop()`` and later brokers (topics and
             records survive; ports are new at every ``start()``). Default: a temporary directory that ``stop()``
             removes.
+
+    Records are never deleted by the broker (``log.retention.ms=-1``), whatever their timestamps: Kafka's time
+    retention compares a record's own timestamp with the clock, so records produced with timestamps more than
+    Kafka's default 7 days in the past would vanish at its next retention check. Pass ``properties=`` (or a
+    topic ``config``) with ``retention.ms`` to test retention itself.
 
     Lifecycle: ``start()`` formats the storage (once) and starts the JVM, then waits until an admin client
     can list topics; ``restart()`` stops and starts it again on the same ports and log directory;
@@ -168,6 +180,12 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "log.flush.interval.messages": "1",  # nothing acknowledged is lost when restart() kills the JVM
+            # no time retention: Kafka ages a segment out by its records' own timestamps (CreateTime), and tests
+            # produce records stamped in the past (1970, a fixed date); with Kafka's default (7 days, checked 30 s
+            # after start and every 5 min) a check landing between a query planning its offsets and reading them
+            # deleted them, and Spark failed with "Some data may have been lost" on a fresh topic
+            "log.retention.ms": "-1",
+            "log.retention.bytes": "-1",
         }
         props.update(self.extra_properties)
         return props
@@ -218,7 +236,7 @@ class KafkaBroker:
 
     def _format(self, classpath: str, props: Path) -> None:
         assert self.directory is not None
-        cmd = self._jvm(classpath) + ["kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props)]
+        cmd = self._jvm(classpath) + ["kafka.tools.StorageTool", "format", "-t", random_cluster_id(), "-c", str(props)]
         with open(self.directory / "format.log", "wb") as out:
             result = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
         if result.returncode != 0:
@@ -343,6 +361,29 @@ class KafkaBroker:
             admin.delete_topics([name])
         finally:
             admin.close()
+
+    def delete_records(self, topic: str, before: Dict[int, int]) -> None:
+        """Delete the records of ``topic`` below ``before[partition]`` (Kafka's ``DeleteRecords``): the partition's
+        log then starts at that offset, as after retention aged the records out."""
+        from kafka import TopicPartition
+
+        admin = self._admin()
+        try:
+            admin.delete_records({TopicPartition(topic, p): offset for p, offset in before.items()})
+        finally:
+            admin.close()
+
+    def offset_ranges(self, topic: str) -> Dict[int, Tuple[int, int]]:
+        """Per partition of ``topic``: (the first offset still stored, the next offset to be written)."""
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers)
+        try:
+            parts = [TopicPartition(topic, p) for p in self.partitions(topic)]
+            first, end = consumer.beginning_offsets(parts), consumer.end_offsets(parts)
+            return {tp.partition: (int(first[tp]), int(end[tp])) for tp in parts}
+        finally:
+            consumer.close()
 
     def topics(self) -> List[str]:
         admin = self._admin()

@@ -401,6 +401,8 @@ def test_spark_submit_on_standalone_cluster_with_the_wheel(standalone_cluster: C
         "pyspark_flinkish/__init__.py",
         "pyspark_flinkish/spark/environment.py",
         "pyspark_flinkish/spark/plan.py",
+        "pyspark_flinkish/spark/driver.py",
+        "pyspark_flinkish/spark/chain.py",
         "pyspark_flinkish/core/window_operator.py",
         "pyspark_flinkish/local/executor.py",
     ):

@@ -114,7 +114,8 @@ def _run(handle: Any) -> None:
 def test_writer_replay_of_a_batch_id_is_skipped(spark: Any, tmp_path: Any) -> None:
     """The same (query, sink, batch id) written twice — even with other records — commits once; the next
     batch id commits again; an empty batch commits its watermark."""
-    from pyspark_flinkish.spark.delta import DeltaBatchWriter, parse_watermark
+    from pyspark_flinkish.spark.delta import DeltaBatchWriter
+    from pyspark_flinkish.spark.delta_commits import parse_watermark
 
     path = str(tmp_path / "t")
     writer = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
@@ -265,7 +266,7 @@ def test_medallion_two_queries_equal_one_job(spark: Any, tmp_path: Any) -> None:
 
 def test_delta_sink_on_the_apply_in_pandas_with_state_executor(spark: Any, tmp_path: Any) -> None:
     """The same sink on the other executor: one idempotent commit per batch (no watermark recorded there)."""
-    from pyspark_flinkish.spark.delta import parse_watermark
+    from pyspark_flinkish.spark.delta_commits import parse_watermark
 
     short = BATCHES[:2]
     local = StreamExecutionEnvironment.get_execution_environment()

@@ -247,6 +247,29 @@ def test_a_malformed_record_with_the_fail_policy_fails_with_its_offset(spark, ka
     assert MalformedRecord._fields[-1] == "reason"
 
 
+def test_records_deleted_before_they_are_read_fail_the_query(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Never a silent loss: records the broker deleted (retention, DeleteRecords) between the query fixing its
+    offsets and reading them fail the query with Spark's data-loss error; nothing of the batch is delivered, and a
+    rerun fails again instead of skipping them (Spark's ``failOnDataLoss`` keeps its default, true)."""
+    topic = kafka_topic(partitions=1)
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    got: List[str] = []
+    env.from_kafka(topic, kafka_broker.bootstrap_servers, value_format="string").add_sink(got.append)
+    checkpoint = str(tmp_path / "ck")
+
+    def run() -> None:
+        env.execute("kafka-lost", checkpoint_location=checkpoint, trigger={"availableNow": True}).await_termination()
+
+    run()  # an empty topic: the query's checkpoint starts it at offset 0
+    kafka_broker.produce(topic, ["a", "b", "c"])
+    kafka_broker.delete_records(topic, {0: 2})  # as retention would: the log now starts at offset 2
+    assert kafka_broker.offset_ranges(topic) == {0: (2, 3)}
+    for _ in range(2):
+        with pytest.raises(Exception, match=rf"(?s)Some data may have been lost.*offset \[0, [23]\) for topic partition {topic}-0"):
+            run()
+    assert got == []
+
+
 SECRETS = ("jaas-S3CRET", "ts-S3CRET", "ks-S3CRET")
 
 

@@ -1,4 +1,8 @@
-"""Every Flink-produced scenario on Spark: real streaming queries through the foreachBatch executor."""
+"""Every Flink-produced scenario on Spark: real streaming queries through the foreachBatch executor.
+
+The scenarios come from the root conftest (the repository's ``conformance/``, or
+``$PYSPARK_FLINKISH_SHARED/conformance``): the same folder for collection and for the expected outputs, and no
+scenario found is a collection error."""
 
 from __future__ import annotations
 
@@ -21,15 +25,8 @@ def spark_results(spark, conformance_dir: Path, tmp_path_factory) -> dict:  # ty
     return run_spark_all(spark, scenarios, str(tmp_path_factory.mktemp("conformance-checkpoint")))
 
 
-def _names(conformance_dir_path: Path) -> list[str]:
-    return [p.stem for p in discover(conformance_dir_path / "scenarios")]
-
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "conformance"
-
-
-@pytest.mark.parametrize("name", _names(SHARED) if SHARED.is_dir() else [])
-def test_scenario_matches_flink_on_spark(name: str, spark_results: dict, conformance_dir: Path) -> None:
+def test_scenario_matches_flink_on_spark(conformance_scenario: Path, spark_results: dict, conformance_dir: Path) -> None:
+    name = conformance_scenario.stem
     expected = json.loads((conformance_dir / "expected" / f"{name}.expected.json").read_text())
     assert differences(spark_results[name], expected) == []
 

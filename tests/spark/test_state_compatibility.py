@@ -16,7 +16,7 @@ from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExec
 from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProcessFunction
 from pyspark_flinkish.datastream.state import ListStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import CountTrigger, TumblingEventTimeWindows
-from pyspark_flinkish.spark.environment import _ForeachBatchDriver
+from pyspark_flinkish.spark.driver import ForeachBatchDriver
 
 pytestmark = pytest.mark.spark
 
@@ -81,7 +81,7 @@ def _env(spark: Any, size_ms: int = 10, trigger: Any = None, pair: bool = True, 
 def test_an_incompatible_operator_is_refused_at_start(spark: Any, tmp_path: Any, change: Dict[str, Any], what: str) -> None:
     checkpoint = str(tmp_path / "ck")
     first = _env(spark)
-    _ForeachBatchDriver(first, list(first._sinks), checkpoint, None)  # what a first execute() records
+    ForeachBatchDriver(first, list(first._sinks), checkpoint, None)  # what a first execute() records
     changed = _env(spark, **change)
     with pytest.raises(StateError, match=what) as info:
         changed.execute("changed", checkpoint_location=checkpoint)
@@ -92,9 +92,9 @@ def test_an_incompatible_operator_is_refused_at_start(spark: Any, tmp_path: Any,
 def test_changed_function_code_and_a_new_operator_start(spark: Any, tmp_path: Any) -> None:
     checkpoint = str(tmp_path / "ck")
     first = _env(spark)
-    _ForeachBatchDriver(first, list(first._sinks), checkpoint, None)
+    ForeachBatchDriver(first, list(first._sinks), checkpoint, None)
     changed = _env(spark, label="seen-v2", scale=1000)  # other function bodies, the same state
     changed.from_source(MicroBatchSource([MicroBatch([("b", 2)])]), WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
         lambda e, _: e[1]), "more").key_by(lambda e: e[0]).process(Seen()).uid("new-op").add_sink(lambda _: None)  # fmt: skip
-    driver = _ForeachBatchDriver(changed, list(changed._sinks), checkpoint, None)
+    driver = ForeachBatchDriver(changed, list(changed._sinks), checkpoint, None)
     assert {"averages", "seen", "new-op"} <= set(driver._meta()["operators"])

@@ -7,8 +7,8 @@ Flink's ``DeltaSink.forRowData(path, hadoopConf, rowType).withPartitionColumns(.
 
 The rows' schema is the stream's ``output_type`` (e.g. ``Types.ROW_NAMED([...], [...])``). Every micro-batch
 is one Delta commit that records its app id and batch id (``userMetadata``), so a replayed batch is found in the
-table's log and not written twice (see ``docs/kafka-and-delta.md``). Nothing here imports pyspark: the writing happens in
-:mod:`pyspark_flinkish.spark.delta`, on the Spark executors only.
+table's log and not written twice (see ``docs/kafka-and-delta.md``). This module describes the sink and imports
+no executor: the Spark executors build its writer (:mod:`pyspark_flinkish.spark.delta`, ``with_delta_writers``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
 
 from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
-from ..plan import Transformation
+from ..executors import SPARK
+from ..plan import DeltaSinkSpec, Transformation
 
 if TYPE_CHECKING:
     from ..data_stream import DataStream, DataStreamSink
@@ -99,7 +100,7 @@ class DeltaSink:
         from ..data_stream import DataStreamSink
 
         env = stream.get_execution_environment()
-        if not hasattr(env, "spark"):
+        if env.executor != SPARK:
             msg = (
                 f"DeltaSink({self.target}) writes through Spark: use StreamExecutionEnvironment."
                 "get_execution_environment(spark); the JVM-free engine has no Delta writer"
@@ -120,10 +121,8 @@ class DeltaSink:
             if unknown:
                 msg = f"DeltaSink({self.target}): {what}s {unknown} are not fields of the stream's type {output_type!r} ({names})"
                 raise InvalidPipelineError(msg)
-        from ...spark.delta import DeltaBatchWriter
-
-        writer = DeltaBatchWriter(self, output_type)
-        t = Transformation("sink", "DeltaSink", [stream._t], sink=None, spec={"batch_writer": writer, "delta_sink": self})
+        # the Spark executors build the writer of this description (``spark/delta.py``'s ``with_delta_writers``)
+        t = Transformation("sink", "DeltaSink", [stream._t], sink=None, spec=DeltaSinkSpec(sink=self))
         env._add_sink(t)
         return DataStreamSink(t)
 

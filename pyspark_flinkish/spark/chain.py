@@ -1,0 +1,259 @@
+"""The chain runner: the stateless operators of a pipeline run depth-first on an executor (like the JVM-free
+engine), turning what reaches a keyed operator or a sink into rows (:mod:`.rows`).
+
+Order (``ord``) mirrors the JVM-free engine's depth-first order: ``[0, level, ts, sp, n, ...]`` for outputs of
+processing-time timers at the batch start, ``[1, <source order>, ...]`` for source records and what they
+cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the batch's watermark.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from ..core.errors import UserFunctionError
+from ..core.operators import KeyedOperator, StreamOperator, call_user, in_node, short
+from ..core.records import OutputTag, StreamRecord
+from .error_transport import reported_to_driver
+from .keys import encode_key, state_partition
+from .plan import ExecPlan
+from .rows import FUTURE_SAMPLES, dumps, loads, row_frame
+
+
+class FixedClock:
+    def __init__(self, now: int) -> None:
+        self._now = now
+
+    def now(self) -> int:
+        return self._now
+
+
+class ChainRunner:
+    """Runs the stateless operators of a chain depth-first on an executor (like the JVM-free engine),
+    turning what reaches a keyed operator or a sink into output rows."""
+
+    def __init__(self, plan: ExecPlan, watermarks: Dict[int, int], now: int, partitions: int) -> None:
+        self.plan = plan
+        self.watermarks = watermarks
+        self.now = now
+        self.partitions = partitions
+        self.rows: List[Dict[str, Any]] = []
+        self.stats: Dict[Tuple[int, Optional[str]], List[int]] = {}
+        self._ops: Dict[int, StreamOperator] = {}
+        horizon = getattr(plan, "future_horizon_ms", None)
+        self.future_after = None if horizon is None else now + horizon
+        self.future: Dict[Tuple[int, Optional[str]], List[Any]] = {}  # [count, max ts, [(ts, order), ...]]
+
+    def _operator(self, index: int) -> StreamOperator:
+        op = self._ops.get(index)
+        if op is None:
+            node = self.plan.nodes[index]
+            op = node.factory()  # type: ignore[misc]
+            op.open(ChainOutput(self, index), FixedClock(self.now))
+            op.current_watermark = self.watermarks.get(index, op.current_watermark)
+            self._ops[index] = op
+        return op
+
+    def stat(
+        self, node: int, part: Optional[str], ts: Optional[int], batch: int = -1, order: Optional[List[int]] = None
+    ) -> None:
+        entry = self.stats.setdefault((node, part), [-(2**63), 0, batch])
+        if ts is not None:
+            entry[0] = max(entry[0], ts)
+            entry[1] += 1
+            if self.future_after is not None and ts > self.future_after:
+                future = self.future.setdefault((node, part), [0, ts, []])
+                future[0] += 1
+                future[1] = max(future[1], ts)
+                if len(future[2]) < FUTURE_SAMPLES:
+                    future[2].append((ts, order))
+        entry[2] = max(entry[2], batch)
+
+    def push(self, index: int, record: StreamRecord, order: List[int]) -> None:
+        try:
+            self._push(index, record, order)
+        except UserFunctionError as exc:
+            node = self.plan.nodes[index]
+            raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+
+    def _push(self, index: int, record: StreamRecord, order: List[int]) -> None:
+        node = self.plan.nodes[index]
+        if node.kind == "sink":
+            self.rows.append(
+                {
+                    "kind": "rec",
+                    "dest": index,
+                    "sp": -1,
+                    "key": None,
+                    "value": dumps(record.value),
+                    "ts": record.timestamp,
+                    "ord": order,
+                }
+            )
+            return
+        if node.keyed:
+            key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
+            kb = encode_key(key)
+            self.rows.append(
+                {
+                    "kind": "rec",
+                    "dest": index,
+                    "sp": state_partition(kb, self.partitions),
+                    "key": kb,
+                    "value": dumps(record.value),
+                    "ts": record.timestamp,
+                    "ord": order,
+                }
+            )
+            return
+        if node.kind in ("union", "side_output"):
+            self.forward(index, record, order)
+            return
+        op = self._operator(index)
+        out: ChainOutput = op.output  # type: ignore[assignment]
+        out.base, out.n = order, 0
+        op.process_element(record)
+        if node.generates_watermarks:
+            # the operator's generator runs on the driver: report what it saw (timestamps after assignment)
+            for rec in out.assigned:
+                self.stat(index, "", rec)
+            out.assigned.clear()
+
+    def forward(self, index: int, record: StreamRecord, order: List[int]) -> None:
+        for consumer in self.plan.nodes[index].main:
+            self.push(consumer, record, order)
+
+    def forward_side(self, index: int, tag: OutputTag, record: StreamRecord, order: List[int]) -> None:
+        for consumer in self.plan.nodes[index].side.get(tag, ()):
+            self.push(consumer, record, order)
+
+
+class ChainOutput:
+    """Output of one operator inside a :class:`ChainRunner`: numbers emissions below ``base``."""
+
+    def __init__(self, runner: ChainRunner, index: int) -> None:
+        self.runner = runner
+        self.index = index
+        self.base: List[int] = []
+        self.n = 0
+        self.assigned: List[Optional[int]] = []
+
+    def _order(self) -> List[int]:
+        self.n += 1
+        return [*self.base, self.n]
+
+    def collect(self, record: StreamRecord) -> None:
+        if self.runner.plan.nodes[self.index].generates_watermarks:
+            self.assigned.append(record.timestamp)
+        self.runner.forward(self.index, record, self._order())
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        self.runner.forward_side(self.index, tag, record, self._order())
+
+    def emit_watermark(self, watermark: int) -> None:
+        return None  # watermarks are computed by the driver
+
+    def emit_idle(self, idle: bool) -> None:
+        return None
+
+
+class KeyedOutput(ChainOutput):
+    """Output of a keyed operator: orders by phase (element / timer) as described in the module docstring."""
+
+    def __init__(self, runner: ChainRunner, index: int, op: KeyedOperator, sp: int) -> None:
+        super().__init__(runner, index)
+        self.op = op
+        self.sp = sp
+        self.phase: Optional[int] = None  # None: element phase (order below the input record's)
+        self.emitted = 0  # records the operator emitted (main and side outputs): its numRecordsOut
+
+    def collect(self, record: StreamRecord) -> None:
+        self.emitted += 1
+        super().collect(record)
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        self.emitted += 1
+        super().collect_side(tag, record)
+
+    def _order(self) -> List[int]:
+        self.n += 1
+        if self.phase is None:
+            return [*self.base, self.n]
+        level = self.runner.plan.nodes[self.index].level
+        ts = self.op.firing_timer if self.op.firing_timer is not None else 0
+        return [self.phase, level, ts, self.sp, self.n]
+
+
+def route_partition(
+    plan: ExecPlan,
+    frames: Iterable[Any],
+    watermarks: Dict[int, int],
+    now: int,
+    partitions: int,
+    source_index: Dict[str, int],
+) -> Iterator[Any]:
+    """``mapInPandas`` body for source rows (columns ``src``, ``value``, ``ts``, ``part``, ``ord``, ``batch``,
+    ``marker``): runs the stateless chain of each record and yields routed rows and statistics rows."""
+    runner = ChainRunner(plan, watermarks, now, partitions)
+    with reported_to_driver():
+        _route_frames(runner, frames, source_index)
+    yield _routed_frame(runner)
+
+
+def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict[str, int]) -> None:
+    import pandas as pd
+
+    for pdf in frames:
+        for src, value, ts, part, order, batch, marker in zip(
+            pdf["src"], pdf["value"], pdf["ts"], pdf["part"], pdf["ord"], pdf["batch"], pdf["marker"]
+        ):
+            node = source_index[src]
+            ts_val = None if ts is None or pd.isna(ts) else int(ts)
+            batch_val = -1 if batch is None or pd.isna(batch) else int(batch)
+            part_val = None if part is None else str(part)
+            if marker:
+                runner.stat(node, None, None, batch_val)
+                continue
+            source_order = [int(x) for x in order]
+            runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val, source_order)
+            runner.forward(node, StreamRecord(loads(value), ts_val), [1, *source_order])
+
+
+def route_records(
+    plan: ExecPlan,
+    records: Iterable[Tuple[Any, Optional[int], Optional[str], List[int]]],
+    watermarks: Dict[int, int],
+    now: int,
+    partitions: int,
+    node: int,
+) -> Iterator[Any]:
+    """``mapInPandas`` body fusing a DataFrame source's conversion with the route: ``records`` are the source's
+    ``(element, timestamp, partition, order)``; no element is pickled between the two."""
+    runner = ChainRunner(plan, watermarks, now, partitions)
+    with reported_to_driver(plan.nodes[node]):  # the source's own conversion (timestamp assigner) runs in ``records``
+        for element, ts, part, order in records:
+            runner.stat(node, "" if part is None else part, ts, -1, order)
+            runner.forward(node, StreamRecord(element, ts), [1, *order])
+    yield _routed_frame(runner)
+
+
+def _routed_frame(runner: ChainRunner) -> Any:
+    rows = runner.rows + [
+        {"kind": "stat", "dest": node, "sp": -1, "part": part, "stat_max": mx, "stat_count": n, "stat_batch": b}
+        for (node, part), (mx, n, b) in runner.stats.items()
+    ]
+    for (node, part), (count, latest, samples) in runner.future.items():
+        rows.append({"kind": "future", "dest": node, "sp": -1, "part": part, "stat_max": latest, "stat_count": count})
+        rows.extend(
+            {"kind": "future", "dest": node, "sp": -1, "part": part, "ts": ts, "ord": order} for ts, order in samples
+        )
+    return row_frame(rows)
+
+
+__all__ = [
+    "FixedClock",
+    "ChainRunner",
+    "ChainOutput",
+    "KeyedOutput",
+    "route_partition",
+    "route_records",
+]

@@ -1,0 +1,544 @@
+"""The foreachBatch executor's driver: the function Spark calls with every micro-batch of the job's query.
+
+Each Spark micro-batch of the job's streaming query is one micro-batch of Flink's execution model
+(``docs/execution-model.md``). For batch ``N`` the driver:
+
+1. restores its watermark bookkeeping as of batch ``N-1`` (in memory, or from
+   ``<checkpoint>/flinkish/driver`` after a restart, so that a replayed batch starts from the same point);
+2. runs the *route* job: source rows go through the stateless operators on the executors, which report
+   per-partition statistics (max timestamp, count) for watermark generation;
+3. computes every operator's new watermark with the same core classes as the JVM-free engine (per-partition
+   generators, idleness, valves, end of input);
+4. runs keyed operators level by level: ``groupBy(operator, state partition).applyInPandas`` restores each
+   partition's keyed state (version ``N-1``), processes its records in Flink's order at the previous
+   watermark, advances to the new one (firing timers) and writes state version ``N``;
+5. hands every sink its records, then records its own state for batch ``N``.
+
+State never passes through the driver; only watermark statistics (a few rows per partition) do.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import glob
+import json
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from ..core.codec import load_document
+from ..core.errors import StateError, UnsupportedFeatureError
+from ..core.operators import TimestampsAndWatermarksOperator
+from ..datastream.plan import Transformation
+from ..datastream.sources import MicroBatchSource
+from ..local.executor import LocalExecutor
+from ..monitoring import log_progress, write_progress
+from . import columnar, state_store
+from .chain import route_partition, route_records
+from .checkpoint import (
+    DRIVER_FORMAT,
+    DRIVER_VERSION,
+    META_FILE,
+    META_FORMAT,
+    META_VERSION,
+    driver_document,
+    write_atomically,
+    write_meta,
+)
+from .checkpoint_migration import migrate_pickled_checkpoint
+from .delivery import deliver_values
+from .driver_metrics import operator_metrics, progress_counters, source_metrics
+from .error_transport import user_error_from
+from .far_future import FutureRecords
+from .keyed_partition import keyed_level_function
+from .plan import ExecPlan, keep_state_layouts
+from .replay import replay_stream
+from .rows import ROW_DDL, loads
+from .signatures import compare_signatures, state_signature
+from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
+
+if TYPE_CHECKING:
+    from .environment import SparkStreamExecutionEnvironment
+
+_log = logging.getLogger("pyspark_flinkish.spark")
+
+
+class ForeachBatchDriver:
+    """The ``foreachBatch`` function: one call per Spark micro-batch."""
+
+    def __init__(
+        self,
+        env: SparkStreamExecutionEnvironment,
+        sinks: List[Transformation],
+        checkpoint: str,
+        progress: Optional[Callable[[Any], None]],
+    ) -> None:
+        self.env = env
+        self.spark = env.spark
+        self.checkpoint = checkpoint
+        self.sinks = sinks
+        meta = self._meta()
+        self.partitions = int(meta["state_partitions"])
+        self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
+        self._check_operators(meta)
+        self.state_root = os.path.join(checkpoint, "flinkish", "state")
+        keep_state_layouts(self.plan, self.state_root)
+        self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
+        self.progress = progress
+        self.failure: Optional[BaseException] = None
+        self.batches_run = 0
+        self.durations: Dict[str, float] = {}  # milliseconds per phase of the last batch (progress, profiling)
+        self.input_counts: Dict[str, Dict[str, int]] = {}  # progress: records per source and partition, last batch
+        self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
+        self.metric_rows: List[Tuple[int, int, Dict[str, Any]]] = []  # (step, operator, metrics) of the batch
+        self.history: Deque[Dict[str, Any]] = collections.deque(maxlen=100)  # progress of the recent batches
+        self.watermark_graph = self._new_graph()
+        self.last_batch: Optional[int] = None
+        self.columnar = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
+        self.exec_plan = copy.copy(self.plan)  # what the executors get: no source data, no DataFrames
+        self.exec_plan.transformations = []
+        self.exec_plan.future_horizon_ms = env.future_horizon_ms
+        self.future: Optional[FutureRecords] = None  # far-future records of the current batch
+        # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
+        self.stepper = _source_stepper(self.plan)
+        self.fused = self._fused_source()
+        self.step_watermarks: Dict[int, Optional[int]] = {}
+
+    # -- set-up
+    def _new_graph(self) -> LocalExecutor:
+        """The watermark bookkeeping: the JVM-free engine's graph with watermark-only operators."""
+        graph = LocalExecutor(self.sinks, self.env.clock, watermarks_only=True)
+        for t in graph.order:
+            node = graph.nodes[t.id]
+            if node.operator is not None:
+                node.operator.open(node, self.env.clock)
+        return graph
+
+    def _meta(self) -> Dict[str, Any]:
+        """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
+        fixes them; later runs use the stored ones and log a warning when the environment asks for others."""
+        meta = os.path.join(self.checkpoint, "flinkish", META_FILE)
+        wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
+        legacy = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
+        if not os.path.exists(meta) and os.path.exists(legacy):
+            migrate_pickled_checkpoint(self.checkpoint, legacy, self._new_graph, self.env.clock)
+        if os.path.exists(meta):
+            with open(meta, "rb") as f:
+                stored = load_document(f.read(), META_FORMAT, META_VERSION, meta)
+            for name, value in wanted.items():
+                if stored[name] != value:
+                    _log.warning(
+                        "checkpoint %s was started with %s=%r; using that instead of %r (its state is laid out so)",
+                        self.checkpoint, name, stored[name], value,
+                    )
+            return stored
+        write_meta(self.checkpoint, wanted)
+        return wanted
+
+    def _check_operators(self, meta: Dict[str, Any]) -> None:
+        """Refuse to start when a keyed operator's state was written by an incompatible operator (another window
+        assigner, trigger, evictor, lateness, contents or aggregate class under the same uid): its state would be
+        misread. The first run records the signatures."""
+        current = {}
+        for node in self.plan.nodes:
+            sig = state_signature(self.plan.transformations[node.index])
+            if sig is not None:
+                current[node.uid] = sig
+        stored = meta.get("operators")
+        problems, merged = compare_signatures(stored or {}, current)
+        if problems:
+            msg = (
+                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly: {'; '.join(problems)}. "
+                "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
+            )
+            raise StateError(msg)
+        if merged != stored:
+            write_meta(self.checkpoint, {**meta, "operators": merged})
+
+    def _fused_source(self) -> Optional[int]:
+        """The plan index of the one DataFrame source whose conversion runs inside the route (no pickling in
+        between), when the pipeline has exactly one source and it is a plain DataFrame source."""
+        if self.columnar is not None or self.stepper is not None or len(self.plan.sources) != 1:
+            return None
+        index = self.plan.sources[0]
+        return index if isinstance(self.plan.transformations[index].source, DataFrameSource) else None
+
+    def input_stream(self) -> Any:
+        """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns), or the source
+        DataFrame itself on the columnar path."""
+        if self.columnar is not None:
+            return self.plan.transformations[self.columnar.source].source.df
+        if self.fused is not None:
+            return self.plan.transformations[self.fused].source.df
+        frames = []
+        replay = [t for t in self.plan.transformations if t.kind == "source" and isinstance(t.source, MicroBatchSource)]
+        if replay:
+            frames.append(replay_stream(self.spark, self.plan, self.checkpoint, replay))
+        for t in self.plan.transformations:
+            if t.kind == "source" and isinstance(t.source, DataFrameSource):
+                frames.append(dataframe_rows(t, self.plan.nodes[self.plan.transformations.index(t)].uid))
+        stream = frames[0]
+        for f in frames[1:]:
+            stream = stream.unionByName(f)
+        return stream
+
+    # -- driver state per batch
+    def _state_path(self, batch_id: int) -> str:
+        return os.path.join(self.driver_root, f"b={batch_id:012d}.json")
+
+    def _graph_state(self) -> Dict[str, Any]:
+        """The watermark bookkeeping as plain JSON data (see ``LocalExecutor.watermark_state``)."""
+        return self.watermark_graph.watermark_state()
+
+    def _restore_graph(self, state: Dict[str, Any]) -> None:
+        self.watermark_graph.restore_watermark_state(state)
+
+    def _open(self, batch_id: int) -> int:
+        """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1)."""
+        if self.last_batch is not None and self.last_batch == batch_id - 1:
+            return self.last_batch
+        self.watermark_graph = self._new_graph()
+        if not os.path.isdir(self.driver_root):
+            return -1
+        # only JSON files: pickles of older versions were converted when the checkpoint was opened (``_meta``)
+        saved = sorted(
+            p for p in os.listdir(self.driver_root) if p.startswith("b=") and p.endswith(".json") and int(p[2:14]) < batch_id
+        )
+        if not saved:
+            if batch_id > 0 and glob.glob(os.path.join(self.state_root, "op=*")):
+                msg = f"driver state before batch {batch_id} is missing in {self.driver_root}: the checkpoint is incomplete"
+                raise StateError(msg)
+            return -1
+        path = os.path.join(self.driver_root, saved[-1])
+        with open(path, "rb") as f:
+            self._restore_graph(load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSION, path))
+        return int(saved[-1][2:14])
+
+    def _commit(self, batch_id: int) -> None:
+        os.makedirs(self.driver_root, exist_ok=True)
+        write_atomically(self._state_path(batch_id), driver_document(self.watermark_graph, batch_id))
+        self.last_batch = batch_id
+        for old in os.listdir(self.driver_root):
+            if old.startswith("b=") and old.endswith((".json", ".pkl")) and int(old[2:14]) < batch_id - 2:
+                os.remove(os.path.join(self.driver_root, old))
+        state_store.prune(self.state_root, batch_id - 2)
+
+    def operator_watermarks(self) -> Dict[str, int]:
+        g = self.watermark_graph
+        return {
+            f"{i}:{t.name}": g.nodes[t.id].operator.current_watermark  # type: ignore[union-attr]
+            for i, t in enumerate(g.order)
+            if g.nodes[t.id].operator is not None
+        }
+
+    def raise_if_failed(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    # -- one micro-batch
+    def __call__(self, df: Any, batch_id: int) -> None:
+        try:
+            self._run(df, batch_id)
+        except BaseException as exc:
+            error = user_error_from(exc)  # a user function raised on an executor: its clear message, not Py4J's
+            self.failure = exc if error is None else error
+            if error is not None and error is not exc:
+                raise error from exc
+            raise
+
+    def _wm_now(self) -> Dict[int, int]:
+        g = self.watermark_graph
+        out = {}
+        for i, t in enumerate(g.order):
+            op = g.nodes[t.id].operator
+            if op is not None:
+                out[i] = op.current_watermark
+        return out
+
+    def _phase(self, name: str) -> Any:
+        """Add the time spent in a ``with`` block to ``self.durations[name]`` (ms)."""
+        driver = self
+
+        class _Timer:
+            def __enter__(self) -> None:
+                self.t = time.perf_counter()
+
+            def __exit__(self, *exc: Any) -> None:
+                driver.durations[name] = driver.durations.get(name, 0.0) + (time.perf_counter() - self.t) * 1000
+
+        return _Timer()
+
+    def _run(self, df: Any, batch_id: int) -> None:
+        self.durations = {}
+        self.input_counts = {}
+        self.metric_rows = []
+        self.future = None
+        start = time.perf_counter()
+        with self._phase("open"):
+            prev_version = self._open(batch_id)
+        steps = self._replay_steps(df)
+        explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
+        if self.stepper is not None:
+            steps, explicit = self.stepper(self, df, batch_id)
+        by_sink: Dict[int, List[Any]] = {i: [] for i in self.plan.sinks}
+        materialized: List[Any] = []
+        batch_index: Optional[int] = None
+        version_in = prev_version
+        for step_df, step_watermarks in zip(steps, explicit):
+            self.step_watermarks = step_watermarks  # explicit source watermarks after this step (hook)
+            # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
+            # only after a crash between Spark's source log and offset log; each still gets its own watermark)
+            step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
+            version_in = batch_id  # later steps continue from this batch's own state version
+            materialized.extend(step_frames)
+            with self._phase("sort"):
+                for sink_index, rows in step_rows.items():
+                    rows.sort(key=lambda r: list(r["ord"]))
+                    by_sink[sink_index].extend(rows)
+        with self._phase("deliver"):
+            for sink_index, rows in by_sink.items():  # one delivery per Spark batch id: sinks stay idempotent
+                self._deliver(self.plan.transformations[sink_index], rows, batch_id)
+        with self._phase("commit"):
+            for m in materialized:
+                m.unpersist()
+            self._commit(batch_id)
+        self.batches_run += 1
+        if self.future is not None:
+            self.future.log()
+        self.durations["total"] = (time.perf_counter() - start) * 1000
+        progress = {
+            "batch_id": batch_id,
+            "replay_batch": batch_index,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+            "watermarks": self.operator_watermarks(),
+            "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
+            **progress_counters(self, by_sink),
+        }
+        progress["sources"] = source_metrics(progress)
+        progress["operators"] = operator_metrics(self)
+        self.history.append(progress)
+        try:  # publishing must never fail the batch (a full disk, a logging handler's error)
+            log_progress(progress)
+            write_progress(self.checkpoint, progress)
+        except Exception as exc:
+            _log.warning("batch %d: could not publish its progress: %r", batch_id, exc)
+        if self.progress is not None:
+            self.progress(progress)
+
+    def _replay_steps(self, df: Any) -> List[Any]:
+        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files."""
+        from pyspark.sql import functions as F
+
+        if not any(isinstance(t.source, MicroBatchSource) for t in self.plan.transformations if t.kind == "source"):
+            return [df]
+        indices = sorted(int(r["batch"]) for r in df.select("batch").distinct().collect() if r["batch"] is not None)
+        replay = [i for i in indices if i >= 0]
+        if len(replay) <= 1:
+            return [df]
+        first = F.col("batch") == replay[0]
+        steps = [df.filter(first | (F.col("batch") < 0))]  # rows of DataFrame sources go with the first
+        steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
+        return steps
+
+    def _step_columnar(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
+        """:meth:`_step` for the columnar path (``spark/columnar.py``): Spark pre-aggregates on-time rows."""
+        cw, plan, parts = self.columnar, self.exec_plan, self.partitions
+        assert cw is not None
+        now = self.env.clock.now()
+        wm_prev = self._wm_now()
+        with self._phase("plan"):
+            prepared = columnar.prepared(cw, df, parts)  # read twice (statistics, keyed); cheaper than caching it
+        with self._phase("stats"):
+            horizon = self.exec_plan.future_horizon_ms
+            rows = columnar.statistics(prepared, None if horizon is None else now + horizon)
+            stats = self._take_future(
+                [dict(s, dest=cw.source, part="" if s["part"] is None else s["part"]) for s in rows], now
+            )
+        with self._phase("watermarks"):
+            batch_index = self._advance_watermarks(stats)
+            wm_new = self._wm_now()
+        with self._phase("plan"):
+            partials, others = columnar.split(cw, prepared, wm_prev[cw.window])
+            if self._heartbeats is None:
+                self._heartbeats = columnar.heartbeats(cw, partials, parts)
+            partials = partials.unionByName(self._heartbeats)
+            args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, version_in)
+            cogrouped = partials.groupBy("__sp").cogroup(others.groupBy("__sp"))
+            keyed = cogrouped.applyInPandas(columnar.columnar_function(*args), ROW_DDL)
+        if plan.levels[1:]:
+            keyed = keyed.persist()
+            keyed.count()  # materialise before later levels read it; otherwise the sinks' collect computes it
+        return self._levels_and_sinks([keyed], [keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id, version_in) + (
+            batch_index,
+        )
+
+    def _step(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
+        """Route, advance watermarks and run the keyed levels for one Flink micro-batch; returns the sink
+        rows by sink, the persisted frames to release, and the replay batch index."""
+        if self.columnar is not None:
+            return self._step_columnar(df, batch_id, version_in)
+        from pyspark.sql import functions as F
+
+        plan, parts = self.exec_plan, self.partitions
+        now = self.env.clock.now()
+        wm_prev = self._wm_now()
+        source_index = {plan.nodes[i].uid: i for i in plan.sources}
+
+        if self.fused is not None:
+            source_t, node = self.plan.transformations[self.fused], self.fused
+            records = dataframe_records(source_t)
+            if source_t.source.order_columns:  # order comes from columns: spread the route over all cores
+                df = df.repartition(parts)
+            routed = df.mapInPandas(
+                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node), ROW_DDL
+            ).persist()
+        else:
+            routed = df.mapInPandas(
+                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
+            ).persist()
+        with self._phase("route"):
+            stats = self._take_future(routed.filter(F.col("kind").isin("stat", "future")).collect(), now)
+        with self._phase("watermarks"):
+            batch_index = self._advance_watermarks(stats)
+        wm_new = self._wm_now()
+
+        outputs = [routed.filter(F.col("kind") == "rec")]
+        return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id, version_in) + (
+            batch_index,
+        )
+
+    def _levels_and_sinks(
+        self,
+        outputs: List[Any],
+        materialized: List[Any],
+        levels: List[int],
+        wm_prev: Dict[int, int],
+        wm_new: Dict[int, int],
+        now: int,
+        batch_id: int,
+        version_in: int,
+    ) -> tuple:  # type: ignore[type-arg]
+        """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows."""
+        from pyspark.sql import functions as F
+
+        plan, parts = self.exec_plan, self.partitions
+        for level in levels:
+            nodes = plan.keyed_at(level)
+            pending = outputs[0]
+            for o in outputs[1:]:
+                pending = pending.unionByName(o)
+            pending = pending.filter(F.col("dest").isin(nodes))
+            heartbeats = self.spark.createDataFrame(
+                [("hb", n, sp) for n in nodes for sp in range(parts)], "kind string, dest int, sp int"
+            )
+            for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
+                heartbeats = heartbeats.withColumn(c, F.lit(None).cast(outputs[0].schema[c].dataType))
+            keyed = (
+                pending.unionByName(heartbeats)
+                .groupBy("dest", "sp")
+                .applyInPandas(
+                    keyed_level_function(plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, version_in), ROW_DDL
+                )
+                .persist()
+            )
+            with self._phase(f"keyed level {level}"):
+                keyed.count()
+            outputs.append(keyed)
+            materialized.append(keyed)
+
+        by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
+        step = len({s for s, _, _ in self.metric_rows})
+        with self._phase("collect"):
+            for o in outputs:  # the keyed operators' metric rows come with the sinks' rows (no job of their own)
+                wanted = F.col("dest").isin(plan.sinks) | (F.col("kind") == "metric")
+                for r in o.filter(wanted).select("kind", "dest", "value", "ord").collect():
+                    if r["kind"] == "metric":
+                        self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
+                    else:
+                        by_sink[int(r["dest"])].append(r)
+        return by_sink, materialized
+
+    def _take_future(self, rows: List[Any], now: int) -> List[Any]:
+        """Record the ``future`` rows (far-future records, see ``spark/rows.py``); returns the other rows."""
+        out = []
+        for row in rows:
+            if row["kind"] != "future":
+                out.append(row)
+                continue
+            if self.future is None:
+                self.future = FutureRecords(self.exec_plan.future_horizon_ms or 0, now)
+            t = self.plan.transformations[int(row["dest"])]
+            self.future.add(t.name, row, getattr(t.source, "order_columns", ()) if t.kind == "source" else ())
+        return out
+
+    def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
+        """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
+        batch index seen (if any). A replay source ends its input after its last batch, as on the local engine."""
+        g = self.watermark_graph
+        by_source: Dict[int, List[Any]] = {}
+        for row in stats:
+            by_source.setdefault(int(row["dest"]), []).append(row)
+        batch_index = None
+        for i, t in enumerate(g.order):
+            node = g.nodes[t.id]
+            for row in by_source.get(i, ()):
+                if row["stat_batch"] is not None and row["stat_batch"] >= 0:
+                    batch_index = max(int(row["stat_batch"]), batch_index if batch_index is not None else -1)
+                if t.kind == "source":
+                    if row["part"] is None:
+                        continue  # a batch marker: no partition, no event
+                    part = source_partition(t, row["part"])
+                    counts = self.input_counts.setdefault(t.name, {})  # progress counter
+                    counts[str(part)] = counts.get(str(part), 0) + int(row["stat_count"] or 0)
+                    if row["stat_count"]:
+                        g.runners[t.id].observe(part, None, int(row["stat_max"]))
+                    else:
+                        g.runners[t.id].splits.add_partition(part)
+                elif isinstance(node.operator, TimestampsAndWatermarksOperator) and row["stat_count"]:
+                    node.operator.generator.on_event(None, int(row["stat_max"]), node.operator.wm_output)
+        for t in g.order:
+            node = g.nodes[t.id]
+            runner = g.runners.get(t.id)
+            if runner is not None:
+                source = t.source
+                if isinstance(source, MicroBatchSource):
+                    if batch_index is None:
+                        continue
+                    if batch_index < len(source.batches):
+                        runner.periodic_emit(batch_index)
+                else:
+                    runner.emit_periodic(self.step_watermarks.get(t.id))
+            elif node.operator is not None:
+                node.operator.on_periodic_emit()
+        for t in g.order:
+            runner = g.runners.get(t.id)
+            if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
+                runner.finish_if_done(batch_index)  # the local engine's rule: end of input after the last batch
+        return batch_index
+
+    def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:
+        context = {
+            "checkpoint": self.checkpoint,
+            "sink_uid": self.plan.nodes[self.plan.transformations.index(t)].uid,
+            "watermark": self.watermark_graph.nodes[t.id].valve.last_output,  # the sink's input, after the batch
+        }
+        deliver_values(self.spark, t, [loads(r["value"]) for r in rows], batch_id, context)
+
+
+def _source_stepper(plan: ExecPlan) -> Optional[Callable[..., Any]]:
+    """The ``steps(driver, df, batch_id)`` hook of the one source that splits Spark batches itself, if any."""
+    steppers = [t for t in plan.transformations if t.kind == "source" and getattr(t.source, "steps", None) is not None]
+    if not steppers:
+        return None
+    if len(steppers) > 1 or any(isinstance(t.source, MicroBatchSource) for t in plan.transformations if t.kind == "source"):
+        msg = (
+            "a pipeline may read one source with upstream watermarks (from_delta) and no replay source "
+            f"(MicroBatchSource) besides it; got {[t.name for t in plan.transformations if t.kind == 'source']}"
+        )
+        raise UnsupportedFeatureError(msg)
+    return steppers[0].source.steps  # type: ignore[no-any-return]
+
+
+__all__ = ["ForeachBatchDriver"]

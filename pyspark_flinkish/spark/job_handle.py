@@ -1,0 +1,162 @@
+"""``SparkJobHandle``: a running pipeline on Spark (the ``StreamingQuery``, failures as package errors, progress).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Optional
+
+from ..core.errors import FlinkishError
+from .driver import ForeachBatchDriver
+from .error_transport import user_error_from
+from .stateful_progress import stateful_progress
+
+_log = logging.getLogger("pyspark_flinkish.spark")
+
+class SparkJobHandle:
+    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks and metrics."""
+
+    def __init__(
+        self,
+        query: Any,
+        driver: Optional[ForeachBatchDriver],
+        stateful_delay: Optional[int] = None,
+        spark: Any = None,
+    ) -> None:
+        self.query = query
+        self.driver = driver
+        self._stateful_delay = stateful_delay  # applyInPandasWithState: Spark's watermark delay (ms)
+        self._spark: Any = spark if spark is not None else (driver.spark if driver is not None else None)
+        self._listeners: List[Any] = []
+
+    def await_termination(self, timeout: Optional[float] = None) -> Optional[bool]:
+        """Wait for the query; a failed query raises the package error that stopped it (e.g. a
+        :class:`UserFunctionError` naming operator, key, window and the original traceback), else Spark's."""
+        try:
+            result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+        except Exception as exc:
+            self._remove_listeners()
+            self._raise_failure(exc)
+            raise
+        if not self.query.isActive:
+            self._remove_listeners()
+        if self.driver is not None:
+            self.driver.raise_if_failed()
+        return result  # type: ignore[no-any-return]
+
+    def process_all_available(self) -> None:
+        try:
+            self.query.processAllAvailable()
+        except Exception as exc:
+            self._raise_failure(exc)
+            raise
+        if self.driver is not None:
+            self.driver.raise_if_failed()
+
+    def _raise_failure(self, exc: BaseException) -> None:
+        failure = self.driver.failure if self.driver is not None else None
+        if isinstance(failure, FlinkishError):
+            raise failure
+        error = user_error_from(exc)
+        if error is not None:
+            raise error from exc
+
+    def stop(self) -> None:
+        self.query.stop()
+        self._remove_listeners()
+
+    @property
+    def last_progress(self) -> Any:
+        return self.query.lastProgress
+
+    @property
+    def is_active(self) -> bool:
+        return bool(self.query.isActive)
+
+    def watermarks(self) -> Dict[str, int]:
+        """Each operator's current watermark after the last completed micro-batch (foreachBatch executor)."""
+        return self.driver.operator_watermarks() if self.driver is not None else {}
+
+    def progress(self, batch_id: Optional[int] = None) -> Optional[Dict[str, Any]]:
+        """The combined progress of the last micro-batch (or of ``batch_id``, if still among the recent ones): this
+        package's metrics (``docs/operations.md#metrics``) plus, under ``"spark"``, Spark's
+        ``StreamingQueryProgress`` of the same batch id as a dict (None until Spark reported it: Spark reports a
+        batch after the foreachBatch function returned). None before the first batch."""
+        history = self.recent_progress()
+        if batch_id is None:
+            return history[-1] if history else None
+        return next((p for p in history if p.get("batch_id") == batch_id), None)
+
+    def on_progress(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+        """Call ``callback`` with the combined progress (see :meth:`progress`, ``"spark"`` always set) of every
+        micro-batch, from a ``StreamingQueryListener`` on the session: Spark's ``onQueryProgress`` of this query.
+        Batches Spark reported before this call are delivered at once; each batch once. The listener is removed
+        by :meth:`stop` and when :meth:`await_termination` sees the query ended, after delivering what Spark's
+        asynchronous listener bus had not yet (so every batch of ``query.recentProgress`` is delivered by then). A
+        failing callback is logged, never raised into Spark's listener bus."""
+        import threading
+
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        handle, query_id, lock, seen = self, str(self.query.id), threading.Lock(), set()
+
+        def deliver(spark_progress: Any) -> None:
+            batch_id = spark_progress.get("batchId")
+            with lock:  # held during the callback: one batch at a time
+                if batch_id in seen:
+                    return
+                seen.add(batch_id)
+                try:
+                    callback(handle._combined(spark_progress))
+                except Exception:
+                    _log.exception("on_progress callback failed for batch %s", batch_id)
+
+        class _Listener(StreamingQueryListener):  # type: ignore[misc]
+            def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's names)
+                return None
+
+            def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+                if str(event.progress.id) == query_id:
+                    deliver(event.progress)
+
+            def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+                return None
+
+            def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+                return None
+
+        listener = _Listener()
+        self._spark.streams.addListener(listener)
+        self._listeners.append((listener, deliver))
+        for spark_progress in self.query.recentProgress or []:
+            deliver(spark_progress)
+
+    def _combined(self, spark_progress: Any) -> Dict[str, Any]:
+        """This package's progress of Spark's batch, with Spark's under ``"spark"``."""
+        if self.driver is None:
+            return stateful_progress(spark_progress, self._stateful_delay)
+        batch_id = spark_progress.get("batchId")
+        ours = next((p for p in reversed(self.driver.history) if p["batch_id"] == batch_id), {"batch_id": batch_id})
+        return {**ours, "spark": spark_progress}
+
+    def _remove_listeners(self) -> None:
+        while self._listeners:
+            listener, deliver = self._listeners.pop()
+            self._spark.streams.removeListener(listener)
+            for spark_progress in self.query.recentProgress or []:
+                deliver(spark_progress)
+
+    def recent_progress(self) -> List[Dict[str, Any]]:
+        """The combined progress (see :meth:`progress`) of the recent micro-batches, oldest first: the driver keeps
+        the last 100 (they are also in ``<checkpoint>/flinkish/progress``); Spark keeps
+        ``spark.sql.streaming.numRecentProgressUpdates`` (100) of its own. With ``apply_in_pandas_with_state`` it
+        is built from Spark's progress alone (input records, watermark, Spark's state operator metrics)."""
+        spark = {p.get("batchId"): p for p in (self.query.recentProgress or [])}
+        if self.driver is None:
+            return [stateful_progress(p, self._stateful_delay) for p in spark.values()]
+        return [{**p, "spark": spark.get(p["batch_id"])} for p in list(self.driver.history)]
+
+
+__all__ = [
+    "SparkJobHandle",
+]

@@ -1,0 +1,117 @@
+"""State signatures: what shapes a keyed operator's state, recorded in the checkpoint and compared on restart so
+that an incompatible operator under the same uid is refused up front (Flink checks state compatibility when it
+restores a savepoint; here the checkpoint's ``meta.json`` keeps the signatures).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..datastream.plan import Transformation, WindowSpec
+from .chain import FixedClock
+
+
+def state_signature(t: Transformation) -> Optional[str]:
+    """What shapes a keyed operator's state, so that a restart with an incompatible operator is caught up front:
+    for windows the assigner, trigger, evictor, lateness, contents and the aggregate/reduce function's class, else
+    the operator and its function's class; then ``" | "``-separated parts known only for some pipelines
+    (:func:`signatures_compatible` compares a part only when both sides have it): the declared key type
+    (``key_by(..., key_type=...)``), the aggregate's accumulator type and the state the operator declares when
+    opened (state descriptors: name, kind, type). A changed function body keeps the signature."""
+    if not t.keyed:
+        return None
+    spec = t.spec
+    contents = spec.contents if isinstance(spec, WindowSpec) else None
+    if not isinstance(spec, WindowSpec):
+        # checkpoints store ``keyed_process:-``: the process function's class has never been part of it
+        base = f"{getattr(spec, 'op', None)}:-"
+    else:
+        fn = getattr(contents, "agg_fn", None) or getattr(contents, "reduce_fn", None)
+        parts = [
+            repr(spec.assigner),
+            repr(spec.trigger),
+            repr(spec.evictor),
+            f"lateness={spec.allowed_lateness}",
+            f"contents={getattr(contents, 'kind', '-')}:{type(fn).__name__ if fn is not None else '-'}",
+        ]
+        base = "window:" + " ".join(parts)
+    extra = {}
+    key_type = getattr(spec, "key_type", None)
+    if key_type is not None:
+        extra["key"] = repr(key_type)
+    agg = getattr(contents, "agg_fn", None)
+    if agg is not None:
+        try:
+            extra["accumulator"] = type(agg.create_accumulator()).__name__
+        except Exception:  # user code: the part stays unknown
+            pass
+    declared = _declared_state(t)
+    if declared is not None:
+        extra["state"] = declared
+    return base + "".join(f" | {k}={v}" for k, v in extra.items())
+
+
+def _declared_state(t: Transformation) -> Optional[str]:
+    """The state descriptors a fresh copy of the operator registers when opened (the user's ``open`` included),
+    or None when it cannot be opened here (the part of the signature then stays unknown)."""
+    from pyspark import cloudpickle  # what executors get: a copy, the user's function objects stay untouched
+
+    try:
+        op = pickle.loads(cloudpickle.dumps(t.factory))()  # type: ignore[misc]
+        op.open(_NullOutput(), FixedClock(0))
+        descriptors = op.backend.descriptors
+        text = ",".join(
+            f"{name}:{d.kind}:{d.type_info!r}" + (":ttl" if d._ttl() is not None else "")
+            for name, d in sorted(descriptors.items())
+        )
+        op.close()
+    except Exception:  # user code that cannot run on the driver
+        return None
+    return f"[{text}]"
+
+
+class _NullOutput:
+    def collect(self, record: Any) -> None:
+        return None
+
+    def collect_side(self, tag: Any, record: Any) -> None:
+        return None
+
+    def emit_watermark(self, watermark: int) -> None:
+        return None
+
+    def emit_idle(self, idle: bool) -> None:
+        return None
+
+
+def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple[List[str], Dict[str, str]]:
+    """Compare a checkpoint's operator signatures (uid -> :func:`state_signature`) with the pipeline's: returns
+    one line per incompatible operator (its uid and what changed) and the signatures to store from now on.
+
+    The first part of a signature must be equal; a ``" | "`` part only when both sides have it (a checkpoint
+    written before the part existed, or state that could not be inspected this time); stored parts the pipeline
+    cannot tell are kept. Operators the checkpoint has no state for are new and get recorded."""
+    problems, merged = [], dict(stored)
+    for uid, sig in current.items():
+        old = stored.get(uid)
+        if old is None:
+            merged[uid] = sig
+            continue
+        old_base, *old_rest = old.split(" | ")
+        new_base, *new_rest = sig.split(" | ")
+        old_parts = dict(p.split("=", 1) for p in old_rest)
+        new_parts = dict(p.split("=", 1) for p in new_rest)
+        changes = [] if old_base == new_base else [f"[{old_base}] -> [{new_base}]"]
+        changes += [f"{k} {old_parts[k]} -> {new_parts[k]}" for k in old_parts if k in new_parts and old_parts[k] != new_parts[k]]
+        if changes:
+            problems.append(f"operator {uid!r}: " + "; ".join(changes))
+        else:
+            merged[uid] = new_base + "".join(f" | {k}={v}" for k, v in {**old_parts, **new_parts}.items())
+    return problems, merged
+
+
+__all__ = [
+    "state_signature",
+    "compare_signatures",
+]

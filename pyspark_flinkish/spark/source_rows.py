@@ -1,0 +1,148 @@
+"""DataFrame sources of the Spark executors and their rows (executor side).
+
+A streaming DataFrame becomes a source (:class:`DataFrameSource`: how a row becomes an element, its timestamp,
+source partition and processing order); on the executors its rows become elements (:func:`dataframe_records`)
+or the common source rows of :data:`SOURCE_DDL` that every source of a pipeline is unioned into
+(:func:`dataframe_rows`). ``from_kafka`` and ``from_delta`` build on the same class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ..core.errors import UserFunctionError
+from ..core.operators import call_user, in_node, short
+from ..datastream.plan import Transformation
+from .error_transport import reported_to_driver
+from .plan import Node
+from .rows import dumps
+
+SOURCE_DDL = "src string, value binary, ts long, part string, ord array<long>, batch long, marker boolean"
+
+
+@dataclass
+class DataFrameSource:
+    """A streaming DataFrame as a source: how rows become elements, timestamps, partitions and order."""
+
+    df: Any
+    timestamp_column: Optional[str]
+    partition_column: Optional[str]
+    order_columns: Sequence[str]
+    partitions: Sequence[Any]
+    end_of_input: bool = False
+    explicit_watermarks: bool = False
+    element: Optional[Callable[[Dict[str, Any]], Any]] = None
+    """Makes a row's element from its columns (a dict; runs on the executors); default: a ``Row`` of all columns.
+    An element with ``no_timestamp_assigner = True`` (a malformed record) skips the strategy's timestamp assigner."""
+
+
+def source_partition(t: Transformation, text: Optional[str]) -> Any:
+    if text is None:
+        return None
+    for p in getattr(t.source, "partitions", ()):
+        if repr(p) == text or str(p) == text:
+            return p
+    return text
+
+
+def dataframe_records(t: Transformation) -> Callable[[Any], Iterator[Tuple[Any, Optional[int], Optional[str], List[int]]]]:
+    """For a DataFrame source: a function from pandas frames of its rows to ``(element, timestamp, source
+    partition, order)`` per row (on the executors)."""
+    src: DataFrameSource = t.source
+    strategy = t.watermark_strategy
+    columns = list(getattr(src, "value_columns", None) or src.df.columns)  # hook: columns that make the element
+    version_col = getattr(src, "version_column", None)  # hook: a commit version heading the order (from_delta)
+    ts_col, part_col, order_cols = src.timestamp_column, src.partition_column, list(src.order_columns)
+    make_element = src.element
+    name = t.name
+
+    def records(frames: Any) -> Iterator[Tuple[Any, Optional[int], Optional[str], List[int]]]:
+        import pandas as pd
+        from pyspark import TaskContext
+        from pyspark.sql import Row
+
+        context = TaskContext.get()
+        task_partition = context.partitionId() if context is not None else 0
+        position = 0
+        for pdf in frames:
+            for rec in pdf.to_dict("records"):
+                if make_element is not None:
+                    element = make_element(rec)
+                else:
+                    element = Row(**{c: python_value(rec[c]) for c in columns})
+                ts = None
+                if ts_col is not None:
+                    raw = rec[ts_col]
+                    ts = None if raw is None or (not isinstance(raw, int) and pd.isna(raw)) else epoch_millis(raw)
+                if strategy.timestamp_assigner is not None and not getattr(element, "no_timestamp_assigner", False):
+                    where = lambda e=element: f"{name}: timestamp assigner on {short(e)}"  # noqa: E731
+                    ts = call_user(strategy.extract_timestamp, where, element, ts)
+                # without order columns: the row's position in its input split (stable when a batch is replayed)
+                order = [int(rec[c]) for c in order_cols] if order_cols else [task_partition, position]
+                if version_col is not None:
+                    order = [int(rec[version_col]), *order]
+                position += 1
+                yield element, ts, None if part_col is None else str(rec[part_col]), order
+
+    return records
+
+
+def assign_timestamp(t: Transformation, node: Any, value: Any, previous: Optional[int]) -> Optional[int]:
+    """The source's timestamp assigner on ``value`` (driver side); its error names the source."""
+    try:
+        where = f"{t.name}: timestamp assigner on {short(value)}"
+        return call_user(t.watermark_strategy.extract_timestamp, lambda: where, value, previous)  # type: ignore[no-any-return]
+    except UserFunctionError as exc:
+        raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+
+
+def dataframe_rows(t: Transformation, uid: str) -> Any:
+    """Convert a streaming DataFrame source to the common source rows (on the executors)."""
+    records = dataframe_records(t)
+    node = Node(index=-1, kind="source", uid=uid, factory=None, keyed=False, key_selector=None, name=t.name)
+
+    def convert(frames: Any) -> Any:
+        import pandas as pd
+
+        out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
+        with reported_to_driver(node):
+            for element, ts, part, order in records(frames):
+                for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
+                    out[c].append(v)
+        frame = pd.DataFrame(out)
+        frame["ts"] = frame["ts"].astype("Int64")
+        yield frame
+
+    return t.source.df.mapInPandas(convert, SOURCE_DDL)
+
+
+def python_value(value: Any) -> Any:
+    if hasattr(value, "item") and not isinstance(value, (bytes, str)):
+        try:
+            return value.item()
+        except (ValueError, AttributeError):
+            return value
+    return value
+
+
+def epoch_millis(value: Any) -> int:
+    import pandas as pd
+
+    if isinstance(value, pd.Timestamp):
+        return int(value.value // 1_000_000)
+    if hasattr(value, "timestamp"):
+        return int(round(value.timestamp() * 1000))
+    return int(value)
+
+
+__all__ = [
+    "SOURCE_DDL",
+    "DataFrameSource",
+    "source_partition",
+    "dataframe_records",
+    "assign_timestamp",
+    "dataframe_rows",
+    "python_value",
+    "epoch_millis",
+]

@@ -475,7 +475,9 @@ class ForeachBatchDriver:
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
         """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
-        batch index seen (if any). A replay source ends its input after its last batch, as on the local engine."""
+        batch index seen (if any). A replay source ends its input in the batch after its last one (so that every
+        Spark batch advances each operator's watermark once): with sources of different lengths, one batch later
+        than on the local engine (``docs/differences.md``)."""
         g = self.watermark_graph
         by_source: Dict[int, List[Any]] = {}
         for row in stats:
@@ -515,7 +517,8 @@ class ForeachBatchDriver:
         for t in g.order:
             runner = g.runners.get(t.id)
             if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
-                runner.finish_if_done(batch_index)  # the local engine's rule: end of input after the last batch
+                if batch_index >= len(t.source.batches) and t.source.end_of_input:
+                    runner.end_input()
         return batch_index
 
     def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:

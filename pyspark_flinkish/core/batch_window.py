@@ -8,9 +8,11 @@ whole state is one accumulator (or list) and its only timers are "fire at ``max_
 a plain table ``(key, window start) -> accumulator`` instead of keyed-state namespaces, trigger state and a timer
 queue, and fires by scanning that table when the watermark advances. This is what makes the Spark executors'
 vectorized path cheap; the semantics are those of :class:`~.window_operator.WindowOperator`, which it wraps
-for everything else (window assignment by the assigner, lateness and cleanup times, the window function call,
-side outputs, counters). ``jvm-free-tests/core/test_batch_window.py`` checks that both give the same output
-for random batches.
+for everything else (window assignment by the assigner, lateness and cleanup times, late routing, the window
+function call and its ``clear()``, side outputs, counters) and whose keyed state backend still holds what the
+functions keep themselves (``window_state()``, ``global_state()``, runtime-context state; saved and restored
+with the table, :meth:`BatchWindowOperator.snapshot_keyed`). ``jvm-free-tests/core/test_core_batch_window.py``
+checks that both give the same output for random batches.
 
 Per element (in order, at the batch's input watermark ``W``), as ``WindowOperator.processElement``:
 
@@ -19,9 +21,9 @@ Per element (in order, at the batch's input watermark ``W``), as ``WindowOperato
 * with ``PurgingTrigger``, every firing also drops the window's contents (a later element starts afresh);
 * an element that entered no window and has ``ts + L <= W`` goes to the late side output (or is dropped).
 
-When the watermark advances from ``W`` to ``W'``: every window with ``W < max_ts <= W'`` fires (its
-``EventTimeTrigger`` timer), in timer order; then every window with ``max_ts + L <= W'`` is removed (its
-cleanup timer).
+When the watermark advances from ``W`` to ``W'``, in timer order: every window with ``W < max_ts <= W'`` fires
+(its ``EventTimeTrigger`` timer) and every window with ``max_ts + L <= W'`` is removed and its window function's
+``clear()`` called (its cleanup timer).
 
 :meth:`BatchWindowOperator.merge_partial` adds a pre-aggregated accumulator for many elements at once. It is
 only used for :class:`~.aggregates.ColumnAggregate` functions, whose ``merge`` equals adding the elements one by one.
@@ -33,65 +35,36 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from .functions import ProcessWindowFunction
-from .javamath import LONG_MAX, long_add
+from .javamath import LONG_MAX
 from .operators import call_user, short
 from .records import StreamRecord
 from .triggers import EventTimeTrigger, PurgingTrigger
-from .window_operator import PassThroughWindowFunction, WindowFunctionAdapter, WindowOperator
+from .window_operator import WindowOperator
 from .windows import TimeWindow
 
 _MISSING = object()
 
-# Names whose use in a window or aggregate function means it reads keyed or per-window state, which the batched
-# operator does not keep (it keeps only the accumulators).
-_STATE_NAMES = frozenset(
-    {
-        "window_state",
-        "global_state",
-        "get_state",
-        "get_list_state",
-        "get_map_state",
-        "get_reducing_state",
-        "get_aggregating_state",
-        "get_runtime_context",
-    }
-)
-
-
-def _code_names(obj: Any) -> set:  # type: ignore[type-arg]
-    """Attribute and global names used by the methods of ``obj``'s class (and a plain function's own code)."""
-    names: set = set()  # type: ignore[type-arg]
-    funcs = [obj] if callable(obj) and hasattr(obj, "__code__") else []
-    for klass in type(obj).__mro__:
-        if klass.__module__.startswith("pyspark_flinkish.") or klass is object:
-            continue
-        funcs.extend(v for v in vars(klass).values() if hasattr(v, "__code__"))
-    for f in funcs:
-        stack = [f.__code__]
-        while stack:
-            code = stack.pop()
-            names.update(code.co_names)
-            stack.extend(c for c in code.co_consts if hasattr(c, "co_names"))
-    return names
-
 
 def batch_eligibility(op: WindowOperator) -> Optional[str]:
-    """``None`` when ``op`` can run as a :class:`BatchWindowOperator`, else the reason it cannot."""
+    """``None`` when ``op`` can run as a :class:`BatchWindowOperator`, else the reason it cannot.
+
+    The rule is structural, never a guess about what user code does: the assigner, trigger and evictor must be
+    of the shape above. Any window, aggregate or reduce function qualifies, whatever state it keeps: the
+    batch-wise operator keeps the keyed state backend (``window_state()``, ``global_state()``, runtime-context
+    state) like :class:`WindowOperator` and calls the window function's ``clear()`` at cleanup time. The one
+    exception: a purging trigger with a window function that overrides ``clear()`` (a purged window leaves the
+    table, but Flink still calls ``clear()`` at its cleanup time).
+    """
     if type(op.assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
         return f"assigner {op.assigner!r} is not a tumbling or sliding event-time assigner"
-    if _purging(op.trigger) is None:
+    purge = _purging(op.trigger)
+    if purge is None:
         return f"trigger {op.trigger!r} is not EventTimeTrigger or PurgingTrigger.of(EventTimeTrigger())"
     if op.evictor is not None:
         return "the window has an evictor"
-    wf = op.window_function
-    user = wf.function if isinstance(wf, WindowFunctionAdapter) else wf
-    if not isinstance(wf, (PassThroughWindowFunction, WindowFunctionAdapter)):
-        clear = getattr(type(wf), "clear", None)
-        if clear is not None and clear is not getattr(ProcessWindowFunction, "clear", None):
-            return "the window function overrides clear()"
-    for fn in (user, op.contents.agg_fn, op.contents.reduce_fn):
-        if fn is not None and _code_names(fn) & _STATE_NAMES:
-            return f"{type(fn).__name__} uses keyed or per-window state"
+    clear = getattr(type(op.window_function), "clear", None)
+    if purge and clear is not None and clear is not getattr(ProcessWindowFunction, "clear", None):
+        return "the window function overrides clear() and the trigger purges"
     return None
 
 
@@ -128,9 +101,17 @@ class BatchWindowOperator:
     def watermark(self) -> int:
         return self.op.timers.current_watermark
 
-    def restore(self, entries: Iterable[Tuple[Any, int, Any]], watermark: int) -> None:
-        """Load ``(key, window start, accumulator)`` entries and the operator's watermark."""
+    def restore(
+        self,
+        entries: Iterable[Tuple[Any, int, Any]],
+        watermark: int,
+        keyed: Iterable[Tuple[Any, Dict[str, Any]]] = (),
+    ) -> None:
+        """Load ``(key, window start, accumulator)`` entries, the keyed state of the window and user functions
+        (``(key, keyed snapshot)``, see :meth:`snapshot_keyed`) and the operator's watermark."""
         self.windows = {(k, s): acc for k, s, acc in entries}
+        for key, snapshot in keyed:
+            self.op.restore_key(key, snapshot)
         self.op.restore_watermark(watermark)
 
     def open_windows(self) -> int:
@@ -138,11 +119,23 @@ class BatchWindowOperator:
         return len(self.windows)
 
     def num_keys(self) -> int:
-        """Keys with at least one window in the table."""
-        return len({k for k, _ in self.windows})
+        """Keys with a window in the table or keyed state."""
+        return len({k for k, _ in self.windows} | set(self.op.active_keys()))
 
     def snapshot(self) -> List[Tuple[Any, int, Any]]:
+        """The window table: ``(key, window start, accumulator)``."""
         return [(k, s, acc) for (k, s), acc in self.windows.items()]
+
+    def snapshot_keyed(self, keys: Optional[Iterable[Any]] = None) -> List[Tuple[Any, Dict[str, Any]]]:
+        """``(key, keyed snapshot)`` of every key (or of ``keys``) holding keyed state: what the window function
+        keeps in ``window_state()`` / ``global_state()`` and user functions in runtime-context state (the
+        window contents are in the table, not here)."""
+        out = []
+        for key in self.op.active_keys() if keys is None else keys:
+            snap = self.op.snapshot_key(key)
+            if snap is not None:
+                out.append((key, snap))
+        return out
 
     def _window(self, start: int) -> TimeWindow:
         return TimeWindow(start, start + self.size)
@@ -166,6 +159,7 @@ class BatchWindowOperator:
     def process_element(self, key: Any, value: Any, timestamp: Optional[int]) -> None:
         """One element at the current watermark, exactly as ``WindowOperator.process_keyed`` for this shape."""
         op = self.op
+        op.backend.set_current_key(key)
         record = StreamRecord(value, timestamp)
         windows = call_user(
             op.assigner.assign_windows,
@@ -197,12 +191,7 @@ class BatchWindowOperator:
             if window.max_timestamp() <= wm:  # EventTimeTrigger.on_element: FIRE
                 self._fire(key, window, acc)
         if skipped and op.is_element_late(record):
-            op.backend.set_current_key(key)
-            if op.late_data_tag is not None:
-                op._count("late_records_side_output")
-                op.output.collect_side(op.late_data_tag, record)
-            else:
-                op._count("late_records_dropped")
+            op.route_late(record)
 
     def merge_partial(self, key: Any, start: int, partial: Any) -> None:
         """Add the accumulator of several on-time elements (``max_ts > watermark``) of one window at once."""
@@ -216,29 +205,50 @@ class BatchWindowOperator:
 
     # ------------------------------------------------------------------ watermark
     def cleanup_time(self, start: int) -> int:
-        max_ts = start + self.size - 1
-        t = long_add(max_ts, self.op.allowed_lateness)
-        return t if t >= max_ts else LONG_MAX
+        """The cleanup time of the window starting at ``start`` (:meth:`WindowOperator.cleanup_time`)."""
+        return self.op.cleanup_time(self._window(start))
+
+    def timer_times(self, start: int) -> Tuple[int, int]:
+        """The event-time timers of the window starting at ``start``: it fires at its ``max_ts`` and is cleaned up
+        at its cleanup time (``LONG_MAX``: never)."""
+        window = self._window(start)
+        return window.max_timestamp(), self.op.cleanup_time(window)
 
     def advance_watermark(self, watermark: int) -> None:
-        """Fire the windows whose end the watermark passed, then drop those whose cleanup time it reached."""
+        """The operator's event-time timers up to ``watermark``, in timestamp order: a window fires at its
+        ``max_ts`` (``EventTimeTrigger``) and is dropped at its cleanup time, where the window function's
+        ``clear()`` runs (``WindowOperator``'s cleanup timer; none when the cleanup time overflows)."""
         op = self.op
         old = self.watermark
         if watermark <= old:
             return
         op.current_watermark = watermark
         op.timers.current_watermark = watermark
-        due = [(s + self.size - 1, slot) for slot in self.windows for s in (slot[1],) if old < s + self.size - 1 <= watermark]
-        due.sort(key=lambda d: d[0])  # timer order; ties keep the table's (deterministic) order
-        for max_ts, (key, start) in due:
-            op.firing_timer = max_ts
-            self._fire(key, self._window(start), self.windows[(key, start)])  # a window in the table has contents
+        timers = []  # (time, table position, 0 fire | 1 clean up, slot): a window fires before its cleanup
+        for i, slot in enumerate(self.windows):
+            max_ts, cleanup = self.timer_times(slot[1])
+            if old < max_ts <= watermark:
+                timers.append((max_ts, i, 0, slot))
+            if cleanup <= watermark and cleanup != LONG_MAX:
+                timers.append((cleanup, i, 1, slot))
+        timers.sort(key=lambda t: t[:3])  # ties between windows keep the table's (deterministic) order
+        cleaned = 0
+        for time, _, kind, (key, start) in timers:
+            acc = self.windows.get((key, start), _MISSING)
+            if acc is _MISSING:
+                continue  # purged when it fired: nothing left to clean up (clear() is the default no-op)
+            op.firing_timer = time
+            window = self._window(start)
+            if kind == 0:
+                self._fire(key, window, acc)
+            else:
+                del self.windows[(key, start)]
+                op.backend.set_current_key(key)
+                op.clear_window_function(window)
+                cleaned += 1
         op.firing_timer = None
-        expired = [slot for slot in self.windows if self.cleanup_time(slot[1]) <= watermark]
-        for slot in expired:
-            del self.windows[slot]
-        if expired:
-            op._count("windows_cleaned", len(expired))
+        if cleaned:
+            op._count("windows_cleaned", cleaned)
 
 
 __all__ = [

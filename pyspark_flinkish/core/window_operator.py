@@ -325,6 +325,8 @@ class WindowOperator(KeyedOperator):
 
     # ------------------------------------------------------------------------------ time helpers
     def cleanup_time(self, window: Window) -> int:
+        """When the window's state is dropped: ``max_ts + allowed_lateness`` in event time (``LONG_MAX``, i.e.
+        never, on overflow), ``max_ts`` in processing time (Flink's ``cleanupTime``)."""
         if self.event_time:
             t = long_add(window.max_timestamp(), self.allowed_lateness)
             return t if t >= window.max_timestamp() else LONG_MAX
@@ -427,11 +429,16 @@ class WindowOperator(KeyedOperator):
                     self.window_state.clear()
                 self.register_cleanup_timer(window)
         if skipped and self.is_element_late(record):
-            if self.late_data_tag is not None:
-                self._count("late_records_side_output")
-                self.output.collect_side(self.late_data_tag, record)
-            else:
-                self._count("late_records_dropped")
+            self.route_late(record)
+
+    def route_late(self, record: StreamRecord) -> None:
+        """An element that entered no window and is itself late (:meth:`is_element_late`): Flink's
+        ``sideOutput`` to the late-data tag, or dropped (``numLateRecordsDropped``)."""
+        if self.late_data_tag is not None:
+            self._count("late_records_side_output")
+            self.output.collect_side(self.late_data_tag, record)
+        else:
+            self._count("late_records_dropped")
 
     def _add(self, state_window: Window, record: StreamRecord) -> None:
         self.window_state.set_current_namespace(state_window)
@@ -484,14 +491,19 @@ class WindowOperator(KeyedOperator):
         self.window_state.clear()
         self.trigger_ctx.window = window
         self.trigger_ctx.clear()
+        self.clear_window_function(window)
+        if mws is not None:
+            mws.retire_window(window)
+        self._count("windows_cleaned")
+
+    def clear_window_function(self, window: Window) -> None:
+        """The window function's ``clear(context)`` at the window's cleanup time (for the current key): where a
+        ``ProcessWindowFunction`` drops its per-window state (Flink never clears ``window_state()`` itself)."""
         self.process_ctx._window = window
         clear = getattr(self.window_function, "clear", None)
         if callable(clear):
             key = short(self.backend.get_current_key())
             call_user(clear, lambda: f"{self.name}: window function clear (key={key}, window={window!r})", self.process_ctx)
-        if mws is not None:
-            mws.retire_window(window)
-        self._count("windows_cleaned")
 
     # ------------------------------------------------------------------------------ firing
     def _emit(self, key: Any, window: Window, contents: Any) -> None:

@@ -53,7 +53,7 @@ from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import package_error_from
 from .far_future import FutureRecords
 from .keyed_partition import keyed_level_function
-from .plan import ExecPlan
+from .plan import ExecPlan, keep_state_layouts
 from .replay import replay_stream
 from .rows import ROW_DDL, loads
 from .signatures import compare_signatures, state_signature
@@ -84,6 +84,7 @@ class ForeachBatchDriver:
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
         self._check_operators(meta)
         self.state_root = os.path.join(checkpoint, "flinkish", "state")
+        keep_state_layouts(self.plan, self.state_root)
         self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
         self.progress = progress
         self.failure: Optional[BaseException] = None
@@ -100,9 +101,6 @@ class ForeachBatchDriver:
         self.exec_plan.transformations = []
         self.exec_plan.future_horizon_ms = env.future_horizon_ms
         self.future: Optional[FutureRecords] = None  # far-future records of the current batch
-        for node in self.plan.nodes:
-            if node.kind == "source":
-                self._check_source(self.plan.transformations[node.index])
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
         self.stepper = _source_stepper(self.plan)
         self.fused = self._fused_source()
@@ -158,15 +156,6 @@ class ForeachBatchDriver:
             raise StateError(msg)
         if merged != stored:
             write_meta(self.checkpoint, {**meta, "operators": merged})
-
-    def _check_source(self, t: Transformation) -> None:
-        strategy = t.watermark_strategy
-        if strategy.generates_watermarks and strategy.bound_ms is None:
-            msg = (
-                "custom WatermarkGenerators are not supported on Spark yet: the driver generates watermarks from "
-                "per-partition statistics. Use for_bounded_out_of_orderness / for_monotonous_timestamps."
-            )
-            raise UnsupportedFeatureError(msg)
 
     def _fused_source(self) -> Optional[int]:
         """The plan index of the one DataFrame source whose conversion runs inside the route (no pickling in
@@ -488,7 +477,9 @@ class ForeachBatchDriver:
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
         """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
-        batch index seen (if any). The last (empty) replay file marks the end of input."""
+        batch index seen (if any). A replay source ends its input in the batch after its last one (so that every
+        Spark batch advances each operator's watermark once): with sources of different lengths, one batch later
+        than on the local engine (``docs/differences.md``)."""
         g = self.watermark_graph
         by_source: Dict[int, List[Any]] = {}
         for row in stats:

@@ -129,21 +129,27 @@ def _run_batched(
 def restore_window_table(
     op: Any, state_root: str, uid: str, sp: int, version: int, watermark: int
 ) -> BatchWindowOperator:
-    """A :class:`BatchWindowOperator` around the opened ``op`` with one state partition's window table at
-    ``version`` (see ``state_store.read_windows``) and the operator's watermark."""
+    """A :class:`BatchWindowOperator` around the opened ``op`` with one state partition's window table and keyed
+    state at ``version`` (see ``state_store.read_windows``) and the operator's watermark."""
     batch = BatchWindowOperator(op)
-    stored = state_store.read_windows(state_root, uid, sp, version)
-    batch.restore(((decode_key(k), s, decode_value(json.loads(a))) for k, s, a in stored), watermark)
+    table, keyed = [], []
+    for k, s, a in state_store.read_windows(state_root, uid, sp, version):
+        if s is None:  # the keyed state the window and user functions keep themselves
+            keyed.append((decode_key(k), decode_snapshot(a)))
+        else:
+            table.append((decode_key(k), s, decode_value(json.loads(a))))
+    batch.restore(table, watermark, keyed)
     return batch
 
 
 def save_window_table(batch: BatchWindowOperator, state_root: str, uid: str, sp: int, version: int) -> str:
-    """Write the partition's window table as ``version``, rows sorted (a replayed batch writes the same file);
-    returns the file's path."""
+    """Write the partition's window table and keyed state as ``version``, rows sorted (a replayed batch writes the
+    same file); returns the file's path."""
     rows = sorted(
         (encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()
     )
-    return state_store.write_windows(state_root, uid, sp, version, rows)
+    keyed = sorted((encode_key(k), encode_snapshot(snap)) for k, snap in batch.snapshot_keyed())
+    return state_store.write_windows(state_root, uid, sp, version, [(k, None, snap) for k, snap in keyed] + rows)
 
 
 def keyed_level_function(

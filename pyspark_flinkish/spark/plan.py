@@ -14,6 +14,7 @@ from ..core.errors import UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
 from ..datastream.plan import KeyedProcessSpec, TimestampsSpec, Transformation, WindowSpec, node_uid, topological
+from . import state_store
 
 
 @dataclass
@@ -32,6 +33,33 @@ class Node:
     generates_watermarks: bool = False  # assign_timestamps_and_watermarks
     batched: bool = False  # a window run by BatchWindowOperator (core/batch_window.py)
     name: str = ""  # the transformation's name (error messages)
+
+
+def refuse_per_event_generators(transformations: List[Transformation]) -> None:
+    """Refuse a custom ``WatermarkGenerator`` (``WatermarkStrategy.for_generator``) wherever a Spark pipeline has a
+    watermark strategy: at a source or in ``assign_timestamps_and_watermarks``. Flink calls its ``on_event`` for
+    every element, in order; the Spark executors generate watermarks on the driver from each micro-batch's
+    per-partition maximum timestamp, which gives the built-in generators' exact result (they depend on that
+    maximum only) but not a custom one's. Raises :class:`UnsupportedFeatureError` naming the alternatives."""
+    for t in transformations:
+        if t.kind == "source":
+            strategy = t.watermark_strategy
+        elif isinstance(t.spec, TimestampsSpec):
+            strategy = t.spec.strategy
+        else:
+            continue
+        if strategy is not None and strategy.has_user_generator:
+            where = f"source {t.name!r}" if t.kind == "source" else f"assign_timestamps_and_watermarks ({t.name!r})"
+            msg = (
+                f"{where}: a custom WatermarkGenerator (WatermarkStrategy.for_generator) is not supported on Spark: "
+                "Flink calls its on_event for every element, but the Spark executors generate watermarks on the "
+                "driver from each micro-batch's maximum timestamp per source partition, so per-event (e.g. "
+                "punctuated) logic cannot run as in Flink. Use a built-in strategy "
+                "(WatermarkStrategy.for_bounded_out_of_orderness / for_monotonous_timestamps, optionally "
+                ".with_idleness), or run the job on the local engine (get_execution_environment() without a "
+                "SparkSession)."
+            )
+            raise UnsupportedFeatureError(msg)
 
 
 class ExecPlan:
@@ -69,6 +97,7 @@ class ExecPlan:
             parents = [self.nodes[index[p.id]] for p in t.inputs]
             deepest = max((p.level for p in parents), default=0)
             node.level = deepest + 1 if node.keyed else deepest
+        refuse_per_event_generators(order)
         for node in self.nodes:
             if node.kind == "operator" and not node.keyed and node.generates_watermarks and node.level > 0:
                 msg = (
@@ -88,7 +117,18 @@ class ExecPlan:
         return [n.index for n in self.nodes if index in n.main or any(index in v for v in n.side.values())]
 
 
+def keep_state_layouts(plan: ExecPlan, state_root: str) -> None:
+    """A window whose checkpointed state is keyed snapshots (``v=`` files) keeps the general operator though it
+    could run batch-wise: a checkpoint's first run fixes its layout (earlier versions of this package ran windows
+    whose functions keep state of their own, or override ``clear()``, on the general operator)."""
+    for node in plan.nodes:
+        if node.batched and state_store.has_snapshots(state_root, node.uid):
+            node.batched = False
+
+
 __all__ = [
-    "Node",
     "ExecPlan",
+    "Node",
+    "keep_state_layouts",
+    "refuse_per_event_generators",
 ]

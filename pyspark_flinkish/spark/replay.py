@@ -14,6 +14,24 @@ from .session import spark_path
 from .source_rows import SOURCE_DDL, assign_timestamp
 
 
+def replay_rows(plan: ExecPlan, sources: List[Transformation], i: int) -> Dict[str, List[Any]]:
+    """The columns (``SOURCE_DDL``) of replay file ``i``: every source's batch ``i`` (elements pickled, timestamps
+    assigned, partitions as their ``repr``, order ``[i, position]``) and one marker row per source."""
+    rows: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
+    for t in sources:
+        node = plan.nodes[plan.transformations.index(t)]
+        batches = t.source.batches
+        elements = batches[i].elements if i < len(batches) else []
+        for j, value in enumerate(elements):
+            ts = assign_timestamp(t, node, value, None)
+            part = batches[i].partition_of(j)
+            for c, v in zip(rows, (node.uid, dumps(value), ts, repr(part), [i, j], i, False)):
+                rows[c].append(v)
+        for c, v in zip(rows, (node.uid, None, None, None, [i, -1], i, True)):
+            rows[c].append(v)
+    return rows
+
+
 def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Transformation]) -> Any:
     """Replay sources as a file stream: file ``i`` holds every source's batch ``i`` (plus markers, and
     one last end-of-input file), and ``maxFilesPerTrigger=1`` makes each file one micro-batch."""
@@ -26,18 +44,7 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
         os.makedirs(tmp)
         n = max(len(t.source.batches) for t in sources)
         for i in range(n + 1):
-            rows: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
-            for t in sources:
-                uid = plan.nodes[plan.transformations.index(t)].uid
-                batches = t.source.batches
-                elements = batches[i].elements if i < len(batches) else []
-                for j, value in enumerate(elements):
-                    ts = assign_timestamp(t, plan.nodes[plan.transformations.index(t)], value, None)
-                    part = batches[i].partition_of(j)
-                    for c, v in zip(rows, (uid, dumps(value), ts, repr(part), [i, j], i, False)):
-                        rows[c].append(v)
-                for c, v in zip(rows, (uid, None, None, None, [i, -1], i, True)):
-                    rows[c].append(v)
+            rows = replay_rows(plan, sources, i)
             table = pa.table(
                 {
                     "src": pa.array(rows["src"], pa.string()),
@@ -57,5 +64,6 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
 
 
 __all__ = [
+    "replay_rows",
     "replay_stream",
 ]

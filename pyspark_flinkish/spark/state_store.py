@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,7 +25,8 @@ from ..core.errors import StateError
 SCHEMA = pa.schema([("key", pa.binary()), ("snapshot", pa.binary())])
 # Windows run batch-wise (core/batch_window.py) keep one row per (key, window) instead of keyed snapshots, in
 # files named ``w=<batch id>.parquet`` beside the snapshot files: ``key`` (encoded as above), ``window_start``
-# (ms) and ``acc`` (the window's accumulator or reduced value, encoded with core.codec.encode_value as JSON).
+# (ms) and ``acc`` (the window's accumulator or reduced value, encoded with core.codec.encode_value as JSON); rows
+# with a null ``window_start`` hold a key's keyed snapshot instead (the state the window function keeps itself).
 WINDOWS_SCHEMA = pa.schema([("key", pa.binary()), ("window_start", pa.int64()), ("acc", pa.binary())])
 
 
@@ -41,6 +42,14 @@ def windows_path(root: str, op_uid: str, sp: int, version: int) -> str:
     return os.path.join(partition_dir(root, op_uid, sp), f"w={version:012d}.parquet")
 
 
+def has_snapshots(root: str, op_uid: str) -> bool:
+    """Whether an operator's state is kept as keyed snapshots (``v=`` files) in this checkpoint."""
+    base = os.path.join(root, f"op={op_uid}")
+    if not os.path.isdir(base):
+        return False
+    return any(name.startswith("v=") for sp in os.listdir(base) for name in os.listdir(os.path.join(base, sp)))
+
+
 def _missing(path: str) -> StateError:
     msg = (
         f"keyed state file {path} is missing: the checkpoint's state is incomplete "
@@ -49,8 +58,9 @@ def _missing(path: str) -> StateError:
     return StateError(msg)
 
 
-def read_windows(root: str, op_uid: str, sp: int, version: int) -> Iterator[Tuple[bytes, int, bytes]]:
-    """The (key, window start, accumulator) rows of one partition at ``version`` (nothing for version < 0)."""
+def read_windows(root: str, op_uid: str, sp: int, version: int) -> Iterator[Tuple[bytes, Optional[int], bytes]]:
+    """The (key, window start, accumulator) rows of one partition at ``version`` (nothing for version < 0); a
+    ``None`` window start marks a row holding the key's keyed snapshot."""
     if version < 0:
         return iter(())
     path = windows_path(root, op_uid, sp, version)
@@ -60,7 +70,7 @@ def read_windows(root: str, op_uid: str, sp: int, version: int) -> Iterator[Tupl
     return zip(table.column("key").to_pylist(), table.column("window_start").to_pylist(), table.column("acc").to_pylist())
 
 
-def write_windows(root: str, op_uid: str, sp: int, version: int, rows: List[Tuple[bytes, int, bytes]]) -> str:
+def write_windows(root: str, op_uid: str, sp: int, version: int, rows: List[Tuple[bytes, Optional[int], bytes]]) -> str:
     """Atomically write one partition's window table at ``version``."""
     table = pa.Table.from_arrays(
         [pa.array([r[0] for r in rows], pa.binary()), pa.array([r[1] for r in rows], pa.int64()),

@@ -20,7 +20,8 @@ Spark fires a timeout when the watermark is *strictly greater*. A bounded replay
 far in the future (Flink's end-of-input watermark ``LONG_MAX``) and one more micro-batch to fire it.
 
 Supported: one source with ``for_bounded_out_of_orderness`` / ``for_monotonous_timestamps`` (no per-partition
-watermarks, no idleness, no explicit watermarks), stateless operators, one keyed operator (window with any
+watermarks — neither ``partition_column`` nor a ``MicroBatchSource`` with several partitions —, no idleness, no
+explicit watermarks), stateless operators, one keyed operator (window with any
 assigner/trigger/evictor/lateness/late side output, or a ``KeyedProcessFunction`` with event-time timers),
 stateless operators after it. Not supported (error up front): processing-time windows and triggers, a second
 keyed operator, ``union`` of sources, custom watermark generators, ``no_watermarks``; event times must lie between
@@ -63,12 +64,17 @@ SHIFT = 2**40
 END_OF_INPUT = 9_000_000_000_000
 """Shifted event time of the end-of-input carrier (below pandas' nanosecond limit of the year 2262)."""
 
+PREVIOUS_BATCH_END = 0
+"""Order phase (``ord``'s first entry, see ``spark/plan.py``) of what a key's due event-time timers emit when its
+call starts: Flink fired them at the previous batch's end, before this batch's records (phase 1) are processed.
+This executor has no processing-time timers, whose phase it is on the foreachBatch executor."""
 STATE_DDL = "version int, watermark long, payload binary"
 STATE_VERSION = 1
 """``payload`` is the key's keyed snapshot (``core/codec.py``)."""
 WINDOWS_STATE_VERSION = 2
 """``payload`` is the key's window table of a batch-wise window (``core/batch_window.py``): JSON
-``[[window start, encoded contents], ...]``."""
+``[[window start, encoded contents], ...]``, and ``[null, "<keyed snapshot>"]`` when the window function keeps
+state of its own (``window_state()`` / ``global_state()`` / runtime-context state)."""
 ROUTED_DDL = "kind string, dest int, key binary, value binary, ts long, ord array<long>, __et timestamp"
 OUTPUT_DDL = "dest int, value binary, ts long, ord array<long>"
 BACKEND = "apply_in_pandas_with_state"
@@ -102,6 +108,12 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
         )
     if getattr(source_t.source, "partition_column", None):
         raise _reject("per-partition watermarks (partition_column): Spark's watermark is global")
+    if isinstance(source_t.source, MicroBatchSource):
+        source = source_t.source
+        parts = set(source.partitions) | {b.partition_of(j) for b in source.batches for j in range(len(b.elements))}
+        if len(parts) > 1:
+            raise _reject(f"per-partition watermarks (a MicroBatchSource with partitions {sorted(map(repr, parts))}): "
+                          "Spark's watermark is global")
     for i in ancestors:
         t = plan.transformations[i]
         if isinstance(t.spec, TimestampsSpec):
@@ -235,7 +247,7 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         op.restore_watermark(previous)
         spark_wm = state.getCurrentWatermarkMs()
         current = flink_watermark(spark_wm, delay)
-        out.phase = 2
+        out.phase = PREVIOUS_BATCH_END
         if current > previous:
             op.process_watermark(current)  # fires the key's due timers first, as Flink did at the batch end
         for order, value, ts in _key_records(frames):
@@ -322,7 +334,7 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
         runner, out, batch = task["runner"], task["out"], task["batch"]
         runner.rows = []
         key_value = decode_key(key[0])
-        previous, entries = LONG_MIN, []
+        previous, entries, keyed = LONG_MIN, [], []
         if state.exists:
             version, previous, payload = state.get
             if version != WINDOWS_STATE_VERSION:
@@ -331,23 +343,29 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
                     "this pipeline keeps: was the checkpoint written by a different version of the pipeline?"
                 )
                 raise InvalidPipelineError(msg)
-            entries = [(key_value, start, decode_value(acc)) for start, acc in json.loads(payload)]
-        batch.restore(entries, previous)
+            for start, acc in json.loads(payload):
+                if start is None:
+                    keyed.append((key_value, decode_snapshot(acc.encode("utf-8"))))
+                else:
+                    entries.append((key_value, start, decode_value(acc)))
+        batch.restore(entries, previous, keyed)
         spark_wm = state.getCurrentWatermarkMs()
         current = flink_watermark(spark_wm, delay)
-        out.phase = 2
+        out.phase = PREVIOUS_BATCH_END
         batch.advance_watermark(current)  # fires the key's due windows first, as Flink did at the batch end
         for order, value, ts in _key_records(frames):
             out.base, out.n, out.phase = order, 0, None
             batch.process_element(key_value, value, ts)
         windows = batch.snapshot()
-        if not windows:
+        own = [[None, encode_snapshot(snap).decode("utf-8")] for _, snap in batch.snapshot_keyed([key_value])]
+        batch.op.evict_key(key_value)  # the operator serves the task's other keys next
+        if not windows and not own:
             state.remove()
         else:
             watermark = max(current, previous)
-            payload = json.dumps([[s, encode_value(a)] for _, s, a in windows], separators=(",", ":")).encode()
+            payload = json.dumps(own + [[s, encode_value(a)] for _, s, a in windows], separators=(",", ":")).encode()
             state.update((WINDOWS_STATE_VERSION, watermark, payload))
-            due = [t for _, s, _ in windows for t in (s + batch.size - 1, batch.cleanup_time(s)) if watermark < t < LONG_MAX]
+            due = [t for _, s, _ in windows for t in batch.timer_times(s) if watermark < t < LONG_MAX]
             if due:
                 state.setTimeoutTimestamp(spark_timeout(min(due), spark_wm, delay))
         yield from _output(runner.rows)
@@ -415,14 +433,11 @@ class StatefulQueryBuilder:
 
         from .source_rows import SOURCE_DDL
 
-        batches = t.source.batches
-        files: List[List[Any]] = [
-            [(dumps(v), t.watermark_strategy.extract_timestamp(v, None), [i, j], False) for j, v in enumerate(b.elements)]
-            for i, b in enumerate(batches)
-        ]
+        files = replay_files(t)
+        data = [[r for r in f if not r[3]] for f in files[: len(t.source.batches)]]
         # the directory is named after its contents, so that a restarted query finds the same source files
         digest = hashlib.sha256(
-            pickle.dumps([[(r[1], r[2]) for r in f] for f in files]) + b"".join(r[0] for f in files for r in f)
+            pickle.dumps([[(r[1], r[2]) for r in f] for f in data]) + b"".join(r[0] for f in data for r in f)
         ).hexdigest()[:24]
         directory = os.path.join(tempfile.gettempdir(), f"flinkish-replay-{digest}")
         if os.path.isdir(directory):
@@ -430,12 +445,7 @@ class StatefulQueryBuilder:
             return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
         tmp_dir = f"{directory}.{uuid.uuid4().hex}.tmp"
         os.makedirs(tmp_dir, mode=0o700)
-        if t.source.end_of_input:
-            files.append([(None, END_OF_INPUT, [len(batches), 0], True)])
-            files.append([(None, None, [len(batches) + 1, 0], True)])  # one more batch fires the end's timeouts
         for i, rows in enumerate(files):
-            if not rows:
-                rows = [(None, None, [i, 0], True)]
             table = pa.table(
                 {
                     "src": pa.array([uid] * len(rows), pa.string()),
@@ -455,6 +465,21 @@ class StatefulQueryBuilder:
         except OSError:  # written concurrently by another query of the same source: use that one
             shutil.rmtree(tmp_dir, ignore_errors=True)
         return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
+
+
+def replay_files(t: Transformation) -> List[List[Tuple[Optional[bytes], Optional[int], List[int], bool]]]:
+    """The rows ``(pickled element, timestamp, order, marker)`` of each replay file of the replay source ``t``: one
+    file per batch (an empty batch has one marker row), then, for a bounded source, the end-of-input carrier and
+    one more file whose batch fires the timeouts the end of input made due."""
+    batches = t.source.batches
+    files: List[List[Tuple[Optional[bytes], Optional[int], List[int], bool]]] = [
+        [(dumps(v), t.watermark_strategy.extract_timestamp(v, None), [i, j], False) for j, v in enumerate(b.elements)]
+        for i, b in enumerate(batches)
+    ]
+    if t.source.end_of_input:
+        files.append([(None, END_OF_INPUT, [len(batches), 0], True)])
+        files.append([(None, None, [len(batches) + 1, 0], True)])
+    return [rows or [(None, None, [i, 0], True)] for i, rows in enumerate(files)]
 
 
 def _check_private(directory: str) -> None:

@@ -293,3 +293,18 @@ def test_delta_sink_on_the_apply_in_pandas_with_state_executor(spark: Any, tmp_p
     commits = _commits(path)[1:]
     assert commits and all(parse_watermark(c.get("userMetadata")) is None for c in commits)
     assert all(json.loads(c["userMetadata"])["flinkish"]["app_id"].endswith("-silver") for c in commits)
+
+
+def test_merge_keys_keep_the_late_firing_on_the_apply_in_pandas_with_state_executor(spark: Any, tmp_path: Any) -> None:
+    """Issue 16: minute 0 of key k fires on time (1 element, total 3) and, in the same Spark batch, late (2 elements,
+    total 7). A merging DeltaSink keeps the last record per key: Flink's last firing, the late one."""
+    batches = [[("k", 1_000, 3)], [("k", MIN + 12_000, 0)], [("k", 5_000, 4)]]
+    env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
+    path = str(tmp_path / "silver")
+    sink = DeltaSink.for_path(path, merge_keys=("key", "minute"))
+    _stage1(env.from_source(_source(batches), _strategy())).sink_to(sink).uid("silver")
+    _run(env.execute("stateful-merge", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}))
+    assert _rows(spark, path, ["key", "minute", "ts", "cnt", "total"]) == [
+        ("k", 0, MIN - 1, 2, 7),
+        ("k", 1, 2 * MIN - 1, 1, 0),
+    ]

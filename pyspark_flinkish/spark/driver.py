@@ -289,7 +289,7 @@ class ForeachBatchDriver:
         start = time.perf_counter()
         with self._phase("open"):
             prev_version = self._open(batch_id)
-        steps = self._replay_steps(df)
+        steps, replay_indices = self._replay_steps(df)
         explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
         if self.stepper is not None:
             steps, explicit = self.stepper(self, df, batch_id)
@@ -297,8 +297,11 @@ class ForeachBatchDriver:
         materialized: List[Any] = []
         batch_index: Optional[int] = None
         version_in = prev_version
-        for step_df, step_watermarks in zip(steps, explicit):
+        for n, (step_df, step_watermarks) in enumerate(zip(steps, explicit)):
             self.step_watermarks = step_watermarks  # explicit source watermarks after this step (hook)
+            if n < len(replay_indices):
+                # a replayed batch's ``MicroBatch.processing_time`` sets the clock: the local engine's own rule
+                self.watermark_graph.set_clock(replay_indices[n])
             # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
             step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
@@ -338,20 +341,21 @@ class ForeachBatchDriver:
         if self.progress is not None:
             self.progress(progress)
 
-    def _replay_steps(self, df: Any) -> List[Any]:
-        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files."""
+    def _replay_steps(self, df: Any) -> Tuple[List[Any], List[int]]:
+        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and
+        the replay batch index of each step (none without replay sources or replay rows)."""
         from pyspark.sql import functions as F
 
         if not any(isinstance(t.source, MicroBatchSource) for t in self.plan.transformations if t.kind == "source"):
-            return [df]
+            return [df], []
         indices = sorted(int(r["batch"]) for r in df.select("batch").distinct().collect() if r["batch"] is not None)
         replay = [i for i in indices if i >= 0]
         if len(replay) <= 1:
-            return [df]
+            return [df], replay
         first = F.col("batch") == replay[0]
         steps = [df.filter(first | (F.col("batch") < 0))]  # rows of DataFrame sources go with the first
         steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
-        return steps
+        return steps, replay
 
     def _step_columnar(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
         """:meth:`_step` for the columnar path (``spark/columnar.py``): Spark pre-aggregates on-time rows."""

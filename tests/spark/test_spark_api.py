@@ -202,3 +202,62 @@ def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # 
     # partition 1 lags (t=5, 8) while partition 0 is at 100-200: its events are still on time
     assert ("y", 30) in out
     assert ("x", 1) in out and ("x", 2) in out
+
+
+class ProcessingTimeEcho(KeyedProcessFunction):  # type: ignore[type-arg]
+    """A processing-time timer 30 ms after each element, reporting the clock when it fires."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 30)
+        yield ("in", value[0], value[1], ctx.timer_service().current_processing_time())
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        yield ("timer", ctx.get_current_key(), timestamp, ctx.timer_service().current_processing_time())
+
+
+def _replayed_processing_time(env):  # type: ignore[no-untyped-def]
+    from pyspark_flinkish.datastream.window import ContinuousProcessingTimeTrigger, GlobalWindows
+
+    env.set_manual_clock(0)
+    batches = [
+        MicroBatch([("a", 1), ("b", 2)], processing_time=10),
+        MicroBatch([("a", 3)], processing_time=45),
+        MicroBatch([], processing_time=120),
+        MicroBatch([("b", 4)], processing_time=130),
+        MicroBatch([], processing_time=260),
+    ]
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1])
+    events = env.from_source(MicroBatchSource(batches), strategy, "events")
+    sums = (
+        events.key_by(lambda e: e[0])
+        .window(GlobalWindows.create())
+        .trigger(ContinuousProcessingTimeTrigger.of(Duration.of_millis(100)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
+    echoes = events.key_by(lambda e: e[0]).process(ProcessingTimeEcho())
+    return sums, echoes
+
+
+def test_replayed_processing_time_drives_triggers_and_timers_as_on_the_local_engine(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``MicroBatch.processing_time`` sets the clock of a replayed batch on Spark by the local engine's rule:
+    a ``ContinuousProcessingTimeTrigger`` and processing-time timers fire in the same batches as locally."""
+    local = StreamExecutionEnvironment.get_execution_environment()
+    sums, echoes = _replayed_processing_time(local)
+    expected_sums: list = []
+    expected_echoes: list = []
+    sums.add_sink(expected_sums.append)
+    echoes.add_sink(expected_echoes.append)
+    local.execute()
+    assert expected_sums == [("a", 4), ("b", 2), ("a", 4), ("b", 6)]  # fired at processing time 120 and 260
+    assert ("timer", "a", 75, 120) in expected_echoes
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    sums, echoes = _replayed_processing_time(env)
+    got_sums: list = []
+    got_echoes: list = []
+    sums.add_sink(got_sums.append)
+    echoes.add_sink(got_echoes.append)
+    env.execute("replayed-pt", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}).await_termination()
+    assert got_sums == expected_sums
+    assert got_echoes == expected_echoes
+

@@ -28,6 +28,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
+from ..core.clock import ManualClock
 from ..core.codec import load_document
 from ..core.errors import StateError, UnsupportedFeatureError
 from ..core.operators import TimestampsAndWatermarksOperator
@@ -58,6 +59,7 @@ from .replay import replay_stream
 from .rows import ROW_DDL, loads
 from .signatures import compare_signatures, state_signature
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
+from .ticks import needs_ticks, tick_stream, write_due
 
 if TYPE_CHECKING:
     from .environment import SparkStreamExecutionEnvironment
@@ -105,6 +107,7 @@ class ForeachBatchDriver:
                 self._check_source(self.plan.transformations[node.index])
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
         self.stepper = _source_stepper(self.plan)
+        self.ticks = False  # processing-time ticks in the input (``spark/ticks.py``), set by ``input_stream``
         self.fused = self._fused_source()
         self.step_watermarks: Dict[int, Optional[int]] = {}
 
@@ -176,11 +179,15 @@ class ForeachBatchDriver:
         index = self.plan.sources[0]
         return index if isinstance(self.plan.transformations[index].source, DataFrameSource) else None
 
-    def input_stream(self) -> Any:
+    def input_stream(self, trigger: Optional[Dict[str, Any]] = None) -> Any:
         """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns), or the source
-        DataFrame itself on the columnar path."""
+        DataFrame itself on the columnar path (event-time windows only). With processing-time timers on the wall
+        clock in a continuing query (``trigger``), processing-time ticks are unioned in (``spark/ticks.py``)."""
         if self.columnar is not None:
             return self.plan.transformations[self.columnar.source].source.df
+        self.ticks = needs_ticks(self.plan.transformations, isinstance(self.env.clock, ManualClock), trigger)
+        if self.ticks:
+            self.fused = None  # the tick rows join the common source rows
         if self.fused is not None:
             return self.plan.transformations[self.fused].source.df
         frames = []
@@ -190,6 +197,8 @@ class ForeachBatchDriver:
         for t in self.plan.transformations:
             if t.kind == "source" and isinstance(t.source, DataFrameSource):
                 frames.append(dataframe_rows(t, self.plan.nodes[self.plan.transformations.index(t)].uid))
+        if self.ticks:
+            frames.append(tick_stream(self.spark, os.path.join(self.checkpoint, "flinkish")))
         stream = frames[0]
         for f in frames[1:]:
             stream = stream.unionByName(f)
@@ -318,6 +327,8 @@ class ForeachBatchDriver:
             for m in materialized:
                 m.unpersist()
             self._commit(batch_id)
+            if self.ticks:
+                write_due(os.path.join(self.checkpoint, "flinkish"), batch_id, self._next_processing_timer())
         self.batches_run += 1
         if self.future is not None:
             self.future.log()
@@ -340,6 +351,13 @@ class ForeachBatchDriver:
             _log.warning("batch %d: could not publish its progress: %r", batch_id, exc)
         if self.progress is not None:
             self.progress(progress)
+
+    def _next_processing_timer(self) -> Optional[int]:
+        """The earliest processing-time timer pending in any keyed state partition after the batch's last step
+        (every partition reports after every step)."""
+        last = max((step for step, _, _ in self.metric_rows), default=None)
+        due = [m["nextProcessingTimer"] for step, _, m in self.metric_rows if step == last and m.get("nextProcessingTimer") is not None]
+        return min(due, default=None)
 
     def _replay_steps(self, df: Any) -> Tuple[List[Any], List[int]]:
         """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and

@@ -261,3 +261,57 @@ def test_replayed_processing_time_drives_triggers_and_timers_as_on_the_local_eng
     assert got_sums == expected_sums
     assert got_echoes == expected_echoes
 
+
+class Remind(KeyedProcessFunction):  # type: ignore[type-arg]
+    """A processing-time timer 1.5 s after a key's element; the timer reports its key."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1500)
+        return iter(())
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        yield ("timer", ctx.get_current_key())
+
+
+def test_processing_time_timers_and_windows_fire_on_an_idle_stream(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Flink fires processing-time timers on the wall clock: on Spark the driver runs the micro-batches that fire
+    them though the source has no new data (``spark/ticks.py``)."""
+    import time
+
+    from pyspark_flinkish.datastream.window import TumblingProcessingTimeWindows
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "part-0.json").write_text("\n".join(json.dumps({"k": k, "v": v}) for k, v in [("a", 1), ("b", 2), ("a", 3)]))
+    df = spark.readStream.schema("k string, v long").json(str(src))
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    stream = env.from_dataframe(df, WatermarkStrategy.no_watermarks())
+    timers: list = []
+    windows: list = []
+    stream.key_by(lambda r: r.k).process(Remind()).add_sink(lambda v: timers.append((time.time(), v)))
+    (
+        stream.map(lambda r: (r.k, r.v))
+        .key_by(lambda e: e[0])
+        .window(TumblingProcessingTimeWindows.of(Duration.of_seconds(2)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .add_sink(lambda v: windows.append((time.time(), v)))
+    )
+    handle = env.execute("idle", checkpoint_location=str(tmp_path / "ck"))
+    try:
+        while not handle.driver.history and handle.is_active:  # the first batch: the file's three records
+            time.sleep(0.1)
+        first_done = time.time()
+        while (len(timers) < 2 or len(windows) < 2) and time.time() < first_done + 40 and handle.is_active:
+            time.sleep(0.1)
+        handle.driver.raise_if_failed()
+        assert sorted(v for _, v in timers) == [("timer", "a"), ("timer", "b")]
+        assert sorted(v for _, v in windows) == [("a", 4), ("b", 2)]
+        # due within 2 s; each batch that fires takes a few seconds on a busy 2-core machine
+        assert max(t for t, _ in timers + windows) < first_done + 30
+        # no new input after the first batch: the ticks alone ran the batches that fired them
+        progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]
+        file_rows = [sum(s["numInputRows"] for s in p["sources"] if "FileStream" in s["description"]) for p in progress]
+        assert file_rows[0] == 3 and not any(file_rows[1:])
+        assert len(handle.driver.history) > 1
+    finally:
+        handle.stop()

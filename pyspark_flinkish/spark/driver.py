@@ -59,7 +59,7 @@ from .replay import replay_stream
 from .rows import ROW_DDL, loads
 from .signatures import compare_signatures, state_signature
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
-from .ticks import needs_ticks, tick_stream, write_due
+from .ticks import needs_ticks, read_due, tick_stream, write_due
 
 if TYPE_CHECKING:
     from .environment import SparkStreamExecutionEnvironment
@@ -328,7 +328,10 @@ class ForeachBatchDriver:
                 m.unpersist()
             self._commit(batch_id)
             if self.ticks:
-                write_due(os.path.join(self.checkpoint, "flinkish"), batch_id, self._next_processing_timer())
+                flinkish = os.path.join(self.checkpoint, "flinkish")
+                # a batch whose keyed stages did not run (no step) leaves the pending timers as they were
+                due = self._next_processing_timer() if self.metric_rows else read_due(flinkish)[1]
+                write_due(flinkish, batch_id, due)
         self.batches_run += 1
         if self.future is not None:
             self.future.log()

@@ -5,8 +5,9 @@ The foreachBatch executor computes, for every micro-batch, a *progress* dict (JS
 ``input_records``, ``source_watermarks``, ``sink_records``) it holds:
 
 * ``sources``: ``{source name: {partition: {"currentWatermark": ms or None (idle), "numRecordsIn": n}}}``;
-* ``operators``: ``{operator uid: {"name": ..., "currentInputWatermark": ms, "currentOutputWatermark": ms, ...}}``
-  with, for keyed operators, the counters of :data:`OPERATOR_COUNTERS` and the gauges of
+* ``operators``: ``{operator uid: {"name": ..., "currentInputWatermark": ms, "currentOutputWatermark": ms,
+  "watermarkLag": ms, ...}}`` (``watermarkLag``: :func:`watermark_lag` of the batch's ``processing_time``) with,
+  for keyed operators, the counters of :data:`OPERATOR_COUNTERS` and the gauges of
   :data:`OPERATOR_GAUGES` (summed over the operator's state partitions).
 
 Metric names are Flink's where Flink has one (``numLateRecordsDropped``, ``currentOutputWatermark``,
@@ -52,6 +53,16 @@ _CORE_COUNTERS = {  # the core operators' counter names -> the published names
 
 
 # ----------------------------------------------------------------------------- executors
+def watermark_lag(processing_time: Optional[int], watermark: Optional[int]) -> Optional[int]:
+    """How far an operator's event-time clock is behind processing time: ``processing_time - watermark`` in ms (what
+    Flink's dashboards show as a watermark's lag, and its sources' ``watermarkLag``). None without a watermark yet
+    (``LONG_MIN``), after the end of input (``LONG_MAX``), for an idle input (None) or without a processing time.
+    Negative when event times run ahead of the processing-time clock."""
+    if processing_time is None or watermark is None or watermark <= LONG_MIN or watermark >= LONG_MAX:
+        return None
+    return int(processing_time) - int(watermark)
+
+
 def partition_metrics(
     op: Any,
     records_in: Optional[int],
@@ -106,6 +117,22 @@ def format_time(ms: Optional[int]) -> str:
     return str(ms)
 
 
+def format_lag(ms: int) -> str:
+    """A watermark lag for people: ``850ms``, ``12.3s``, ``5m03s``, ``2h05m``, ``3d04h`` (a minus sign when
+    negative)."""
+    sign, ms = ("-", -ms) if ms < 0 else ("", ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    if ms < 60_000:
+        return f"{sign}{ms / 1000:.1f}s"
+    seconds = ms // 1000
+    if seconds < 3600:
+        return f"{sign}{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86_400:
+        return f"{sign}{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{sign}{seconds // 86_400}d{seconds % 86_400 // 3600:02d}h"
+
+
 def _size(n: Optional[float]) -> str:
     if n is None:
         return "-"
@@ -146,12 +173,13 @@ def _sum(ops: Iterable[Mapping[str, Any]], name: str) -> Optional[int]:
 
 def progress_line(progress: Mapping[str, Any], time_format: Callable[[Optional[int]], str] = format_time) -> str:
     """One line for a micro-batch's progress dict, e.g.
-    ``   12 in=600 src[p0=12:03:05.000 p1=idle] wm=12:01:00.000 fired=3 late=1+2 open=40 keys=12 state=8.1KiB
-    took=1.92s``.
+    ``   12 in=600 src[p0=12:03:05.000 p1=idle] wm=12:01:00.000 lag=2m05s fired=3 late=1+2 open=40 keys=12
+    state=8.1KiB took=1.92s``.
 
     Fields: the batch id; ``in``: records read; ``src[...]``: each source partition's watermark; ``wm``: the lowest
-    output watermark of the keyed operators (of all operators without keyed ones); ``fired``: windows fired;
-    ``late``: late records dropped + sent to the late side output; ``open`` / ``keys`` / ``state``: open windows,
+    output watermark of the keyed operators (of all operators without keyed ones); ``lag``: the largest
+    ``watermarkLag`` of those operators (processing time minus the lowest watermark, :func:`format_lag`); ``fired``:
+    windows fired; ``late``: late records dropped + sent to the late side output; ``open`` / ``keys`` / ``state``: open windows,
     keys with state and the state files' size after the batch; ``dead`` / ``future``: dead-letter and
     far-future records of the batch (when there are any); ``in/s`` and ``done/s`` when it carries Spark's
     progress of the same batch (``spark``); ``took``: the batch's time on the driver. Fields without a value are
@@ -171,6 +199,9 @@ def progress_line(progress: Mapping[str, Any], time_format: Callable[[Optional[i
     marks = [m for m in marks if m is not None]
     if marks:
         fields.append(f"wm={time_format(min(marks))}")
+        lags = [o["watermarkLag"] for o in (keyed or list(ops.values())) if o.get("watermarkLag") is not None]
+        if lags:
+            fields.append(f"lag={format_lag(max(lags))}")
     elif progress.get("watermarks"):
         fields.append(f"wm={time_format(min(progress['watermarks'].values()))}")
     fired = _sum(keyed, "numWindowsFired")
@@ -312,6 +343,8 @@ __all__ = [
     "partition_metrics",
     "merge_partitions",
     "format_time",
+    "format_lag",
+    "watermark_lag",
     "progress_line",
     "log_progress",
     "progress_dir",

@@ -23,6 +23,7 @@ def _field(name: str, spark_type: str) -> Any:
 class _FakeFrame:
     """What ``detect`` reads of a streaming DataFrame: its columns and their Spark types."""
 
+    isStreaming = True  # noqa: N815 (Spark's name)
     columns = ("k", "v", "ts", "seq")
     schema = SimpleNamespace(fields=[_field("k", "StringType"), _field("v", "LongType"), _field("ts", "LongType"), _field("seq", "LongType")])
 

@@ -196,7 +196,49 @@ def test_stateful_backend_progress_from_sparks() -> None:
     p = stateful_progress(spark, delay=3)
     assert p["batch_id"] == 3 and p["input_records"] == 10 and p["spark"] is spark
     assert p["operators"]["stateful-0"] == {
-        "name": "applyInPandasWithState", "keyed": True, "currentOutputWatermark": 5_000, "numKeys": 4,
-        "stateSizeBytes": 2048, "numRecordsOut": 2,
+        "name": "applyInPandasWithState", "keyed": True, "currentOutputWatermark": 5_000, "watermarkLag": None,
+        "numKeys": 4, "stateSizeBytes": 2048, "numRecordsOut": 2,
     }
     assert monitoring.progress_line(p) == "    3 in=10 wm=5000 keys=4 state=2.0KiB took=0.81s"
+    # with Spark's batch start time: the watermark's lag behind it
+    p = stateful_progress({**spark, "timestamp": "1970-01-01T00:00:12.500Z"}, delay=3)
+    assert p["processing_time"] == 12_500 and p["operators"]["stateful-0"]["watermarkLag"] == 7_500
+    assert monitoring.progress_line(p) == "    3 in=10 wm=5000 lag=7.5s keys=4 state=2.0KiB took=0.81s"
+
+
+def test_watermark_lag_is_processing_time_minus_the_watermark() -> None:
+    lag = monitoring.watermark_lag
+    assert [lag(10_000, 4_000), lag(10_000, 12_000), lag(10_000, LONG_MIN), lag(10_000, LONG_MAX)] == [6_000, -2_000, None, None]
+    assert lag(10_000, None) is None and lag(None, 4_000) is None
+    assert [monitoring.format_lag(ms) for ms in (850, 12_340, 303_000, 7_500_000, 273_600_000, -2_000)] == [
+        "850ms", "12.3s", "5m03s", "2h05m", "3d04h", "-2.0s"
+    ]
+
+
+def test_progress_line_shows_the_largest_lag_of_the_operators_it_takes_the_watermark_from() -> None:
+    p = _progress()
+    p["operators"]["w"]["watermarkLag"] = 125_000  # the lowest watermark: the largest lag
+    p["operators"]["other"]["watermarkLag"] = 65_000
+    p["operators"]["map"]["watermarkLag"] = None  # no watermark yet; not keyed anyway
+    assert monitoring.progress_line(p).startswith("   12 in=600 src[p0=22:13:25.000 p1=idle] wm=22:13:20.000 lag=2m05s fired=3")
+
+
+def test_the_local_engine_reports_each_operators_watermark_lag() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_manual_clock(0)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(10)).with_timestamp_assigner(lambda e, _: e[1])
+    batches = [MicroBatch([("a", t)], processing_time=p) for t, p in ((100, 1_000), (400, 2_000), (700, 3_000))]
+    (
+        env.from_source(MicroBatchSource(batches), strategy, "events")
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(50)))
+        .reduce(lambda a, b: a)
+        .add_sink(lambda v: None)
+    )
+    reported: List[Any] = []
+    env.execute(progress=reported.append)
+    window = [name for name in reported[0].operator_watermarks if "Window" in name]
+    assert len(window) == 1
+    assert [p.processing_time for p in reported[:2]] == [1_000, 2_000]
+    assert [p.watermark_lags[window[0]] for p in reported[:2]] == [1_000 - 89, 2_000 - 389]  # watermark max_ts - 10 - 1
+    assert reported[-1].watermark_lags[window[0]] is None  # end of input

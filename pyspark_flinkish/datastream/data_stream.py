@@ -45,7 +45,7 @@ from ..core.window_operator import (
     WindowFunctionAdapter,
     WindowOperator,
 )
-from .executors import SPARK
+from .executors import require_spark
 from .plan import (
     ForeachBatchSpec,
     KeyedProcessSpec,
@@ -229,11 +229,7 @@ class DataStream:
         if not callable(function):
             msg = f"foreach_batch needs a callable (dataframe, batch_id); got {type(function).__name__}"
             raise InvalidTypeError(msg)
-        if self._env.executor != SPARK:
-            from ..core.errors import UnsupportedFeatureError
-
-            msg = "foreach_batch needs a Spark environment: StreamExecutionEnvironment.get_execution_environment(spark)"
-            raise UnsupportedFeatureError(msg)
+        require_spark(self._env.executor, "foreach_batch")
         t = Transformation("sink", "ForeachBatch", [self._t], sink=None, spec=ForeachBatchSpec(function))
         self._env._add_sink(t)
         return DataStreamSink(t)
@@ -242,13 +238,7 @@ class DataStream:
         """Spark, ``backend="apply_in_pandas_with_state"`` only: this stream as a streaming DataFrame that can be
         written to any Spark sink. Columns come from the stream's ``output_type`` (else ``value``, the pickled
         element, and ``timestamp``). Each DataFrame written is its own query with its own state."""
-        if self._env.executor != SPARK:
-            from ..core.errors import UnsupportedFeatureError
-
-            msg = (
-                "to_dataframe() needs a Spark environment: get_execution_environment(spark, backend='apply_in_pandas_with_state')"
-            )
-            raise UnsupportedFeatureError(msg)
+        require_spark(self._env.executor, "to_dataframe()")
         return self._env._to_dataframe(self._t)  # type: ignore[attr-defined]
 
     def sink_to(self, sink: Any) -> DataStreamSink:

@@ -15,7 +15,7 @@ from ..core.errors import InvalidTypeError, UnsupportedFeatureError
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
-from .executors import LOCAL, SPARK, executor_entry
+from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
 from .plan import Transformation
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
@@ -82,12 +82,10 @@ class StreamExecutionEnvironment:
     def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str = "Source") -> DataStream:
         """A stream from ``source`` (a :class:`MicroBatchSource`), with timestamps and per-partition
         watermarks from ``watermark_strategy``. A ``KafkaSource`` needs the Spark environment."""
-        if getattr(source, "requires_spark", False):
-            msg = (
-                f"{type(source).__name__} runs on Spark: use StreamExecutionEnvironment.get_execution_environment(spark); "
-                "the JVM-free engine replays MicroBatchSource(...) instead"
-            )
-            raise UnsupportedFeatureError(msg)
+        from .connectors.kafka import KafkaSource
+
+        if isinstance(source, KafkaSource):
+            require_spark(self.executor, "KafkaSource")
         if not isinstance(source, MicroBatchSource):
             msg = f"from_source needs a MicroBatchSource for the local engine; got {type(source).__name__}"
             raise InvalidTypeError(msg)
@@ -129,14 +127,20 @@ class StreamExecutionEnvironment:
         )
         return DataStream(self, t)
 
-    def from_delta(self, path: str, timestamp_column: Optional[str] = None, **options: Any) -> DataStream:
+    def from_delta(self, path: str, *args: Any, **options: Any) -> DataStream:
         """A Delta table as a source: needs a Spark environment (see
-        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_delta`)."""
-        msg = (
-            f"from_delta({path!r}) reads Delta through Spark: use StreamExecutionEnvironment."
-            "get_execution_environment(spark); the JVM-free engine has no Delta reader"
-        )
-        raise UnsupportedFeatureError(msg)
+        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_delta`); refused here up front."""
+        raise spark_only_error(self.executor, "from_delta", f"({path!r})")
+
+    def from_kafka(self, topics: Any, *args: Any, **options: Any) -> DataStream:
+        """Kafka topics as a source: needs a Spark environment (see
+        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_kafka`); refused here up front."""
+        raise spark_only_error(self.executor, "from_kafka", f"({topics!r})")
+
+    def from_dataframe(self, df: Any, *args: Any, **options: Any) -> DataStream:
+        """A streaming DataFrame as a source: needs a Spark environment (see
+        :meth:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment.from_dataframe`); refused here up front."""
+        raise spark_only_error(self.executor, "from_dataframe")
 
     # -------------------------------------------------------------------- execution
     def _add_sink(self, t: Transformation) -> None:

@@ -23,6 +23,7 @@ from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, ca
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermarks import SplitWatermarks, StatusWatermarkValve
 from ..datastream.plan import Transformation, node_uid, topological
+from ..monitoring import watermark_lag
 
 
 @dataclass
@@ -44,6 +45,13 @@ class BatchProgress:
     def total(self, metric: str) -> int:
         """A counter summed over all operators."""
         return sum(m.get(metric, 0) for m in self.metrics.values())
+
+    @property
+    def watermark_lags(self) -> Dict[str, Optional[int]]:
+        """Per operator (as ``operator_watermarks``): ``processing_time`` minus its current watermark, Flink's
+        watermark lag (:func:`~pyspark_flinkish.monitoring.watermark_lag`; None before the first watermark and
+        after the end of input)."""
+        return {name: watermark_lag(self.processing_time, wm) for name, wm in self.operator_watermarks.items()}
 
 
 class _Node:

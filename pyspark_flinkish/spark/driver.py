@@ -51,7 +51,7 @@ from .checkpoint import (
 from .checkpoint_migration import migrate_pickled_checkpoint
 from .delivery import deliver_values
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
-from .error_transport import user_error_from
+from .error_transport import package_error_from
 from .far_future import FutureRecords
 from .keyed_partition import keyed_level_function
 from .plan import ExecPlan
@@ -262,7 +262,7 @@ class ForeachBatchDriver:
         try:
             self._run(df, batch_id)
         except BaseException as exc:
-            error = user_error_from(exc)  # a user function raised on an executor: its clear message, not Py4J's
+            error = package_error_from(exc)  # a user function raised on an executor: its clear message, not Py4J's
             self.failure = exc if error is None else error
             if error is not None and error is not exc:
                 raise error from exc
@@ -336,8 +336,10 @@ class ForeachBatchDriver:
         if self.future is not None:
             self.future.log()
         self.durations["total"] = (time.perf_counter() - start) * 1000
+        now = self.env.clock.now()  # what each operator's watermarkLag is measured against
         progress = {
             "batch_id": batch_id,
+            "processing_time": now,
             "replay_batch": batch_index,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
             "watermarks": self.operator_watermarks(),
@@ -345,7 +347,7 @@ class ForeachBatchDriver:
             **progress_counters(self, by_sink),
         }
         progress["sources"] = source_metrics(progress)
-        progress["operators"] = operator_metrics(self)
+        progress["operators"] = operator_metrics(self, now)
         self.history.append(progress)
         try:  # publishing must never fail the batch (a full disk, a logging handler's error)
             log_progress(progress)

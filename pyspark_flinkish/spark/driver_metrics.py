@@ -5,9 +5,9 @@ passed as ``driver``) after the batch.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
-from ..monitoring import OPERATOR_COUNTERS, merge_partitions
+from ..monitoring import OPERATOR_COUNTERS, merge_partitions, watermark_lag
 from .dead_letters import dead_letter_counts
 
 
@@ -21,8 +21,9 @@ def source_metrics(progress: Dict[str, Any]) -> Dict[str, Dict[str, Dict[str, An
         }
     return out
 
-def operator_metrics(driver: Any) -> Dict[str, Dict[str, Any]]:
-    """Per operator (by uid): its name, input and output watermark after the batch, and for keyed operators
+def operator_metrics(driver: Any, processing_time: Optional[int] = None) -> Dict[str, Dict[str, Any]]:
+    """Per operator (by uid): its name, input and output watermark after the batch, its ``watermarkLag``
+    (``processing_time`` minus its output watermark; None without a processing time), and for keyed operators
     the merged metric rows of their state partitions (counters over all steps of the batch, gauges of the
     last step)."""
     g = driver.watermark_graph
@@ -36,6 +37,7 @@ def operator_metrics(driver: Any) -> Dict[str, Dict[str, Any]]:
             "keyed": bool(t.keyed),
             "currentInputWatermark": node.valve.last_output,
             "currentOutputWatermark": node.operator.current_watermark,
+            "watermarkLag": watermark_lag(processing_time, node.operator.current_watermark),
         }
         if t.keyed:
             rows = [(step, m) for step, dest, m in driver.metric_rows if dest == i]

@@ -21,6 +21,7 @@ from ..datastream.data_stream import DataStream
 from ..datastream.executors import SPARK
 from ..datastream.plan import Transformation
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
+from .checkpoint_location import local_checkpoint_path
 from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_values
 from .delta import with_delta_writers
@@ -75,7 +76,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         self.state_partitions = state_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     # -------------------------------------------------------------------- sources
-    def from_dataframe(
+    def from_dataframe(  # type: ignore[override]
         self,
         df: Any,
         watermark_strategy: Optional[WatermarkStrategy] = None,
@@ -85,7 +86,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         partitions: Sequence[Any] = (),
         source_name: str = "DataFrame",
     ) -> DataStream:
-        """A stream of ``pyspark.sql.Row`` elements from a (streaming) DataFrame.
+        """A stream of ``pyspark.sql.Row`` elements from a streaming DataFrame (``df.isStreaming``; a static one is
+        refused here, naming ``spark.readStream``, ``from_delta`` and ``from_kafka``).
 
         ``timestamp_column`` (a timestamp or epoch-millisecond long column) gives event time, else the
         strategy's timestamp assigner does; ``partition_column`` (e.g. Kafka's ``partition``) splits the input
@@ -96,6 +98,14 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         A timestamp assigner of the strategy wins over ``timestamp_column`` and gets that column's value as its
         ``record_timestamp`` (as Flink's Kafka source hands it the record's Kafka timestamp).
         """
+        if not df.isStreaming:
+            msg = (
+                f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False): the pipeline "
+                "runs as a Structured Streaming query, which cannot read a static one. Read it as a stream "
+                "(spark.readStream...), or use from_delta(path, bounded=True) for a table's snapshot, or "
+                "from_kafka(...); Flink's BATCH execution mode is not supported"
+            )
+            raise UnsupportedFeatureError(msg)
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
         for col in [c for c in (timestamp_column, partition_column, *order_columns) if c is not None]:
             if col not in df.columns:
@@ -120,7 +130,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             return kafka_stream(self, source, watermark_strategy, source_name)
         return super().from_source(source, watermark_strategy, source_name)
 
-    def from_kafka(
+    def from_kafka(  # type: ignore[override]
         self,
         topics: Any,
         bootstrap_servers: Optional[str] = None,
@@ -219,18 +229,17 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
     ) -> SparkJobHandle:
         """Start the pipeline as a streaming query; ``checkpoint_location`` is required (it holds Spark's
         offsets and this package's keyed state and watermarks). ``trigger`` is passed to Spark's
-        ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``)."""
+        ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``).
+
+        ``checkpoint_location`` is read as Spark reads a path: ``/x``, a relative path, ``file:/x`` or ``file:///x``
+        (the local file system); other schemes (``dbfs:/x``, ``s3a://...``) are refused up front, since keyed state
+        is written with local file APIs (on Databricks give the mount, ``/dbfs/x``)."""
         if not checkpoint_location:
             msg = "execute() on Spark needs checkpoint_location=...: it holds offsets, keyed state and watermarks"
             raise InvalidPipelineError(msg)
-        if "://" in checkpoint_location and not checkpoint_location.startswith("file://"):
-            msg = (
-                f"checkpoint_location {checkpoint_location!r}: keyed state is written with local file APIs; give a "
-                "path every executor sees as a local path (a shared mount such as /dbfs/... on Databricks)"
-            )
-            raise UnsupportedFeatureError(msg)
-        # executors resolve relative paths against their own working directories: pin it down here
-        checkpoint = os.path.abspath(checkpoint_location.removeprefix("file://"))
+        # read as Spark's Path reads it (file:/x, file:///x, /x, relative; other schemes refused, naming the URI);
+        # executors resolve relative paths against their own working directories: pinned down here
+        checkpoint = local_checkpoint_path(checkpoint_location)
         return self._start(job_name, list(self._sinks), checkpoint, trigger, progress)
 
     def _execute(

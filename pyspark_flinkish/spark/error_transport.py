@@ -3,6 +3,9 @@
 A :class:`UserFunctionError` raised in a Spark task leaves it with its message between markers
 (:func:`reported_to_driver`); the driver finds the markers in Spark's and Py4J's exception text and raises the
 package error again (:func:`user_error_from`), naming operator, uid, key and window as the local engine does.
+An :class:`UnsupportedFeatureError` that can only be found while the job runs (a user function doing what the
+executor cannot express, e.g. registering a processing-time timer on the applyInPandasWithState executor) crosses
+the same way between markers of its own (:func:`package_error_from` finds either).
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ import contextlib
 import re
 from typing import Iterator, List, Optional
 
-from ..core.errors import UserFunctionError
+from ..core.errors import FlinkishError, UnsupportedFeatureError, UserFunctionError
 from ..core.operators import in_node
 from .plan import Node
 
 _ERROR_BEGIN, _ERROR_END = "<<pyspark_flinkish error>>", "<</pyspark_flinkish error>>"
+_UNSUPPORTED_BEGIN, _UNSUPPORTED_END = "<<pyspark_flinkish unsupported>>", "<</pyspark_flinkish unsupported>>"
 
 
 @contextlib.contextmanager
@@ -25,6 +29,11 @@ def reported_to_driver(node: Optional[Node] = None) -> Iterator[None]:
     again without Spark's and Py4J's stack traces around it (:func:`user_error_from`)."""
     try:
         yield
+    except UnsupportedFeatureError as exc:
+        if _UNSUPPORTED_BEGIN in str(exc):
+            raise
+        msg = f"{_UNSUPPORTED_BEGIN}{exc}{_UNSUPPORTED_END}"
+        raise UnsupportedFeatureError(msg) from exc
     except UserFunctionError as exc:
         if _ERROR_BEGIN in str(exc):
             raise
@@ -55,7 +64,33 @@ def user_error_from(exc: BaseException) -> Optional[UserFunctionError]:
     return None
 
 
+def unsupported_error_from(exc: BaseException) -> Optional[UnsupportedFeatureError]:
+    """The :class:`UnsupportedFeatureError` a Spark task raised while the job ran, rebuilt on the driver from the text
+    of the Spark / Py4J exception that carries it (its cause is ``exc``); None when ``exc`` carries none."""
+    seen: List[BaseException] = []
+    current: Optional[BaseException] = exc
+    while current is not None and current not in seen:
+        if isinstance(current, UnsupportedFeatureError) and _UNSUPPORTED_BEGIN not in str(current):
+            return current
+        match = re.search(re.escape(_UNSUPPORTED_BEGIN) + "(.*?)" + re.escape(_UNSUPPORTED_END), str(current), re.S)
+        if match:
+            error = UnsupportedFeatureError(match.group(1))
+            error.__cause__ = exc
+            return error
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def package_error_from(exc: BaseException) -> Optional[FlinkishError]:
+    """The package error a Spark task raised (a :class:`UserFunctionError` or an :class:`UnsupportedFeatureError`),
+    rebuilt on the driver; None when ``exc`` carries none."""
+    return user_error_from(exc) or unsupported_error_from(exc)
+
+
 __all__ = [
+    "package_error_from",
     "reported_to_driver",
+    "unsupported_error_from",
     "user_error_from",
 ]

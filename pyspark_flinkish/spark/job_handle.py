@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..core.errors import FlinkishError
 from .driver import ForeachBatchDriver
-from .error_transport import user_error_from
+from .error_transport import package_error_from
 from .stateful_progress import stateful_progress
 
 _log = logging.getLogger("pyspark_flinkish.spark")
@@ -57,7 +57,7 @@ class SparkJobHandle:
         failure = self.driver.failure if self.driver is not None else None
         if isinstance(failure, FlinkishError):
             raise failure
-        error = user_error_from(exc)
+        error = package_error_from(exc)
         if error is not None:
             raise error from exc
 

@@ -22,8 +22,11 @@ far in the future (Flink's end-of-input watermark ``LONG_MAX``) and one more mic
 Supported: one source with ``for_bounded_out_of_orderness`` / ``for_monotonous_timestamps`` (no per-partition
 watermarks, no idleness, no explicit watermarks), stateless operators, one keyed operator (window with any
 assigner/trigger/evictor/lateness/late side output, or a ``KeyedProcessFunction`` with event-time timers),
-stateless operators after it. Not supported (error up front): processing time, a second keyed operator,
-``union`` of sources, custom watermark generators; event times must lie between about 1935 and 2220.
+stateless operators after it. Not supported (error up front): processing-time windows and triggers, a second
+keyed operator, ``union`` of sources, custom watermark generators, ``no_watermarks``; event times must lie between
+about 1935 and 2220. A ``KeyedProcessFunction`` registering a processing-time timer can only be found while the
+query runs: it fails the query with an :class:`UnsupportedFeatureError` naming the operator, this executor and
+the foreachBatch executor (``SparkJobHandle`` raises it as itself).
 """
 
 from __future__ import annotations
@@ -93,7 +96,10 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
         raise _reject("idleness (with_idleness): Spark's watermark has no idle inputs")
     bound = strategy.bound_ms
     if bound is None:
-        raise _reject(f"the watermark strategy {strategy!r} (only bounded out-of-orderness or monotonous timestamps)")
+        raise _reject(
+            f"the watermark strategy {strategy!r} (only bounded out-of-orderness or monotonous timestamps: Spark derives "
+            "its watermark as max event time - delay, so no_watermarks and custom generators have no equivalent)"
+        )
     if getattr(source_t.source, "partition_column", None):
         raise _reject("per-partition watermarks (partition_column): Spark's watermark is global")
     for i in ancestors:
@@ -236,8 +242,11 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
             out.base, out.n, out.phase = order, 0, None
             op.process_element(StreamRecord(value, ts))
         op.close()
-        if op.timers.processing_timers.for_key(key_value):
-            raise _reject("processing-time timers (registered by the function)")
+        if op.timers.processing_timers.for_key(key_value):  # known only now: a function registers them as it runs
+            raise _reject(
+                f"processing-time timers (registered by {node.name!r}, uid {node.uid!r}, for key {key_value!r}; found "
+                "while the query runs, since no pipeline's code says up front whether it registers them)"
+            )
         snapshot = op.snapshot_key(key_value)
         if snapshot is None:
             state.remove()

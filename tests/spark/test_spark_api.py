@@ -8,11 +8,13 @@ import json
 import logging
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.core.errors import UnsupportedFeatureError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
@@ -132,6 +134,9 @@ def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spa
     side = [p["operators"]["w5-side"] for p in reported]
     drop = [p["operators"]["w5-drop"] for p in reported]
     assert [o["currentOutputWatermark"] for o in side] == [-1, 1, 6, 6, 2**63 - 1]  # end of input
+    # watermark lag: the driver's processing time after the batch minus the watermark (none after the end of input)
+    assert all(abs(p["processing_time"] - time.time() * 1000) < 600_000 for p in reported)
+    assert [o["watermarkLag"] for o in side] == [p["processing_time"] - wm for p, wm in zip(reported, (-1, 1, 6, 6))] + [None]
     assert [o["numRecordsIn"] for o in side] == [3, 2, 1, 1, 0]
     assert [o["numWindowsFired"] for o in side] == [0, 0, 2, 0, 2]
     assert [o["openWindows"] for o in side] == [2, 3, 2, 2, 0]
@@ -167,6 +172,7 @@ def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spa
     assert all(p["spark"]["batchId"] == p["batch_id"] and p["operators"] == r["operators"] for p, r in zip(listened, reported))
     lines = [r.getMessage() for r in caplog.records if r.name == "pyspark_flinkish.progress"]
     assert len(lines) == 5 and lines[3].split()[0] == "3" and "late=1+1" in lines[3], lines
+    assert re.search(r" wm=6 lag=\d+d\d\dh ", lines[3]), lines  # wall clock minus watermark 6 (ms since 1970)
 
 
 def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -186,6 +192,9 @@ def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # 
     df = spark.readStream.schema("p long, off long, k string, t long, v long").option("maxFilesPerTrigger", 1).json(str(src))
     env = StreamExecutionEnvironment.get_execution_environment(spark)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+    static = spark.read.schema("p long, off long, k string, t long, v long").json(str(src))
+    with pytest.raises(UnsupportedFeatureError, match="streaming DataFrame.*spark.readStream"):  # not at execute()
+        env.from_dataframe(static, strategy, timestamp_column="t")
     stream = env.from_dataframe(
         df, strategy, timestamp_column="t", partition_column="p", order_columns=["p", "off"], partitions=["0", "1"]
     )
@@ -197,8 +206,10 @@ def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # 
         .map(lambda r: (r.k, r.v))
         .add_sink(out.append)
     )
-    handle = env.execute("partitions", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+    # Spark's own URI form with one slash: the local directory tmp_path/ck, never <cwd>/file:/...
+    handle = env.execute("partitions", checkpoint_location=f"file:{tmp_path / 'ck'}", trigger={"availableNow": True})
     handle.await_termination()
+    assert (tmp_path / "ck" / "flinkish" / "meta.json").exists() and (tmp_path / "ck" / "spark").is_dir()
     # partition 1 lags (t=5, 8) while partition 0 is at 100-200: its events are still on time
     assert ("y", 30) in out
     assert ("x", 1) in out and ("x", 2) in out

@@ -143,8 +143,19 @@ def test_to_dataframe_writes_anywhere_and_equals_the_local_engine(spark, tmp_pat
             ),
             "explicit per-batch watermarks",
         ),
+        (
+            lambda env: (
+                env.from_source(
+                    MicroBatchSource([MicroBatch([("a", 1, 1)])]),
+                    WatermarkStrategy.no_watermarks().with_timestamp_assigner(lambda e, _: e[1]),
+                )
+                .key_by(lambda e: e[0])
+                .process(SumAfter())
+            ),
+            "the watermark strategy .*only bounded out-of-orderness",
+        ),
     ],
-    ids=["chained-keyed", "processing-time", "union", "idleness", "explicit-watermarks"],
+    ids=["chained-keyed", "processing-time", "union", "idleness", "explicit-watermarks", "no-watermarks"],
 )
 def test_what_spark_cannot_express_is_rejected_up_front(spark, build, words: str) -> None:  # type: ignore[no-untyped-def]
     env = StreamExecutionEnvironment.get_execution_environment(spark, backend=BACKEND)
@@ -172,3 +183,30 @@ def test_late_side_output_is_a_dataframe_too(spark, tmp_path) -> None:  # type: 
 
     values = [pickle.loads(r["value"]) for r in spark.table("flinkish_late").collect()]  # noqa: S301
     assert values == [("a", 1_700_000_000_002, 7)]
+
+
+class ProcessingTimeAlert(KeyedProcessFunction):  # type: ignore[type-arg]
+    """Registers a processing-time timer for some keys only: whether it does is known only while it runs."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        if value[0] == "b":
+            ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 10)
+        yield value
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        yield ctx.get_current_key(), timestamp
+
+
+def test_processing_time_timers_of_a_function_fail_the_query_with_a_clear_unsupported_error(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Not decidable up front (the function decides per element): the query fails with the package's
+    UnsupportedFeatureError naming the operator, this executor and the foreachBatch executor, not with Spark's
+    StreamingQueryException around it."""
+    env = StreamExecutionEnvironment.get_execution_environment(spark, backend=BACKEND)
+    _events(env).key_by(lambda e: e[0]).process(ProcessingTimeAlert()).uid("alerts").add_sink(lambda v: None)
+    handle = env.execute("pt-timers", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+    with pytest.raises(UnsupportedFeatureError) as info:
+        handle.await_termination()
+    message = str(info.value)
+    assert "apply_in_pandas_with_state executor cannot express processing-time timers" in message
+    assert "uid 'alerts'" in message and "key 'b'" in message and "foreachBatch executor" in message
+    assert "<<" not in message and "org.apache" not in message

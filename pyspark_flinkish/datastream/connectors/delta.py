@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
 
-from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
-from ..executors import SPARK
+from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
+from ..executors import require_spark
 from ..plan import DeltaSinkSpec, Transformation
 
 if TYPE_CHECKING:
@@ -100,12 +100,7 @@ class DeltaSink:
         from ..data_stream import DataStreamSink
 
         env = stream.get_execution_environment()
-        if env.executor != SPARK:
-            msg = (
-                f"DeltaSink({self.target}) writes through Spark: use StreamExecutionEnvironment."
-                "get_execution_environment(spark); the JVM-free engine has no Delta writer"
-            )
-            raise UnsupportedFeatureError(msg)
+        require_spark(env.executor, "DeltaSink", f"({self.target})")
         output_type = stream.get_type()
         if output_type is None:
             msg = (

@@ -289,8 +289,6 @@ class KafkaSource:
     passwords or keys).
     """
 
-    requires_spark = True
-
     def __init__(
         self,
         *,

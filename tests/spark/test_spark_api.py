@@ -216,11 +216,20 @@ def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # 
 
 
 class ProcessingTimeEcho(KeyedProcessFunction):  # type: ignore[type-arg]
-    """A processing-time timer 30 ms after each element, reporting the clock when it fires."""
+    """A processing-time timer 30 ms after each element, reporting the clock when it fires; the key's previous
+    value, kept with a 50 ms processing-time TTL."""
+
+    def open(self, runtime_context):  # type: ignore[no-untyped-def]
+        from pyspark_flinkish.datastream.state import StateTtlConfig, ValueStateDescriptor
+
+        descriptor = ValueStateDescriptor("previous")
+        descriptor.enable_time_to_live(StateTtlConfig.new_builder(Duration.of_millis(50)).build())
+        self.previous = runtime_context.get_state(descriptor)
 
     def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
         ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 30)
-        yield ("in", value[0], value[1], ctx.timer_service().current_processing_time())
+        yield ("in", value[0], value[1], ctx.timer_service().current_processing_time(), self.previous.value())
+        self.previous.update(value[1])
 
     def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
         yield ("timer", ctx.get_current_key(), timestamp, ctx.timer_service().current_processing_time())
@@ -261,6 +270,7 @@ def test_replayed_processing_time_drives_triggers_and_timers_as_on_the_local_eng
     local.execute()
     assert expected_sums == [("a", 4), ("b", 2), ("a", 4), ("b", 6)]  # fired at processing time 120 and 260
     assert ("timer", "a", 75, 120) in expected_echoes
+    assert ("in", "a", 3, 45, 1) in expected_echoes and ("in", "b", 4, 130, None) in expected_echoes  # TTL 50 ms
 
     env = StreamExecutionEnvironment.get_execution_environment(spark)
     sums, echoes = _replayed_processing_time(env)

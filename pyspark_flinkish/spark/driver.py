@@ -361,8 +361,8 @@ class ForeachBatchDriver:
         """The earliest processing-time timer pending in any keyed state partition after the batch's last step
         (every partition reports after every step)."""
         last = max((step for step, _, _ in self.metric_rows), default=None)
-        due = [m["nextProcessingTimer"] for step, _, m in self.metric_rows if step == last and m.get("nextProcessingTimer") is not None]
-        return min(due, default=None)
+        due = [m.get("nextProcessingTimer") for step, _, m in self.metric_rows if step == last]
+        return min((d for d in due if d is not None), default=None)
 
     def _replay_steps(self, df: Any) -> Tuple[List[Any], List[int]]:
         """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and

@@ -98,7 +98,7 @@ def tick_stream(spark: Any, flinkish_dir: str) -> Any:
         def __init__(self, directory: str) -> None:
             self.directory = directory
 
-        def initialOffset(self) -> Dict[str, int]:
+        def initialOffset(self) -> Dict[str, int]:  # noqa: N802 (Spark's name)
             return {"batch": read_due(self.directory)[0]}
 
         def read(self, start: Dict[str, int]) -> Tuple[Iterator[Tuple[Any, ...]], Dict[str, int]]:
@@ -107,7 +107,7 @@ def tick_stream(spark: Any, flinkish_dir: str) -> Any:
                 return iter([]), start
             return iter([(batch,)]), {"batch": batch}
 
-        def readBetweenOffsets(self, start: Dict[str, int], end: Dict[str, int]) -> Iterator[Tuple[Any, ...]]:
+        def readBetweenOffsets(self, start: Dict[str, int], end: Dict[str, int]) -> Iterator[Tuple[Any, ...]]:  # noqa: N802
             return iter([(int(end["batch"]),)]) if int(end["batch"]) > int(start["batch"]) else iter([])
 
     class TickSource(DataSource):
@@ -118,7 +118,7 @@ def tick_stream(spark: Any, flinkish_dir: str) -> Any:
         def schema(self) -> str:
             return "tick long"
 
-        def simpleStreamReader(self, schema: Any) -> SimpleDataSourceStreamReader:
+        def simpleStreamReader(self, schema: Any) -> SimpleDataSourceStreamReader:  # noqa: N802 (Spark's name)
             return TickReader(self.options["path"])
 
     spark.dataSource.register(TickSource)

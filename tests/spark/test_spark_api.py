@@ -258,7 +258,7 @@ def _replayed_processing_time(env):  # type: ignore[no-untyped-def]
     return sums, echoes
 
 
-def test_replayed_processing_time_drives_triggers_and_timers_as_on_the_local_engine(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_replayed_processing_time_drives_triggers_and_timers_as_on_the_local_engine(spark, tmp_path):  # type: ignore[no-untyped-def]
     """``MicroBatch.processing_time`` sets the clock of a replayed batch on Spark by the local engine's rule:
     a ``ContinuousProcessingTimeTrigger`` and processing-time timers fire in the same batches as locally."""
     local = StreamExecutionEnvironment.get_execution_environment()

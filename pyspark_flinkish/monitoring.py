@@ -73,7 +73,9 @@ def partition_metrics(
     keys: Optional[int] = None,
 ) -> Dict[str, Any]:
     """The metrics of one (keyed operator, state partition) after a micro-batch, from the operator's counters
-    (``op.metrics``), what the caller counted, and the size of the state file it wrote (on an executor)."""
+    (``op.metrics``), what the caller counted, and the size of the state file it wrote (on an executor);
+    ``nextProcessingTimer``: its earliest pending processing-time timer (not published: the Spark driver reads it
+    to schedule the batch that fires it, ``spark/ticks.py``)."""
     out: Dict[str, Any] = dict.fromkeys(OPERATOR_COUNTERS, 0)
     for name, value in getattr(op, "metrics", {}).items():
         if name in _CORE_COUNTERS:
@@ -84,6 +86,8 @@ def partition_metrics(
     out["numKeys"] = keys
     out["stateSizeBytes"] = os.path.getsize(state_path) if state_path is not None else None
     out["busyTimeMs"] = round((time.perf_counter() - started) * 1000, 3)
+    timers = getattr(op, "timers", None)  # the earliest pending processing-time timer: when to run the next batch
+    out["nextProcessingTimer"] = timers.next_processing_time() if timers is not None else None
     return out
 
 

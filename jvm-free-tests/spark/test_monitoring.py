@@ -76,6 +76,7 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
         "numWindowsCleaned": 1,
         "openWindows": 1,
         "numKeys": 1,
+        "nextProcessingTimer": None,  # an event-time window registers no processing-time timers
     }
     files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if "000000000000" in f]
     assert m["stateSizeBytes"] == sum(os.path.getsize(f) for f in files) > 0

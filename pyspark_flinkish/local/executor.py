@@ -269,7 +269,7 @@ class LocalExecutor:
         n_batches = max((len(s.source.batches) for s in self.sources), default=0)
         try:
             for i in range(n_batches):
-                self._set_clock(i)
+                self.set_clock(i)
                 now = self.clock.now()
                 for op in operators:
                     try:
@@ -389,7 +389,10 @@ class LocalExecutor:
             node.operator = fresh
         return [n.operator for n in (self.nodes[t.id] for t in self.order) if n.operator is not None]
 
-    def _set_clock(self, index: int) -> None:
+    def set_clock(self, index: int) -> None:
+        """Set the processing-time clock for micro-batch ``index``: the latest ``MicroBatch.processing_time`` of
+        the sources' batch ``index`` (never backwards; a batch without one leaves the clock as it is). The one
+        rule of both engines: the Spark driver calls it for every replayed micro-batch."""
         times = [s.source.batches[index].processing_time for s in self.sources if index < len(s.source.batches)]
         times = [t for t in times if t is not None]
         if times:

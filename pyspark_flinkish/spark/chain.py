@@ -17,6 +17,7 @@ from .error_transport import reported_to_driver
 from .keys import encode_key, state_partition
 from .plan import ExecPlan
 from .rows import FUTURE_SAMPLES, dumps, loads, row_frame
+from .ticks import TICK_SOURCE
 
 
 class FixedClock:
@@ -206,6 +207,8 @@ def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict
         for src, value, ts, part, order, batch, marker in zip(
             pdf["src"], pdf["value"], pdf["ts"], pdf["part"], pdf["ord"], pdf["batch"], pdf["marker"]
         ):
+            if src == TICK_SOURCE:
+                continue  # a processing-time tick (``spark/ticks.py``): it only makes the batch run
             node = source_index[src]
             ts_val = None if ts is None or pd.isna(ts) else int(ts)
             batch_val = -1 if batch is None or pd.isna(batch) else int(batch)

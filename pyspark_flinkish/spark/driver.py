@@ -28,6 +28,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
+from ..core.clock import ManualClock
 from ..core.codec import load_document
 from ..core.errors import StateError, UnsupportedFeatureError
 from ..core.operators import TimestampsAndWatermarksOperator
@@ -58,6 +59,7 @@ from .replay import replay_stream
 from .rows import ROW_DDL, loads
 from .signatures import compare_signatures, state_signature
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
+from .ticks import needs_ticks, read_due, tick_stream, write_due
 
 if TYPE_CHECKING:
     from .environment import SparkStreamExecutionEnvironment
@@ -103,6 +105,7 @@ class ForeachBatchDriver:
         self.future: Optional[FutureRecords] = None  # far-future records of the current batch
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
         self.stepper = _source_stepper(self.plan)
+        self.ticks = False  # processing-time ticks in the input (``spark/ticks.py``), set by ``input_stream``
         self.fused = self._fused_source()
         self.step_watermarks: Dict[int, Optional[int]] = {}
 
@@ -165,11 +168,15 @@ class ForeachBatchDriver:
         index = self.plan.sources[0]
         return index if isinstance(self.plan.transformations[index].source, DataFrameSource) else None
 
-    def input_stream(self) -> Any:
+    def input_stream(self, trigger: Optional[Dict[str, Any]] = None) -> Any:
         """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns), or the source
-        DataFrame itself on the columnar path."""
+        DataFrame itself on the columnar path (event-time windows only). With processing-time timers on the wall
+        clock in a continuing query (``trigger``), processing-time ticks are unioned in (``spark/ticks.py``)."""
         if self.columnar is not None:
             return self.plan.transformations[self.columnar.source].source.df
+        self.ticks = needs_ticks(self.plan.transformations, isinstance(self.env.clock, ManualClock), trigger)
+        if self.ticks:
+            self.fused = None  # the tick rows join the common source rows
         if self.fused is not None:
             return self.plan.transformations[self.fused].source.df
         frames = []
@@ -179,6 +186,8 @@ class ForeachBatchDriver:
         for t in self.plan.transformations:
             if t.kind == "source" and isinstance(t.source, DataFrameSource):
                 frames.append(dataframe_rows(t, self.plan.nodes[self.plan.transformations.index(t)].uid))
+        if self.ticks:
+            frames.append(tick_stream(self.spark, os.path.join(self.checkpoint, "flinkish")))
         stream = frames[0]
         for f in frames[1:]:
             stream = stream.unionByName(f)
@@ -278,7 +287,7 @@ class ForeachBatchDriver:
         start = time.perf_counter()
         with self._phase("open"):
             prev_version = self._open(batch_id)
-        steps = self._replay_steps(df)
+        steps, replay_indices = self._replay_steps(df)
         explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
         if self.stepper is not None:
             steps, explicit = self.stepper(self, df, batch_id)
@@ -286,8 +295,11 @@ class ForeachBatchDriver:
         materialized: List[Any] = []
         batch_index: Optional[int] = None
         version_in = prev_version
-        for step_df, step_watermarks in zip(steps, explicit):
+        for n, (step_df, step_watermarks) in enumerate(zip(steps, explicit)):
             self.step_watermarks = step_watermarks  # explicit source watermarks after this step (hook)
+            if n < len(replay_indices):
+                # a replayed batch's ``MicroBatch.processing_time`` sets the clock: the local engine's own rule
+                self.watermark_graph.set_clock(replay_indices[n])
             # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
             step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
@@ -304,6 +316,11 @@ class ForeachBatchDriver:
             for m in materialized:
                 m.unpersist()
             self._commit(batch_id)
+            if self.ticks:
+                flinkish = os.path.join(self.checkpoint, "flinkish")
+                # a batch whose keyed stages did not run (no step) leaves the pending timers as they were
+                due = self._next_processing_timer() if self.metric_rows else read_due(flinkish)[1]
+                write_due(flinkish, batch_id, due)
         self.batches_run += 1
         if self.future is not None:
             self.future.log()
@@ -329,20 +346,28 @@ class ForeachBatchDriver:
         if self.progress is not None:
             self.progress(progress)
 
-    def _replay_steps(self, df: Any) -> List[Any]:
-        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files."""
+    def _next_processing_timer(self) -> Optional[int]:
+        """The earliest processing-time timer pending in any keyed state partition after the batch's last step
+        (every partition reports after every step)."""
+        last = max((step for step, _, _ in self.metric_rows), default=None)
+        due = [m.get("nextProcessingTimer") for step, _, m in self.metric_rows if step == last]
+        return min((d for d in due if d is not None), default=None)
+
+    def _replay_steps(self, df: Any) -> Tuple[List[Any], List[int]]:
+        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and
+        the replay batch index of each step (none without replay sources or replay rows)."""
         from pyspark.sql import functions as F
 
         if not any(isinstance(t.source, MicroBatchSource) for t in self.plan.transformations if t.kind == "source"):
-            return [df]
+            return [df], []
         indices = sorted(int(r["batch"]) for r in df.select("batch").distinct().collect() if r["batch"] is not None)
         replay = [i for i in indices if i >= 0]
         if len(replay) <= 1:
-            return [df]
+            return [df], replay
         first = F.col("batch") == replay[0]
         steps = [df.filter(first | (F.col("batch") < 0))]  # rows of DataFrame sources go with the first
         steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
-        return steps
+        return steps, replay
 
     def _step_columnar(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
         """:meth:`_step` for the columnar path (``spark/columnar.py``): Spark pre-aggregates on-time rows."""

@@ -311,7 +311,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
         driver = ForeachBatchDriver(self, sinks, checkpoint, progress)
-        stream = driver.input_stream()
+        stream = driver.input_stream(trigger)
         spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))
         writer = stream.writeStream.foreachBatch(driver).option("checkpointLocation", spark_checkpoint)
         writer = writer.queryName(_query_name(job_name))

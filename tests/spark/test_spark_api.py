@@ -213,3 +213,126 @@ def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # 
     # partition 1 lags (t=5, 8) while partition 0 is at 100-200: its events are still on time
     assert ("y", 30) in out
     assert ("x", 1) in out and ("x", 2) in out
+
+
+class ProcessingTimeEcho(KeyedProcessFunction):  # type: ignore[type-arg]
+    """A processing-time timer 30 ms after each element, reporting the clock when it fires; the key's previous
+    value, kept with a 50 ms processing-time TTL."""
+
+    def open(self, runtime_context):  # type: ignore[no-untyped-def]
+        from pyspark_flinkish.datastream.state import StateTtlConfig, ValueStateDescriptor
+
+        descriptor = ValueStateDescriptor("previous")
+        descriptor.enable_time_to_live(StateTtlConfig.new_builder(Duration.of_millis(50)).build())
+        self.previous = runtime_context.get_state(descriptor)
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 30)
+        yield ("in", value[0], value[1], ctx.timer_service().current_processing_time(), self.previous.value())
+        self.previous.update(value[1])
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        yield ("timer", ctx.get_current_key(), timestamp, ctx.timer_service().current_processing_time())
+
+
+def _replayed_processing_time(env):  # type: ignore[no-untyped-def]
+    from pyspark_flinkish.datastream.window import ContinuousProcessingTimeTrigger, GlobalWindows
+
+    env.set_manual_clock(0)
+    batches = [
+        MicroBatch([("a", 1), ("b", 2)], processing_time=10),
+        MicroBatch([("a", 3)], processing_time=45),
+        MicroBatch([], processing_time=120),
+        MicroBatch([("b", 4)], processing_time=130),
+        MicroBatch([], processing_time=260),
+    ]
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1])
+    events = env.from_source(MicroBatchSource(batches), strategy, "events")
+    sums = (
+        events.key_by(lambda e: e[0])
+        .window(GlobalWindows.create())
+        .trigger(ContinuousProcessingTimeTrigger.of(Duration.of_millis(100)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
+    echoes = events.key_by(lambda e: e[0]).process(ProcessingTimeEcho())
+    return sums, echoes
+
+
+def test_replayed_processing_time_drives_triggers_and_timers_as_on_the_local_engine(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """``MicroBatch.processing_time`` sets the clock of a replayed batch on Spark by the local engine's rule:
+    a ``ContinuousProcessingTimeTrigger`` and processing-time timers fire in the same batches as locally."""
+    local = StreamExecutionEnvironment.get_execution_environment()
+    sums, echoes = _replayed_processing_time(local)
+    expected_sums: list = []
+    expected_echoes: list = []
+    sums.add_sink(expected_sums.append)
+    echoes.add_sink(expected_echoes.append)
+    local.execute()
+    assert expected_sums == [("a", 4), ("b", 2), ("a", 4), ("b", 6)]  # fired at processing time 120 and 260
+    assert ("timer", "a", 75, 120) in expected_echoes
+    assert ("in", "a", 3, 45, 1) in expected_echoes and ("in", "b", 4, 130, None) in expected_echoes  # TTL 50 ms
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    sums, echoes = _replayed_processing_time(env)
+    got_sums: list = []
+    got_echoes: list = []
+    sums.add_sink(got_sums.append)
+    echoes.add_sink(got_echoes.append)
+    env.execute("replayed-pt", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True}).await_termination()
+    assert got_sums == expected_sums
+    assert got_echoes == expected_echoes
+
+
+class Remind(KeyedProcessFunction):  # type: ignore[type-arg]
+    """A processing-time timer 1.5 s after a key's element; the timer reports its key."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1500)
+        return iter(())
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        yield ("timer", ctx.get_current_key())
+
+
+def test_processing_time_timers_and_windows_fire_on_an_idle_stream(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Flink fires processing-time timers on the wall clock: on Spark the driver runs the micro-batches that fire
+    them though the source has no new data (``spark/ticks.py``)."""
+    import time
+
+    from pyspark_flinkish.datastream.window import TumblingProcessingTimeWindows
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "part-0.json").write_text("\n".join(json.dumps({"k": k, "v": v}) for k, v in [("a", 1), ("b", 2), ("a", 3)]))
+    df = spark.readStream.schema("k string, v long").json(str(src))
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    stream = env.from_dataframe(df, WatermarkStrategy.no_watermarks())
+    timers: list = []
+    windows: list = []
+    stream.key_by(lambda r: r.k).process(Remind()).add_sink(lambda v: timers.append((time.time(), v)))
+    (
+        stream.map(lambda r: (r.k, r.v))
+        .key_by(lambda e: e[0])
+        .window(TumblingProcessingTimeWindows.of(Duration.of_seconds(2)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .add_sink(lambda v: windows.append((time.time(), v)))
+    )
+    handle = env.execute("idle", checkpoint_location=str(tmp_path / "ck"))
+    try:
+        while not handle.driver.history and handle.is_active:  # the first batch: the file's three records
+            time.sleep(0.1)
+        first_done = time.time()
+        while (len(timers) < 2 or len(windows) < 2) and time.time() < first_done + 40 and handle.is_active:
+            time.sleep(0.1)
+        handle.driver.raise_if_failed()
+        assert sorted(v for _, v in timers) == [("timer", "a"), ("timer", "b")]
+        assert sorted(v for _, v in windows) == [("a", 4), ("b", 2)]
+        # due within 2 s; each batch that fires takes a few seconds on a busy 2-core machine
+        assert max(t for t, _ in timers + windows) < first_done + 30
+        # no new input after the first batch: the ticks alone ran the batches that fired them
+        progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]
+        file_rows = [sum(s["numInputRows"] for s in p["sources"] if "FileStream" in s["description"]) for p in progress]
+        assert file_rows[0] == 3 and not any(file_rows[1:])
+        assert len(handle.driver.history) > 1
+    finally:
+        handle.stop()

@@ -71,6 +71,7 @@ def run_foreach_batch(
         elif frames:
             by_sink = _step(driver, frames[0].batches[batch_id], batch_id, version_in, tasks)
         else:
+            driver.enter_replay_batch(batch_id)  # as ``ForeachBatchDriver._run`` does before each replayed batch
             by_sink = _step(driver, _replay_rows(driver, batch_id), batch_id, version_in, tasks)
         for sink_index, rows in by_sink.items():
             rows.sort(key=lambda r: list(r["ord"]))

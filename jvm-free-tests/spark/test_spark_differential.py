@@ -11,7 +11,9 @@ source partitions, a built-in or a custom (per-event) watermark generator, optio
 global windows; default, purging, count and continuous triggers; count and time evictors; allowed lateness and a
 late-data side output; reduce, aggregate, process, and both combined; window functions keeping counts in
 ``window_state()`` and ``global_state()``, directly and through module-level helpers, clearing in ``clear()``) or
-a ``KeyedProcessFunction`` with event-time timers and runtime-context state.
+a ``KeyedProcessFunction`` with event-time or processing-time timers and runtime-context state. Processing time is
+replayed (``MicroBatch.processing_time`` on a manual clock) for pipelines that use it (processing-time timers,
+processing-time tumbling windows, ``ContinuousProcessingTimeTrigger``): it must drive them alike on both engines.
 
 Outputs are compared as multisets per sink, and those that carry their key first also in order per key (as a
 sink sees them): Flink does not order the firings of different keys, or of one key's timers with equal
@@ -25,6 +27,7 @@ path (``vectorize=True``) and the fused route with the general operator (``vecto
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -45,6 +48,7 @@ from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProces
 from pyspark_flinkish.datastream.state import ValueStateDescriptor
 from pyspark_flinkish.datastream.window import (
     ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
     CountEvictor,
     CountTrigger,
     EventTimeSessionWindows,
@@ -53,6 +57,7 @@ from pyspark_flinkish.datastream.window import (
     SlidingEventTimeWindows,
     TimeEvictor,
     TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
 )
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
@@ -123,11 +128,12 @@ def add_values(a: Any, b: Any) -> Any:
 
 
 class Timers(KeyedProcessFunction):
-    """Keeps a running total in runtime-context state; an event-time timer ``delay`` after every element emits
-    the total and how many timers of the key fired before."""
+    """Keeps a running total in runtime-context state; a timer ``delay`` after every element (event time, or
+    processing time with ``processing``) emits the total and how many timers of the key fired before."""
 
-    def __init__(self, delay: int) -> None:
+    def __init__(self, delay: int, processing: bool = False) -> None:
         self.delay = delay
+        self.processing = processing
 
     def open(self, runtime_context: Any) -> None:
         self.total = runtime_context.get_state(TOTAL)
@@ -135,8 +141,11 @@ class Timers(KeyedProcessFunction):
 
     def process_element(self, value: Any, ctx: Any) -> Any:
         self.total.update((self.total.value() or 0) + value[2])
-        if ctx.timestamp() is not None:
-            ctx.timer_service().register_event_time_timer(ctx.timestamp() + self.delay)
+        timers = ctx.timer_service()
+        if self.processing:
+            timers.register_processing_time_timer(timers.current_processing_time() + self.delay)
+        elif ctx.timestamp() is not None:
+            timers.register_event_time_timer(ctx.timestamp() + self.delay)
         yield value[0], "in", value[1], ctx.timer_service().current_watermark()
 
     def on_timer(self, timestamp: int, ctx: Any) -> Any:
@@ -174,10 +183,19 @@ class Pipeline:
     pre: Optional[str]  # None | "map" | "filter"
     restamp: Optional[Tuple[Any, ...]]  # assign_timestamps_and_watermarks: a strategy as above
     operator: Dict[str, Any]
+    proc_times: Optional[Tuple[int, ...]] = None  # MicroBatch.processing_time per batch (replayed processing time)
 
     @property
     def custom_generator(self) -> bool:
         return self.strategy[0] == "custom" or (self.restamp is not None and self.restamp[0] == "custom")
+
+    @property
+    def processing_time(self) -> bool:
+        """Whether the keyed operator uses processing time (timers, windows or triggers)."""
+        op = self.operator
+        if op["kind"] == "process":
+            return bool(op.get("processing"))
+        return op["assigner"][0] == "proc_tumbling" or (op["trigger"] is not None and op["trigger"][0] == "continuous_proc")
 
 
 def _strategy(spec: Tuple[Any, ...]) -> WatermarkStrategy:
@@ -192,8 +210,10 @@ def _strategy(spec: Tuple[Any, ...]) -> WatermarkStrategy:
 
 def build(p: Pipeline, out: Dict[str, List[Any]]) -> Any:
     def build_on(env: Any) -> None:
+        times = p.proc_times or (None,) * len(p.batches)
         batches = [
-            MicroBatch([e for e, _ in b], partitions=[part for _, part in b]) for b in p.batches
+            MicroBatch([e for e, _ in b], partitions=[part for _, part in b], processing_time=t)
+            for b, t in zip(p.batches, times)
         ]
         strategy = _strategy(p.strategy)
         ds = env.from_micro_batches(batches, strategy, partitions=list(range(p.partitions)))
@@ -208,7 +228,7 @@ def build(p: Pipeline, out: Dict[str, List[Any]]) -> Any:
         keyed = ds.key_by(lambda e: e[0])
         op = p.operator
         if op["kind"] == "process":
-            keyed.process(Timers(op["delay"])).add_sink(out["main"].append)
+            keyed.process(Timers(op["delay"], bool(op.get("processing")))).add_sink(out["main"].append)
             return
         assigner = op["assigner"]
         if assigner[0] == "count":
@@ -220,6 +240,7 @@ def build(p: Pipeline, out: Dict[str, List[Any]]) -> Any:
                     "sliding": lambda a: SlidingEventTimeWindows.of(Duration.of_millis(a[1]), Duration.of_millis(a[2])),
                     "session": lambda a: EventTimeSessionWindows.with_gap(Duration.of_millis(a[1])),
                     "global": lambda a: GlobalWindows.create(),
+                    "proc_tumbling": lambda a: TumblingProcessingTimeWindows.of(Duration.of_millis(a[1])),
                 }[assigner[0]](assigner)
             )
         trigger = op["trigger"]
@@ -227,6 +248,7 @@ def build(p: Pipeline, out: Dict[str, List[Any]]) -> Any:
             made = {
                 "count": lambda t: CountTrigger.of(t[1]),
                 "continuous": lambda t: ContinuousEventTimeTrigger.of(Duration.of_millis(t[1])),
+                "continuous_proc": lambda t: ContinuousProcessingTimeTrigger.of(Duration.of_millis(t[1])),
                 "purging": lambda t: None,
             }[trigger[0]](trigger)
             if trigger[0] == "purging":
@@ -285,7 +307,7 @@ def pipelines(draw: Any) -> Pipeline:
     strategy = draw(watermarks)
     restamp = draw(st.none() | watermarks)
     if draw(st.integers(0, 4)) == 0:
-        operator: Dict[str, Any] = {"kind": "process", "delay": draw(st.integers(0, 12))}
+        operator: Dict[str, Any] = {"kind": "process", "delay": draw(st.integers(0, 12)), "processing": draw(st.booleans())}
     else:
         tumbling = st.tuples(st.just("tumbling"), st.integers(3, 20))
         sliding = st.integers(3, 20).flatmap(lambda size: st.tuples(st.just("sliding"), st.just(size), st.integers(2, size)))
@@ -299,11 +321,15 @@ def pipelines(draw: Any) -> Pipeline:
                 st.tuples(st.just("count"), st.integers(1, 3)),
                 st.tuples(st.just("count"), st.integers(2, 4), st.integers(1, 2)),
                 st.just(("global",)),
+                st.tuples(st.just("proc_tumbling"), st.integers(3, 20)),
             )
         )
         time_based = assigner[0] in ("tumbling", "sliding", "session")
         if assigner[0] == "global":
-            trigger: Optional[Tuple[Any, ...]] = ("count", draw(st.integers(1, 3)), draw(st.sampled_from(["keep", "purge"])))
+            trigger: Optional[Tuple[Any, ...]] = draw(
+                st.tuples(st.just("count"), st.integers(1, 3), st.sampled_from(["keep", "purge"]))
+                | st.tuples(st.just("continuous_proc"), st.integers(3, 10), st.just("keep"))
+            )
         elif time_based:
             trigger = draw(
                 st.none()
@@ -322,6 +348,8 @@ def pipelines(draw: Any) -> Pipeline:
         modes = ["none", "global", "global_helper"]
         if assigner[0] != "session":
             modes.append("window")  # window_state() is not allowed with merging windows (Flink throws too)
+        if assigner[0] == "proc_tumbling" or (trigger is not None and trigger[0] == "continuous_proc"):
+            modes = ["none", "window"]  # several keys' windows fire at one processing time: no key order, no counters
         if trigger is not None and trigger[0] == "continuous":
             modes = ["none", "window"] if assigner[0] != "session" else ["none"]  # equal-time firings: no key order
         operator = {
@@ -334,7 +362,7 @@ def pipelines(draw: Any) -> Pipeline:
             "function": draw(st.sampled_from(["reduce", "aggregate", "process", "reduce_process", "aggregate_process"])),
             "mode": draw(st.sampled_from(modes)),
         }
-    return Pipeline(
+    p = Pipeline(
         batches=tuple(batches),
         partitions=partitions,
         second=second,
@@ -343,6 +371,16 @@ def pipelines(draw: Any) -> Pipeline:
         restamp=restamp,
         operator=operator,
     )
+    if p.processing_time:  # replayed processing time: non-decreasing, some batches without one (the clock stays)
+        steps = st.none() | st.integers(0, 15)
+        deltas = draw(st.lists(steps, min_size=n, max_size=n))
+        times, now = [], 0
+        for d in deltas:
+            if d is not None:
+                now += d
+            times.append(None if d is None else now)
+        p = dataclasses.replace(p, proc_times=tuple(times))
+    return p
 
 
 def _outputs() -> Dict[str, List[Any]]:
@@ -410,9 +448,34 @@ TWO_PARTITIONS = Pipeline(
     operator=_window(assigner=("tumbling", 10), late_output=True, function="reduce", mode="none"),
 )
 
+# replayed processing time (issue 16): processing-time timers and a processing-time window fire in the batch whose
+# MicroBatch.processing_time passes them, on both engines
+PROCESSING_TIMERS = Pipeline(
+    batches=(((("a", 1, 1), 0),), ((("a", 2, 2), 0),), ((("b", 3, 3), 0),), ()),
+    partitions=1,
+    second=None,
+    strategy=("bounded", 0),
+    pre=None,
+    restamp=None,
+    operator={"kind": "process", "delay": 5, "processing": True},
+    proc_times=(0, 3, 10, 20),
+)
+PROCESSING_WINDOW = Pipeline(
+    batches=(((("a", 1, 1), 0), (("b", 2, 1), 0)), ((("a", 3, 2), 0),), ()),
+    partitions=1,
+    second=None,
+    strategy=("bounded", 0),
+    pre=None,
+    restamp=None,
+    operator=_window(assigner=("proc_tumbling", 10), function="reduce", mode="none"),
+    proc_times=(1, 5, 12),
+)
+
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(pipelines())
+@example(PROCESSING_TIMERS)
+@example(PROCESSING_WINDOW)
 @example(COUNT_THROUGH_HELPER)
 @example(PER_ELEMENT_GENERATOR)
 @example(TWO_PARTITIONS)
@@ -438,7 +501,8 @@ def test_local_engine_and_foreach_batch_bodies_agree(tmp_path_factory: Any, p: P
             run_apply_in_pandas_with_state(build(p, got), vectorize)
         except UnsupportedFeatureError as exc:
             # what this executor cannot express (docs/spark-executors.md), nothing else
-            assert p.custom_generator or p.second is not None or p.restamp is not None or p.partitions > 1, exc
+            known = p.custom_generator or p.second is not None or p.restamp is not None or p.partitions > 1
+            assert known or p.processing_time, exc
             assert got == _outputs()
             continue
         assert _canonical(got) == _canonical(expected), f"apply_in_pandas_with_state, vectorize={vectorize}"
@@ -452,11 +516,15 @@ def test_the_generator_covers_every_feature() -> None:
     stopped generating one)."""
     seen: set = set()  # type: ignore[type-arg]
 
-    @settings(max_examples=120, deadline=None, database=None, derandomize=True)
+    @settings(max_examples=500, deadline=None, database=None, derandomize=True)
     @given(pipelines())
     def collect(p: Pipeline) -> None:
         op = p.operator
         seen.add(op["kind"])
+        if p.processing_time:
+            seen.add("processing-time-" + op["kind"])
+            if p.proc_times and any(t is not None and t > 0 for t in p.proc_times):
+                seen.add("replayed-processing-time")
         seen.add(p.strategy[0])
         if p.restamp is not None:
             seen.add("restamp-" + p.restamp[0])
@@ -476,7 +544,8 @@ def test_the_generator_covers_every_feature() -> None:
         "tumbling", "sliding", "session", "count", "global", "reduce", "aggregate", "process", "reduce_process",
         "aggregate_process", "mode-none", "mode-window", "mode-global", "mode-global_helper", "trigger-default",
         "trigger-purging", "trigger-count", "trigger-continuous", "evictor-count", "evictor-time",
-        "lateness+late_output",
+        "lateness+late_output", "proc_tumbling", "trigger-continuous_proc", "processing-time-process",
+        "processing-time-window", "replayed-processing-time",
     }
     assert wanted <= seen, wanted - seen
 

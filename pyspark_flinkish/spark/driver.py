@@ -298,8 +298,7 @@ class ForeachBatchDriver:
         for n, (step_df, step_watermarks) in enumerate(zip(steps, explicit)):
             self.step_watermarks = step_watermarks  # explicit source watermarks after this step (hook)
             if n < len(replay_indices):
-                # a replayed batch's ``MicroBatch.processing_time`` sets the clock: the local engine's own rule
-                self.watermark_graph.set_clock(replay_indices[n])
+                self.enter_replay_batch(replay_indices[n])
             # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
             step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
@@ -352,6 +351,11 @@ class ForeachBatchDriver:
         last = max((step for step, _, _ in self.metric_rows), default=None)
         due = [m.get("nextProcessingTimer") for step, _, m in self.metric_rows if step == last]
         return min((d for d in due if d is not None), default=None)
+
+    def enter_replay_batch(self, index: int) -> None:
+        """Before replay batch ``index`` runs: its ``MicroBatch.processing_time`` sets the clock, by the local
+        engine's own rule (``LocalExecutor.set_clock``)."""
+        self.watermark_graph.set_clock(index)
 
     def _replay_steps(self, df: Any) -> Tuple[List[Any], List[int]]:
         """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and

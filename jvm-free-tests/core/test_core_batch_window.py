@@ -21,7 +21,7 @@ from pyspark_flinkish.core.assigners import (
 from pyspark_flinkish.core.batch_window import BatchWindowOperator, batch_eligibility
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.codec import decode_snapshot, encode_snapshot
-from pyspark_flinkish.core.state import ValueStateDescriptor
+from pyspark_flinkish.core.state_descriptors import ValueStateDescriptor
 from pyspark_flinkish.core.typeinfo import Types
 from pyspark_flinkish.core.evictors import CountEvictor
 from pyspark_flinkish.core.functions import AggregateFunction, ProcessWindowFunction

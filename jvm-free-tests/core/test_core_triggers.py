@@ -13,7 +13,7 @@ import pytest
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import FlinkishError, InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from pyspark_flinkish.core.javamath import LONG_MAX, LONG_MIN
-from pyspark_flinkish.core.state import StateDescriptor
+from pyspark_flinkish.core.state_descriptors import StateDescriptor
 from pyspark_flinkish.datastream import OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import ProcessWindowFunction
 from pyspark_flinkish.datastream.window import (

@@ -10,12 +10,11 @@ from pyspark_flinkish.common import Duration, Time, Watermark, WatermarkGenerato
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidTypeError
 from pyspark_flinkish.core.javamath import LONG_MAX, LONG_MIN
+from pyspark_flinkish.core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
 from pyspark_flinkish.core.watermarks import (
     AscendingTimestampsWatermarks,
     BoundedOutOfOrdernessWatermarks,
     IdlenessTimer,
-    SplitWatermarks,
-    StatusWatermarkValve,
     WatermarkOutput,
     WatermarksWithIdleness,
 )

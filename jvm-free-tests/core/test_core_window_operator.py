@@ -12,7 +12,7 @@ import pytest
 
 from pyspark_flinkish.core.errors import FlinkishError, InvalidArgumentError, InvalidPipelineError, UserFunctionError
 from pyspark_flinkish.core.javamath import LONG_MAX, LONG_MIN
-from pyspark_flinkish.core.state import ValueStateDescriptor
+from pyspark_flinkish.core.state_descriptors import ValueStateDescriptor
 from pyspark_flinkish.datastream import OutputTag
 from pyspark_flinkish.datastream.functions import AggregateFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.window import (

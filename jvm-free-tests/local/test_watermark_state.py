@@ -1,6 +1,7 @@
-"""The watermark bookkeeping as plain JSON data (``to_dict`` / ``from_dict`` in ``core.watermarks``,
-``LocalExecutor.watermark_state``): what the Spark driver checkpoints after every micro-batch. Built-in
-generators are data; only a user's own generator is pickled, and only read back where its strategy has one."""
+"""The watermark bookkeeping as plain JSON data (``to_dict`` / ``from_dict`` in ``core.watermarks`` and
+``core.watermark_alignment``, ``LocalExecutor.watermark_state``): what the Spark driver checkpoints after every
+micro-batch. Built-in generators are data; only a user's own generator is pickled, and only read back where its
+strategy has one."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ from pyspark_flinkish.common import Watermark, WatermarkGenerator
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import StateError
 from pyspark_flinkish.core.javamath import LONG_MIN
+from pyspark_flinkish.core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
 from pyspark_flinkish.core.watermarks import (
     AscendingTimestampsWatermarks,
     BoundedOutOfOrdernessWatermarks,
     NoWatermarksGenerator,
-    SplitWatermarks,
-    StatusWatermarkValve,
     WatermarkStrategy,
     WatermarksWithIdleness,
     generator_from_dict,

@@ -236,6 +236,31 @@ def test_pickled_checkpoints_of_the_previous_version_are_converted_once(tmp_path
     assert all(gen.timer.clock is restarted.env.clock for gen in runner.splits.generators.values())  # type: ignore[attr-defined]
 
 
+def test_classes_pickled_under_the_module_they_have_left_still_load(tmp_path: Path) -> None:
+    """An older version pickled the watermark valve and per-split outputs as ``pyspark_flinkish.core.watermarks.*``;
+    they live in ``core.watermark_alignment`` now, and the migration still finds them."""
+    from pyspark_flinkish.core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
+    from pyspark_flinkish.spark.checkpoint_migration import load_legacy_pickle
+
+    valve = StatusWatermarkValve(2)
+    valve.input_watermark(0, 7)
+    valve.input_idle(1, True)
+    splits = SplitWatermarks(WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)), ManualClock(0))
+    splits.on_event("p0", "x", 12)
+    splits.on_periodic_emit()
+    data = pickle.dumps({"valve": valve, "outputs": splits.outputs}, protocol=0)  # text: module names as lines
+    new, old = b"pyspark_flinkish.core.watermark_alignment\n", b"pyspark_flinkish.core.watermarks\n"
+    assert data.count(new) == 2
+    (tmp_path / "old.pkl").write_bytes(data.replace(new, old))
+    with pytest.raises(AttributeError):
+        pickle.loads(data.replace(new, old))  # the plain unpickler no longer finds them there
+    loaded = load_legacy_pickle(str(tmp_path / "old.pkl"))
+    assert type(loaded["valve"]) is StatusWatermarkValve and loaded["valve"].to_dict() == valve.to_dict()
+    assert [(p, type(o).__name__, o.watermark, o.idle) for p, o in loaded["outputs"].items()] == [
+        ("p0", "_PartialWatermark", 11, False)
+    ]
+
+
 def test_a_replay_directory_others_can_write_is_refused(tmp_path: Path) -> None:
     """The apply_in_pandas_with_state backend replays a MicroBatchSource from pickled elements under the
     temporary directory: a directory there that others can write is never read."""

@@ -14,7 +14,7 @@ from typing import Any, Callable, Collection, Generic, List, TypeVar
 from .durations import TimeLike, to_millis
 from .errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from .javamath import LONG_MIN
-from .state import ValueStateDescriptor
+from .state_descriptors import ValueStateDescriptor
 from .triggers import CountTrigger, EndOfStreamTrigger, EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, Trigger
 from .typeinfo import Types
 from .windows import CountWindow, GlobalWindow, TimeWindow, Window

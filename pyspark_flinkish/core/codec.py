@@ -32,7 +32,8 @@ from typing import Any, Dict, Hashable, List, Tuple
 
 from .errors import StateError
 from .rows import Row, RowKind
-from .state import VOID_NAMESPACE, TtlValue
+from .state import VOID_NAMESPACE
+from .state_ttl import TtlValue
 from .windows import CountWindow, GlobalWindow, TimeWindow
 
 FORMAT = "pyspark_flinkish.keyed-snapshot"

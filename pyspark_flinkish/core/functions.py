@@ -10,16 +10,12 @@ import enum
 from abc import ABC, abstractmethod
 from typing import Any, Dict, Generic, Iterable, Optional, TypeVar
 
-from .state import (
-    AggregatingState,
+from .state import AggregatingState, ListState, MapState, ReducingState, ValueState
+from .state_descriptors import (
     AggregatingStateDescriptor,
-    ListState,
     ListStateDescriptor,
-    MapState,
     MapStateDescriptor,
-    ReducingState,
     ReducingStateDescriptor,
-    ValueState,
     ValueStateDescriptor,
 )
 from .windows import Window

@@ -25,10 +25,9 @@ from .functions import (
 )
 from .javamath import LONG_MAX, LONG_MIN
 from .records import Output, OutputTag, StreamRecord, emit_results
-from .state import (
-    VOID_NAMESPACE,
+from .state import VOID_NAMESPACE, KeyedStateBackend
+from .state_descriptors import (
     AggregatingStateDescriptor,
-    KeyedStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,

@@ -6,14 +6,13 @@ executors keep it between micro-batches. State objects are views: they read and 
 *current key* and their *current namespace* (a window, or :data:`VOID_NAMESPACE` for user state of
 process functions).
 
-TTL follows Flink: processing time only, an entry expires when ``last_access + ttl <= now``, per value
-for Value/Reducing/Aggregating, per element for List, per entry for Map.
+What state there is comes from its descriptor (:mod:`.state_descriptors`); TTL follows Flink
+(:mod:`.state_ttl`): the views check and refresh each entry's :class:`~.state_ttl.TtlValue`, the backend drops
+expired entries before snapshots.
 """
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
 from typing import (
     Any,
     Callable,
@@ -28,10 +27,9 @@ from typing import (
     TypeVar,
 )
 
-from .durations import TimeLike, to_millis
-from .errors import InvalidArgumentError, InvalidTypeError, StateError
-from .javamath import LONG_MAX
-from .typeinfo import TypeInformation
+from .errors import StateError
+from .state_descriptors import StateDescriptor
+from .state_ttl import StateTtlConfig, TtlValue, is_expired
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -59,211 +57,6 @@ class _VoidNamespace:
 
 
 VOID_NAMESPACE: Hashable = _VoidNamespace()
-
-
-# --------------------------------------------------------------------------------------------- TTL
-
-
-class StateTtlConfig:
-    """Time-to-live of state entries (Flink's ``StateTtlConfig``), built with :meth:`new_builder`."""
-
-    class UpdateType(enum.Enum):
-        Disabled = 0
-        OnCreateAndWrite = 1
-        OnReadAndWrite = 2
-
-    class StateVisibility(enum.Enum):
-        ReturnExpiredIfNotCleanedUp = 0
-        NeverReturnExpired = 1
-
-    class TtlTimeCharacteristic(enum.Enum):
-        ProcessingTime = 0
-
-    def __init__(
-        self,
-        ttl_ms: int,
-        update_type: UpdateType = UpdateType.OnCreateAndWrite,
-        state_visibility: StateVisibility = StateVisibility.NeverReturnExpired,
-    ) -> None:
-        if ttl_ms <= 0:
-            msg = f"StateTtlConfig ttl must be > 0 ms (Flink rejects a non-positive TTL); got {ttl_ms}"
-            raise InvalidArgumentError(msg)
-        self.ttl_ms = ttl_ms
-        self.update_type = update_type
-        self.state_visibility = state_visibility
-
-    @staticmethod
-    def new_builder(ttl: TimeLike) -> StateTtlConfig.Builder:
-        return StateTtlConfig.Builder(to_millis("StateTtlConfig ttl", ttl))
-
-    def is_enabled(self) -> bool:
-        return self.update_type is not StateTtlConfig.UpdateType.Disabled
-
-    def get_ttl(self) -> int:
-        return self.ttl_ms
-
-    def __repr__(self) -> str:
-        return (
-            f"StateTtlConfig(ttl_ms={self.ttl_ms}, update_type={self.update_type.name}, "
-            f"state_visibility={self.state_visibility.name})"
-        )
-
-    class Builder:
-        def __init__(self, ttl_ms: int) -> None:
-            self._ttl_ms = ttl_ms
-            self._update_type = StateTtlConfig.UpdateType.OnCreateAndWrite
-            self._visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
-
-        def set_update_type(self, update_type: StateTtlConfig.UpdateType) -> StateTtlConfig.Builder:
-            self._update_type = update_type
-            return self
-
-        def update_ttl_on_create_and_write(self) -> StateTtlConfig.Builder:
-            return self.set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
-
-        def update_ttl_on_read_and_write(self) -> StateTtlConfig.Builder:
-            return self.set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
-
-        def set_state_visibility(self, visibility: StateTtlConfig.StateVisibility) -> StateTtlConfig.Builder:
-            self._visibility = visibility
-            return self
-
-        def return_expired_if_not_cleaned_up(self) -> StateTtlConfig.Builder:
-            return self.set_state_visibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
-
-        def never_return_expired(self) -> StateTtlConfig.Builder:
-            return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
-
-        def set_ttl(self, ttl: TimeLike) -> StateTtlConfig.Builder:
-            self._ttl_ms = to_millis("StateTtlConfig ttl", ttl)
-            return self
-
-        def set_ttl_time_characteristic(self, characteristic: Any) -> StateTtlConfig.Builder:
-            if characteristic is not StateTtlConfig.TtlTimeCharacteristic.ProcessingTime:
-                msg = "Flink supports only processing-time TTL; got " + repr(characteristic)
-                raise InvalidArgumentError(msg)
-            return self
-
-        def cleanup_full_snapshot(self) -> StateTtlConfig.Builder:
-            return self  # expired entries are always dropped from snapshots here
-
-        def cleanup_incrementally(self, cleanup_size: int, run_cleanup_for_every_record: bool) -> StateTtlConfig.Builder:
-            return self
-
-        def cleanup_in_rocksdb_compact_filter(self, query_time_after_num_entries: int) -> StateTtlConfig.Builder:
-            return self
-
-        def disable_cleanup_in_background(self) -> StateTtlConfig.Builder:
-            return self
-
-        def build(self) -> StateTtlConfig:
-            return StateTtlConfig(self._ttl_ms, self._update_type, self._visibility)
-
-
-@dataclass
-class TtlValue:
-    """A stored value with the processing time of its last access (Flink's ``TtlValue``)."""
-
-    value: Any
-    last_access: int
-
-
-def _expired(tv: TtlValue, ttl_ms: int, now: int) -> bool:
-    expiration = tv.last_access + ttl_ms
-    if expiration > LONG_MAX:
-        expiration = LONG_MAX
-    return expiration <= now
-
-
-# ------------------------------------------------------------------------------------ descriptors
-
-
-class StateDescriptor:
-    """Names a piece of keyed state and its type; ``enable_time_to_live`` adds TTL."""
-
-    kind: str = "abstract"
-
-    def __init__(self, name: str, type_info: Optional[TypeInformation] = None) -> None:
-        if not isinstance(name, str) or not name:
-            msg = f"a state descriptor needs a non-empty str name; got {name!r}"
-            raise InvalidArgumentError(msg)
-        self.name = name
-        self.type_info = type_info
-        self.ttl_config: Optional[StateTtlConfig] = None
-
-    def get_name(self) -> str:
-        return self.name
-
-    def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
-        if not isinstance(ttl_config, StateTtlConfig):
-            msg = f"enable_time_to_live needs a StateTtlConfig; got {type(ttl_config).__name__}"
-            raise InvalidTypeError(msg)
-        self.ttl_config = ttl_config
-
-    def _ttl(self) -> Optional[StateTtlConfig]:
-        cfg = self.ttl_config
-        return cfg if cfg is not None and cfg.is_enabled() else None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"
-
-
-class ValueStateDescriptor(StateDescriptor):
-    kind = "value"
-
-
-class ListStateDescriptor(StateDescriptor):
-    kind = "list"
-
-
-class MapStateDescriptor(StateDescriptor):
-    kind = "map"
-
-    def __init__(
-        self,
-        name: str,
-        key_type_info: Optional[TypeInformation] = None,
-        value_type_info: Optional[TypeInformation] = None,
-    ) -> None:
-        super().__init__(name, value_type_info)
-        self.key_type_info = key_type_info
-
-
-class ReducingStateDescriptor(StateDescriptor):
-    """State that folds added values with a reduce function (``ReduceFunction`` or a callable)."""
-
-    kind = "reducing"
-
-    def __init__(self, name: str, reduce_function: Any, type_info: Optional[TypeInformation] = None) -> None:
-        super().__init__(name, type_info)
-        self.reduce_function = _as_reduce(reduce_function, f"ReducingStateDescriptor({name!r})")
-
-
-class AggregatingStateDescriptor(StateDescriptor):
-    """State that aggregates added values with an ``AggregateFunction``."""
-
-    kind = "aggregating"
-
-    def __init__(self, name: str, agg_function: Any, state_type_info: Optional[TypeInformation] = None) -> None:
-        super().__init__(name, state_type_info)
-        for method in ("create_accumulator", "add", "get_result"):
-            if not callable(getattr(agg_function, method, None)):
-                msg = (
-                    f"AggregatingStateDescriptor({name!r}) needs an AggregateFunction with "
-                    f"create_accumulator/add/get_result; got {type(agg_function).__name__} without {method}()"
-                )
-                raise InvalidTypeError(msg)
-        self.agg_function = agg_function
-
-
-def _as_reduce(fn: Any, where: str) -> Callable[[Any, Any], Any]:
-    reduce = getattr(fn, "reduce", None)
-    if callable(reduce):
-        return reduce  # type: ignore[no-any-return]
-    if callable(fn):
-        return fn  # type: ignore[no-any-return]
-    msg = f"{where} needs a ReduceFunction or a callable (a, b) -> c; got {type(fn).__name__}"
-    raise InvalidTypeError(msg)
 
 
 # ----------------------------------------------------------------------------------------- backend
@@ -373,18 +166,18 @@ class KeyedStateBackend:
                 continue
             stored = table[skey]
             if desc.kind == "list":  # type: ignore[union-attr]
-                alive = [tv for tv in stored if not _expired(tv, ttl.ttl_ms, now)]
+                alive = [tv for tv in stored if not is_expired(tv, ttl.ttl_ms, now)]
                 if alive:
                     table[skey] = alive
                 else:
                     del table[skey]
             elif desc.kind == "map":  # type: ignore[union-attr]
-                alive_map = {k: tv for k, tv in stored.items() if not _expired(tv, ttl.ttl_ms, now)}
+                alive_map = {k: tv for k, tv in stored.items() if not is_expired(tv, ttl.ttl_ms, now)}
                 if alive_map:
                     table[skey] = alive_map
                 else:
                     del table[skey]
-            elif _expired(stored, ttl.ttl_ms, now):
+            elif is_expired(stored, ttl.ttl_ms, now):
                 del table[skey]
         if not table:
             del self._tables[key]
@@ -422,7 +215,7 @@ class InternalState(State):
         if stored is None or self._ttl is None:
             return stored
         now = self._backend.now()
-        if _expired(stored, self._ttl.ttl_ms, now):
+        if is_expired(stored, self._ttl.ttl_ms, now):
             self.clear()
             if self._ttl.state_visibility is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp:
                 return stored.value
@@ -534,8 +327,8 @@ class ListState(InternalState, Generic[T]):
             return stored  # type: ignore[no-any-return]
         now = self._backend.now()
         ttl = self._ttl
-        if any(_expired(tv, ttl.ttl_ms, now) for tv in stored):
-            alive = [tv for tv in stored if not _expired(tv, ttl.ttl_ms, now)]
+        if any(is_expired(tv, ttl.ttl_ms, now) for tv in stored):
+            alive = [tv for tv in stored if not is_expired(tv, ttl.ttl_ms, now)]
             visible = stored if ttl.state_visibility is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp else alive
             if alive:
                 self._backend.raw_put(self._name, self._namespace, alive)
@@ -607,7 +400,7 @@ class MapState(InternalState, Generic[K, V]):
         if self._ttl is None:
             return True, entry
         now = self._backend.now()
-        if _expired(entry, self._ttl.ttl_ms, now):
+        if is_expired(entry, self._ttl.ttl_ms, now):
             del stored[key]
             if not stored:
                 self.clear()
@@ -685,18 +478,11 @@ _STATE_CLASSES: Dict[str, type] = {
 
 __all__ = [
     "AggregatingState",
-    "AggregatingStateDescriptor",
     "KeyedStateBackend",
     "ListState",
-    "ListStateDescriptor",
     "MapState",
-    "MapStateDescriptor",
     "ReducingState",
-    "ReducingStateDescriptor",
     "State",
-    "StateDescriptor",
-    "StateTtlConfig",
     "ValueState",
-    "ValueStateDescriptor",
     "VOID_NAMESPACE",
 ]

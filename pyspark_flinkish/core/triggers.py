@@ -14,7 +14,7 @@ from typing import Any, Callable, Generic, TypeVar
 from .durations import TimeLike, to_millis
 from .errors import InvalidArgumentError, InvalidTypeError
 from .javamath import java_rem, long_add
-from .state import ReducingStateDescriptor, StateDescriptor, ValueStateDescriptor
+from .state_descriptors import ReducingStateDescriptor, StateDescriptor, ValueStateDescriptor
 from .typeinfo import Types
 from .windows import Window
 

@@ -27,10 +27,9 @@ from .operators import (
     short,
 )
 from .records import Output, OutputTag, StreamRecord, emit_results
-from .state import (
-    VOID_NAMESPACE,
+from .state import VOID_NAMESPACE, InternalState
+from .state_descriptors import (
     AggregatingStateDescriptor,
-    InternalState,
     ListStateDescriptor,
     ReducingStateDescriptor,
     StateDescriptor,

@@ -547,7 +547,7 @@ class _RollingReduce(KeyedProcessFunction):  # type: ignore[type-arg]
         self.function = function if isinstance(function, Function) else None
 
     def open(self, runtime_context: Any) -> None:
-        from ..core.state import ValueStateDescriptor
+        from ..core.state_descriptors import ValueStateDescriptor
 
         if self.function is not None:
             self.function.open(runtime_context)

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from ..core.state import (
-    AggregatingState,
+from ..core.state import AggregatingState, ListState, MapState, ReducingState, State, ValueState
+from ..core.state_descriptors import (
     AggregatingStateDescriptor,
-    ListState,
     ListStateDescriptor,
-    MapState,
     MapStateDescriptor,
-    ReducingState,
     ReducingStateDescriptor,
-    State,
     StateDescriptor,
-    StateTtlConfig,
-    ValueState,
     ValueStateDescriptor,
 )
+from ..core.state_ttl import StateTtlConfig
 
 __all__ = [
     "AggregatingState",

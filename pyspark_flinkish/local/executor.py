@@ -21,7 +21,7 @@ from ..core.errors import FlinkishError, StateError, UserFunctionError
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
-from ..core.watermarks import SplitWatermarks, StatusWatermarkValve
+from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
 from ..datastream.plan import Transformation, node_uid, topological
 from ..monitoring import watermark_lag
 
@@ -320,7 +320,7 @@ class LocalExecutor:
 
     def restore_watermark_state(self, state: Dict[str, Any]) -> None:
         """Inverse of :meth:`watermark_state`, into this (freshly built and opened) graph."""
-        from ..core.watermarks import StatusWatermarkValve, generator_from_dict
+        from ..core.watermarks import generator_from_dict
 
         nodes = state.get("nodes")
         if not isinstance(nodes, list) or len(nodes) != len(self.order):

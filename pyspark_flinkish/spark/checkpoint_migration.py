@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 from ..core.clock import Clock
 from ..core.operators import TimestampsAndWatermarksOperator
@@ -17,6 +17,27 @@ from .checkpoint import driver_document, write_atomically, write_meta
 
 _log = logging.getLogger("pyspark_flinkish.spark")
 
+MOVED_CLASSES: Dict[Tuple[str, str], str] = {
+    ("pyspark_flinkish.core.watermarks", "SplitWatermarks"): "pyspark_flinkish.core.watermark_alignment",
+    ("pyspark_flinkish.core.watermarks", "StatusWatermarkValve"): "pyspark_flinkish.core.watermark_alignment",
+    ("pyspark_flinkish.core.watermarks", "_PartialWatermark"): "pyspark_flinkish.core.watermark_alignment",
+}
+"""Classes the pickles of older versions name under a module they have since left: ``(old module, name)`` to the
+module that holds them now."""
+
+
+class LegacyUnpickler(pickle.Unpickler):
+    """Reads an older version's pickle, finding the classes that moved (:data:`MOVED_CLASSES`) where they are now."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED_CLASSES.get((module, name), module), name)
+
+
+def load_legacy_pickle(path: str) -> Any:
+    """The object pickled in ``path`` by an older version."""
+    with open(path, "rb") as f:
+        return LegacyUnpickler(f).load()
+
 
 def migrate_pickled_checkpoint(
     checkpoint: str, legacy_meta: str, new_graph: Callable[[], LocalExecutor], clock: Clock
@@ -25,17 +46,15 @@ def migrate_pickled_checkpoint(
     (pickles): read them once, write ``meta.json`` and ``b=<batch>.json``, delete the pickles. ``meta.json`` is
     written last, so an interrupted migration is redone; afterwards no pickle file is ever read."""
     _log.warning("checkpoint %s: converting the pickled driver state of an older version to JSON", checkpoint)
-    with open(legacy_meta, "rb") as f:
-        stored = pickle.load(f)
+    stored = load_legacy_pickle(legacy_meta)
     stored.pop("format", None)
     stored.setdefault("vectorize", False)  # checkpoints written before batch-wise windows existed
     driver_root = os.path.join(checkpoint, "flinkish", "driver")
     names = sorted(os.listdir(driver_root)) if os.path.isdir(driver_root) else []
     for name in names:
         if name.startswith("b=") and name.endswith(".pkl"):
-            with open(os.path.join(driver_root, name), "rb") as f:
-                graph = new_graph()
-                restore_pickled_graph(graph, pickle.load(f), clock)
+            graph = new_graph()
+            restore_pickled_graph(graph, load_legacy_pickle(os.path.join(driver_root, name)), clock)
             write_atomically(os.path.join(driver_root, name[:-4] + ".json"), driver_document(graph, int(name[2:14])))
             os.remove(os.path.join(driver_root, name))
     write_meta(checkpoint, stored)
@@ -79,6 +98,9 @@ def _rebind_clock(generator: Any, clock: Clock) -> None:
 
 
 __all__ = [
+    "MOVED_CLASSES",
+    "LegacyUnpickler",
+    "load_legacy_pickle",
     "migrate_pickled_checkpoint",
     "restore_pickled_graph",
 ]

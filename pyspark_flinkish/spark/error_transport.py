@@ -43,43 +43,39 @@ def reported_to_driver(node: Optional[Node] = None) -> Iterator[None]:
         raise UserFunctionError(msg) from exc
 
 
-def user_error_from(exc: BaseException) -> Optional[UserFunctionError]:
-    """The :class:`UserFunctionError` a Spark task raised, rebuilt on the driver from the text of the Spark /
-    Py4J exception that carries it (its cause is ``exc``); None when ``exc`` carries none."""
+def _carried(exc: BaseException, cls: type, begin: str, end: str) -> Optional[FlinkishError]:
+    """The ``cls`` error that ``exc``'s chain of causes holds, itself or as the text between ``begin`` and ``end``
+    in a Spark / Py4J exception's message (rebuilt, its cause ``exc``); None when the chain holds none."""
     seen: List[BaseException] = []
     current: Optional[BaseException] = exc
     while current is not None and current not in seen:
-        if isinstance(current, UserFunctionError) and _ERROR_BEGIN not in str(current):
-            return current
-        match = re.search(re.escape(_ERROR_BEGIN) + "(.*?)" + re.escape(_ERROR_END), str(current), re.S)
+        if isinstance(current, cls) and begin not in str(current):
+            return current  # type: ignore[return-value]
+        match = re.search(re.escape(begin) + "(.*?)" + re.escape(end), str(current), re.S)
         if match:
-            error = UserFunctionError(match.group(1))
-            names = re.match(r"operator '(.*?)' \(uid '(.*?)'\)", match.group(1))
-            if names:
-                error.operator, error.uid = names.group(1), names.group(2)
+            error = cls(match.group(1))
             error.__cause__ = exc
-            return error
+            return error  # type: ignore[no-any-return]
         seen.append(current)
         current = current.__cause__ or current.__context__
     return None
+
+
+def user_error_from(exc: BaseException) -> Optional[UserFunctionError]:
+    """The :class:`UserFunctionError` a Spark task raised, rebuilt on the driver from the text of the Spark /
+    Py4J exception that carries it (its cause is ``exc``); None when ``exc`` carries none."""
+    error = _carried(exc, UserFunctionError, _ERROR_BEGIN, _ERROR_END)
+    if error is not None and error.__cause__ is exc:  # rebuilt from text: operator and uid from its message
+        names = re.match(r"operator '(.*?)' \(uid '(.*?)'\)", str(error))
+        if names:
+            error.operator, error.uid = names.group(1), names.group(2)  # type: ignore[attr-defined]
+    return error  # type: ignore[return-value]
 
 
 def unsupported_error_from(exc: BaseException) -> Optional[UnsupportedFeatureError]:
     """The :class:`UnsupportedFeatureError` a Spark task raised while the job ran, rebuilt on the driver from the text
     of the Spark / Py4J exception that carries it (its cause is ``exc``); None when ``exc`` carries none."""
-    seen: List[BaseException] = []
-    current: Optional[BaseException] = exc
-    while current is not None and current not in seen:
-        if isinstance(current, UnsupportedFeatureError) and _UNSUPPORTED_BEGIN not in str(current):
-            return current
-        match = re.search(re.escape(_UNSUPPORTED_BEGIN) + "(.*?)" + re.escape(_UNSUPPORTED_END), str(current), re.S)
-        if match:
-            error = UnsupportedFeatureError(match.group(1))
-            error.__cause__ = exc
-            return error
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return None
+    return _carried(exc, UnsupportedFeatureError, _UNSUPPORTED_BEGIN, _UNSUPPORTED_END)  # type: ignore[return-value]
 
 
 def package_error_from(exc: BaseException) -> Optional[FlinkishError]:

@@ -89,10 +89,6 @@ def _spark_checkpointing_takes_the_role() -> None:
     assert "checkpoint_location" in inspect.signature(SparkStreamExecutionEnvironment.execute).parameters
 
 
-_TWO_INPUT = Why(
-    "two-input streams (connect/broadcast) are not in the semantic core yet",
-    absent=("datastream.DataStream.connect", "datastream.DataStream.broadcast", "datastream.KeyedStream.connect"),
-)
 _WINDOW_ALL = Why(
     "non-keyed windowAll is not supported: Spark needs a key to partition state",
     absent=("datastream.DataStream.window_all", "datastream.DataStream.count_window_all"),
@@ -131,10 +127,6 @@ _SOURCE_FUNCTION = Why(
 
 EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream": {
-        "ConnectedStreams": _TWO_INPUT, "BroadcastStream": _TWO_INPUT, "BroadcastConnectedStream": _TWO_INPUT,
-        "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
-        "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
-        "KeyedBroadcastProcessFunction": _TWO_INPUT,
         "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
         "Partitioner": _PARTITIONER,
         "SourceFunction": _SOURCE_FUNCTION,
@@ -154,9 +146,7 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "TimeWindowSerializer": _SERIALIZER, "CountWindowSerializer": _SERIALIZER, "GlobalWindowSerializer": _SERIALIZER,
     },
     "datastream.functions": {
-        "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
-        "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
-        "KeyedBroadcastProcessFunction": _TWO_INPUT, "AllWindowFunction": _WINDOW_ALL,
+        "AllWindowFunction": _WINDOW_ALL,
         "ProcessAllWindowFunction": _WINDOW_ALL,
         "SourceFunction": _SOURCE_FUNCTION,
         "Partitioner": _PARTITIONER,
@@ -166,12 +156,14 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "KafkaTopicSelector": _KAFKA_SINK,
     },
     "datastream.state": {
-        "BroadcastState": _TWO_INPUT, "ReadOnlyBroadcastState": _TWO_INPUT,
         "OperatorStateStore": Why(
-            "operator (non-keyed) state: Spark has no per-task state to map it to",
-            # PyFlink hands an OperatorStateStore (broadcast state only) to broadcast functions
-            absent=("datastream.DataStream.broadcast", "datastream.functions.BroadcastProcessFunction"),
-            instead=("datastream.RuntimeContext.get_state",),
+            "operator (non-keyed) state other than broadcast state: Spark has no per-task state to map it to; "
+            "PyFlink's only OperatorStateStore method, get_broadcast_state, is on the broadcast functions' contexts",
+            instead=(
+                "datastream.functions.BroadcastProcessFunction.Context.get_broadcast_state",
+                "datastream.functions.KeyedBroadcastProcessFunction.ReadOnlyContext.get_broadcast_state",
+                "datastream.RuntimeContext.get_state",
+            ),
         ),
     },
 }
@@ -180,10 +172,31 @@ EXCLUDED: dict[str, dict[str, Why]] = {
 PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.StreamExecutionEnvironment": ["get_execution_environment", "from_collection", "from_source", "execute",
                                               "set_parallelism", "get_parallelism"],
-    "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "process", "assign_timestamps_and_watermarks",
+    "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "connect", "broadcast", "process",
+                              "assign_timestamps_and_watermarks",
                               "get_side_output", "execute_and_collect", "add_sink", "sink_to", "print", "name", "uid",
                               "set_parallelism", "get_name", "get_type", "get_execution_environment"],
-    "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter"],
+    "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter", "connect"],
+    "datastream.ConnectedStreams": ["key_by", "map", "flat_map", "process"],
+    "datastream.BroadcastConnectedStream": ["process"],
+    "datastream.functions.CoMapFunction": ["map1", "map2", "open", "close"],
+    "datastream.functions.CoFlatMapFunction": ["flat_map1", "flat_map2", "open", "close"],
+    "datastream.functions.CoProcessFunction": ["process_element1", "process_element2"],
+    "datastream.functions.CoProcessFunction.Context": ["timer_service", "timestamp"],
+    "datastream.functions.KeyedCoProcessFunction": ["process_element1", "process_element2", "on_timer"],
+    "datastream.functions.KeyedCoProcessFunction.Context": ["get_current_key", "timer_service", "timestamp"],
+    "datastream.functions.KeyedCoProcessFunction.OnTimerContext": ["time_domain"],
+    "datastream.functions.BroadcastProcessFunction": ["process_element", "process_broadcast_element"],
+    "datastream.functions.BroadcastProcessFunction.Context": ["get_broadcast_state", "timestamp",
+                                                              "current_processing_time", "current_watermark"],
+    "datastream.functions.BroadcastProcessFunction.ReadOnlyContext": ["get_broadcast_state", "timestamp",
+                                                                      "current_processing_time", "current_watermark"],
+    "datastream.functions.KeyedBroadcastProcessFunction": ["process_element", "process_broadcast_element", "on_timer"],
+    "datastream.functions.KeyedBroadcastProcessFunction.ReadOnlyContext": ["get_broadcast_state", "timer_service",
+                                                                           "get_current_key", "timestamp"],
+    "datastream.functions.KeyedBroadcastProcessFunction.OnTimerContext": ["time_domain", "get_current_key"],
+    "datastream.state.ReadOnlyBroadcastState": ["get", "contains", "items", "keys", "values", "is_empty"],
+    "datastream.state.BroadcastState": ["put", "put_all", "remove", "get", "items"],
     "datastream.WindowedStream": ["trigger", "evictor", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
                                   "process", "apply"],
     "common.WatermarkStrategy": ["for_bounded_out_of_orderness", "for_monotonous_timestamps", "no_watermarks",

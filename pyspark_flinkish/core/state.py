@@ -82,6 +82,12 @@ class KeyedStateBackend:
         self._current_key = key
         self._has_key = True
 
+    def unset_current_key(self) -> None:
+        """Leave the keyed context (e.g. the broadcast side of a keyed broadcast operator): keyed state then
+        raises, as in Flink."""
+        self._current_key = None
+        self._has_key = False
+
     def get_current_key(self) -> Any:
         if not self._has_key:
             msg = "keyed state was used outside a keyed context (no current key); use it after key_by"

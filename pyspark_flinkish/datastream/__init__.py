@@ -10,11 +10,18 @@ from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
+from .connected_streams import BroadcastConnectedStream, BroadcastStream, ConnectedStreams
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .functions import (
     AggregateFunction,
+    BroadcastProcessFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
     FilterFunction,
     FlatMapFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
@@ -31,6 +38,15 @@ from .stream_execution_environment import StreamExecutionEnvironment
 from .window import CountWindow, MergingWindowAssigner, TimeWindow, Trigger, TriggerResult, Window, WindowAssigner
 
 __all__ = [
+    "BroadcastConnectedStream",
+    "BroadcastProcessFunction",
+    "BroadcastStream",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
+    "ConnectedStreams",
+    "KeyedBroadcastProcessFunction",
+    "KeyedCoProcessFunction",
     "AggregateFunction",
     "CountWindow",
     "FilterFunction",

@@ -45,6 +45,7 @@ from ..core.window_operator import (
     WindowFunctionAdapter,
     WindowOperator,
 )
+from .connected_streams import BroadcastConnectedStream, BroadcastStream, ConnectedStreams, broadcast_stream, connect
 from .executors import require_spark
 from .plan import (
     ForeachBatchSpec,
@@ -186,6 +187,18 @@ class DataStream:
         t = Transformation("union", "Union", [self._t] + [s._t for s in streams], output_type=self._t.output_type)
         return DataStream(self._env, t)
 
+    def connect(self, ds: Union[DataStream, BroadcastStream]) -> Union[ConnectedStreams, BroadcastConnectedStream]:
+        """Connect with ``ds``: a :class:`ConnectedStreams` for a DataStream (co-functions), a
+        :class:`BroadcastConnectedStream` for a :class:`BroadcastStream` (broadcast state). See
+        :mod:`.connected_streams`."""
+        return connect(self, ds, lambda t: DataStream(self._env, t))
+
+    def broadcast(self, broadcast_state_descriptor: Any = None, *other_broadcast_state_descriptors: Any) -> BroadcastStream:
+        """A :class:`BroadcastStream` with the broadcast state maps of the given ``MapStateDescriptor``s, to
+        ``connect`` with a (keyed or non-keyed) stream."""
+        given = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
+        return broadcast_stream(self, [d for d in given if d is not None])
+
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
         if not isinstance(watermark_strategy, WatermarkStrategy):
             msg = f"assign_timestamps_and_watermarks needs a WatermarkStrategy; got {type(watermark_strategy).__name__}"
@@ -308,6 +321,11 @@ class KeyedStream(DataStream):
             keyed=True,
         )
         return DataStream(self._env, t)
+
+    def broadcast(self, *args: Any) -> BroadcastStream:
+        """Not supported, as in PyFlink: the partitioning of a KeyedStream cannot be overridden."""
+        msg = "Cannot override partitioning for KeyedStream (PyFlink raises the same); broadcast the stream before key_by"
+        raise InvalidPipelineError(msg)
 
     def window(self, window_assigner: WindowAssigner) -> WindowedStream:  # type: ignore[type-arg]
         if not isinstance(window_assigner, WindowAssigner):

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from ..core.co_functions import (
+    BaseBroadcastProcessFunction,
+    BroadcastProcessFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+)
 from ..core.functions import (
     AggregateFunction,
     FilterFunction,
@@ -22,6 +31,13 @@ from ..core.functions import (
 )
 
 __all__ = [
+    "BaseBroadcastProcessFunction",
+    "BroadcastProcessFunction",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
+    "KeyedBroadcastProcessFunction",
+    "KeyedCoProcessFunction",
     "AggregateFunction",
     "FilterFunction",
     "FlatMapFunction",

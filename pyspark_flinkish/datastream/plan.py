@@ -73,6 +73,24 @@ class WindowSpec(NodeSpec):
 
 
 @dataclass(eq=False)
+class TwoInputSpec(NodeSpec):
+    """A two-input operator: ``connect(...)`` with a co-function (``op``: ``co_map``, ``co_flat_map``,
+    ``co_process``, ``keyed_co_process``) or a broadcast process function (``broadcast_process``,
+    ``keyed_broadcast_process``). ``key_selectors`` has one entry per input when keyed (``None`` for the
+    broadcast input); ``broadcast_descriptors`` are the ``MapStateDescriptor``s of ``broadcast(...)``."""
+
+    op: str
+    key_selectors: Optional[List[Optional[Callable[[Any], Any]]]] = None
+    key_type: Any = None
+    broadcast_descriptors: Optional[List[Any]] = None
+
+    @property
+    def broadcast_input(self) -> Optional[int]:
+        """The input that carries the broadcast stream (1), or None for ``connect`` of two streams."""
+        return 1 if self.broadcast_descriptors is not None else None
+
+
+@dataclass(eq=False)
 class SinkFunctionSpec(NodeSpec):
     """``add_sink(function)``: the user's ``SinkFunction`` or callable, called once per record."""
 
@@ -105,7 +123,8 @@ class DeltaSinkSpec(BatchWriterSinkSpec):
 class Transformation:
     """One node of the plan.
 
-    ``kind`` is ``source``, ``operator`` (one input, ``factory`` makes its operator), ``union``,
+    ``kind`` is ``source``, ``operator`` (one input, or two with a :class:`TwoInputSpec`; ``factory`` makes its
+    operator), ``union``,
     ``side_output`` (selects ``tag`` of its input) or ``sink``; ``spec`` says what an operator or sink node is
     (a :class:`NodeSpec`).
     """
@@ -164,6 +183,7 @@ __all__ = [
     "StatelessSpec",
     "TimestampsSpec",
     "Transformation",
+    "TwoInputSpec",
     "WindowSpec",
     "node_uid",
     "topological",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.broadcast_state import BroadcastState, ReadOnlyBroadcastState
 from ..core.state import AggregatingState, ListState, MapState, ReducingState, State, ValueState
 from ..core.state_descriptors import (
     AggregatingStateDescriptor,
@@ -14,6 +15,8 @@ from ..core.state_descriptors import (
 from ..core.state_ttl import StateTtlConfig
 
 __all__ = [
+    "BroadcastState",
+    "ReadOnlyBroadcastState",
     "AggregatingState",
     "AggregatingStateDescriptor",
     "ListState",

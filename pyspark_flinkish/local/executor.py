@@ -17,12 +17,13 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock
+from ..core.combined_watermark import CombinedWatermarkStatus, valve_from_dict
 from ..core.errors import FlinkishError, StateError, UserFunctionError
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import Transformation, node_uid, topological
+from ..datastream.plan import Transformation, TwoInputSpec, node_uid, topological
 from ..monitoring import watermark_lag
 
 
@@ -63,8 +64,11 @@ class _Node:
         self.operator = operator
         self.main: List[Tuple[_Node, int]] = []
         self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
-        self.valve = StatusWatermarkValve(max(1, len(t.inputs)))
+        self.valve: Any = (
+            CombinedWatermarkStatus(2) if isinstance(t.spec, TwoInputSpec) else StatusWatermarkValve(max(1, len(t.inputs)))
+        )
         self.sink_fn = t.sink
+        self.two_input = isinstance(t.spec, TwoInputSpec)
 
     # -- Output protocol (the operator's output goes to the downstream edges)
     def collect(self, record: StreamRecord) -> None:
@@ -89,7 +93,9 @@ class _Node:
     # -- inputs
     def push_record(self, channel: int, record: StreamRecord) -> None:
         try:
-            if self.operator is not None:
+            if self.two_input and self.operator is not None:
+                self.operator.process_input(channel, record)  # type: ignore[attr-defined]
+            elif self.operator is not None:
                 self.operator.process_element(record)
             elif self.sink_fn is not None:
                 call_user(self.sink_fn, lambda: f"{self.t.name}: sink function on {short(record.value)}", record.value)
@@ -332,7 +338,7 @@ class LocalExecutor:
             raise StateError(msg)
         for t, saved in zip(self.order, nodes):
             n = self.nodes[t.id]
-            n.valve = StatusWatermarkValve.from_dict(saved["valve"])
+            n.valve = valve_from_dict(saved["valve"])
             op, saved_op = n.operator, saved["operator"]
             if op is None or saved_op is None:
                 continue
@@ -386,6 +392,8 @@ class LocalExecutor:
             fresh.restore_watermark(old.current_watermark)
             for key, blob in blobs.items():
                 fresh.restore_key(key, decode_snapshot(blob))
+            if hasattr(old, "snapshot_broadcast_state"):  # broadcast state: operator state, through the same codec
+                fresh.restore_broadcast_state(decode_snapshot(encode_snapshot(old.snapshot_broadcast_state())))
             node.operator = fresh
         return [n.operator for n in (self.nodes[t.id] for t in self.order) if n.operator is not None]
 

@@ -1,0 +1,171 @@
+"""Two-input operators' rules in the core: the combined watermark (min of the inputs over the non-idle ones), broadcast
+state's read-only side, the PyFlink API's checks, and what a function may not do (keyed state without a key, timers on
+a non-keyed stream)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List
+
+import pytest
+
+from pyspark_flinkish.common import WatermarkStrategy
+from pyspark_flinkish.core.broadcast_state import BroadcastStateStore
+from pyspark_flinkish.core.combined_watermark import CombinedWatermarkStatus, valve_from_dict
+from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UserFunctionError
+from pyspark_flinkish.core.javamath import LONG_MIN
+from pyspark_flinkish.core.watermark_alignment import StatusWatermarkValve
+from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
+from pyspark_flinkish.datastream.functions import (
+    BroadcastProcessFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+)
+from pyspark_flinkish.datastream.state import MapStateDescriptor, ValueStateDescriptor
+
+
+def test_combined_watermark_is_the_minimum_and_only_increases() -> None:
+    c = CombinedWatermarkStatus()
+    assert c.input_watermark(0, 10) is None  # input 1 still at MIN
+    assert c.input_watermark(1, 5) == 5
+    assert c.input_watermark(1, 20) == 10
+    assert c.input_watermark(0, 15) == 15
+    assert c.input_watermark(0, 12) is None  # a smaller watermark never regresses an input
+
+
+def test_an_idle_input_leaves_the_minimum_and_all_idle_emits_nothing() -> None:
+    """Unlike a union's valve, which flushes the maximum when its last channel goes idle."""
+    c = CombinedWatermarkStatus()
+    c.input_watermark(0, 10)
+    c.input_watermark(1, 3)
+    assert c.input_idle(1, True) == (10, None)
+    assert c.input_idle(0, True) == (None, True)
+    assert c.input_idle(1, False) == (None, False)  # back at 3: below the combined 10, nothing is emitted
+    assert c.input_watermark(1, 11) == 11
+    valve = StatusWatermarkValve(2)
+    valve.input_watermark(0, 10)
+    valve.input_watermark(1, 30)
+    valve.input_idle(1, True)
+    assert valve.input_idle(0, True)[0] == 30  # the valve's rule, not the two-input operator's
+
+
+def test_combined_watermark_round_trips_through_its_document() -> None:
+    c = CombinedWatermarkStatus()
+    c.input_watermark(0, 7)
+    c.input_idle(1, True)
+    back = valve_from_dict(json.loads(json.dumps(c.to_dict())))
+    assert isinstance(back, CombinedWatermarkStatus) and back.to_dict() == c.to_dict()
+    assert isinstance(valve_from_dict(StatusWatermarkValve(2).to_dict()), StatusWatermarkValve)
+    assert CombinedWatermarkStatus().combined == LONG_MIN
+
+
+def test_broadcast_state_read_only_view_refuses_writes_and_undeclared_descriptors() -> None:
+    rules = MapStateDescriptor("rules")
+    store = BroadcastStateStore([rules])
+    store.view(rules, writable=True).put("a", 1)
+    ro = store.view(rules, writable=False)
+    assert ro.get("a") == 1 and "a" in ro and list(ro) == ["a"] and not ro.is_empty()
+    with pytest.raises(InvalidPipelineError, match="read-only"):
+        ro.put("b", 2)
+    with pytest.raises(InvalidPipelineError, match="read-only"):
+        ro.remove("a")
+    with pytest.raises(InvalidArgumentError, match=r"does not exist.*broadcast"):
+        store.view(MapStateDescriptor("other"), writable=True)
+
+
+def _env_streams() -> Any:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1])
+    a = env.from_source(MicroBatchSource([MicroBatch([("k", 1), ("j", 2)])]), strategy, "a")
+    b = env.from_source(MicroBatchSource([MicroBatch([("r", 0)])]), strategy, "b")
+    return env, a, b
+
+
+def test_api_checks_follow_pyflink() -> None:
+    _, a, b = _env_streams()
+    desc = MapStateDescriptor("rules")
+
+    class K(KeyedCoProcessFunction):  # type: ignore[type-arg]
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            return []
+
+        def process_element2(self, value: Any, ctx: Any) -> Any:
+            return []
+
+    class B(BroadcastProcessFunction):  # type: ignore[type-arg]
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            return []
+
+        def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+            return []
+
+    with pytest.raises(InvalidPipelineError, match="key_by"):
+        a.connect(b).process(K())
+    with pytest.raises(InvalidTypeError, match="non-keyed"):
+        a.key_by(lambda e: e[0]).connect(b.broadcast(desc)).process(B())
+    with pytest.raises(InvalidPipelineError, match="Cannot override partitioning"):
+        a.key_by(lambda e: e[0]).broadcast(desc)
+    with pytest.raises(InvalidTypeError, match="MapStateDescriptor"):
+        b.broadcast(ValueStateDescriptor("v"))
+    with pytest.raises(InvalidPipelineError, match="MapStateDescriptor"):
+        b.broadcast()
+    with pytest.raises(InvalidTypeError, match="map1"):
+        a.connect(b).map(lambda v: v)
+    other = StreamExecutionEnvironment.get_execution_environment().from_collection([1])
+    with pytest.raises(InvalidPipelineError, match="different environments"):
+        a.connect(other)
+
+
+def _run(stream: Any) -> List[Any]:
+    return list(stream.execute_and_collect())
+
+
+def test_timers_need_keyed_connected_streams() -> None:
+    _, a, b = _env_streams()
+
+    class Timer(CoProcessFunction):  # type: ignore[type-arg]
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            ctx.timer_service().register_event_time_timer(10)
+            return []
+
+        def process_element2(self, value: Any, ctx: Any) -> Any:
+            return []
+
+    with pytest.raises(UserFunctionError, match="only supported on keyed streams"):
+        _run(a.connect(b).process(Timer()))
+
+
+def test_broadcast_side_has_no_key_and_keyed_side_reads_only() -> None:
+    desc = MapStateDescriptor("rules")
+
+    class KeyedStateOnBroadcastSide(KeyedBroadcastProcessFunction):  # type: ignore[type-arg]
+        def open(self, runtime_context: Any) -> None:
+            self.seen = runtime_context.get_state(ValueStateDescriptor("seen"))
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield ctx.get_current_key(), ctx.get_broadcast_state(desc).get("r")
+
+        def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+            ctx.get_broadcast_state(desc).put(value[0], value[1])
+            self.seen.update(True)  # keyed state: there is no current key here
+            return []
+
+    _, a, b = _env_streams()
+    with pytest.raises(UserFunctionError, match="no current key"):
+        _run(a.key_by(lambda e: e[0]).connect(b.broadcast(desc)).process(KeyedStateOnBroadcastSide()))
+
+
+def test_connect_a_stream_with_itself_delivers_each_element_to_both_inputs() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    s = env.from_collection([1, 2])
+
+    class Tag(CoMapFunction):  # type: ignore[type-arg]
+        def map1(self, value: Any) -> Any:
+            return ("first", value)
+
+        def map2(self, value: Any) -> Any:
+            return ("second", value)
+
+    assert sorted(_run(s.connect(s).map(Tag()))) == [("first", 1), ("first", 2), ("second", 1), ("second", 2)]

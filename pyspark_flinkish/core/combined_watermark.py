@@ -5,8 +5,9 @@ is idle.
 
 It differs from :class:`~pyspark_flinkish.core.watermark_alignment.StatusWatermarkValve` (an operator's channels,
 e.g. a union), which flushes the maximum when its last channel goes idle and keeps a returning channel out of the
-minimum until it catches up. :class:`CombinedWatermarkStatus` has the valve's interface (``input_watermark``,
-``input_idle``, ``to_dict``), so an engine uses either one per node; :func:`valve_from_dict` reads back both.
+minimum until it catches up. :class:`CombinedWatermarkStatus` has the valve's interface
+(``input_watermark``, ``input_idle``, ``last_output``, ``to_dict``), so an engine uses either one per node;
+:func:`valve_from_dict` reads back both.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ class CombinedWatermarkStatus:
         self.idle = [False] * num_inputs
         self.combined = LONG_MIN
         self.output_idle = False
+
+    @property
+    def last_output(self) -> int:
+        """The combined watermark emitted last (``MIN`` before the first), as the valve's ``last_output``."""
+        return self.combined
 
     def _update(self) -> Optional[int]:
         active = [w for w, i in zip(self.watermarks, self.idle) if not i]

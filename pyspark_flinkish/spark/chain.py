@@ -69,14 +69,14 @@ class ChainRunner:
                     future[2].append((ts, order))
         entry[2] = max(entry[2], batch)
 
-    def push(self, index: int, record: StreamRecord, order: List[int]) -> None:
+    def push(self, index: int, record: StreamRecord, order: List[int], channel: int = 0) -> None:
         try:
-            self._push(index, record, order)
+            self._push(index, record, order, channel)
         except UserFunctionError as exc:
             node = self.plan.nodes[index]
             raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
 
-    def _push(self, index: int, record: StreamRecord, order: List[int]) -> None:
+    def _push(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
         node = self.plan.nodes[index]
         if node.kind == "sink":
             self.rows.append(
@@ -90,6 +90,9 @@ class ChainRunner:
                     "ord": order,
                 }
             )
+            return
+        if node.keyed and node.two_input:
+            self._keyed_two_input_rows(index, record, order, channel)
             return
         if node.keyed:
             key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
@@ -112,16 +115,47 @@ class ChainRunner:
         op = self._operator(index)
         out: ChainOutput = op.output  # type: ignore[assignment]
         out.base, out.n = order, 0
-        op.process_element(record)
+        if node.two_input:
+            op.process_input(channel, record)  # type: ignore[attr-defined]
+        else:
+            op.process_element(record)
         if node.generates_watermarks:
             # the operator's generator runs on the driver: report what it saw (timestamps after assignment)
             for rec in out.assigned:
                 self.stat(index, "", rec)
             out.assigned.clear()
 
+    def _keyed_two_input_rows(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
+        """Rows for a keyed two-input operator: the element with its input (``(channel, element)`` pickled); a
+        broadcast input's element goes to every state partition (each is one instance of the operator, and Flink
+        gives every instance every broadcast element), the other input's by its key."""
+        node = self.plan.nodes[index]
+        value = dumps((channel, record.value))
+        if channel == node.broadcast_input:
+            for sp in range(self.partitions):
+                self.rows.append(
+                    {"kind": "rec", "dest": index, "sp": sp, "key": None, "value": value, "ts": record.timestamp, "ord": order}
+                )
+            return
+        selector = node.key_selectors[channel]  # type: ignore[index]
+        key = call_user(selector, lambda: f"{node.name}: key selector {channel + 1} on {short(record.value)}", record.value)  # type: ignore[arg-type]
+        kb = encode_key(key)
+        self.rows.append(
+            {
+                "kind": "rec",
+                "dest": index,
+                "sp": state_partition(kb, self.partitions),
+                "key": kb,
+                "value": value,
+                "ts": record.timestamp,
+                "ord": order,
+            }
+        )
+
     def forward(self, index: int, record: StreamRecord, order: List[int]) -> None:
-        for consumer in self.plan.nodes[index].main:
-            self.push(consumer, record, order)
+        node = self.plan.nodes[index]
+        for position, consumer in enumerate(node.main):
+            self.push(consumer, record, order, node.channel_of(position))
 
     def forward_side(self, index: int, tag: OutputTag, record: StreamRecord, order: List[int]) -> None:
         for consumer in self.plan.nodes[index].side.get(tag, ()):

@@ -1,6 +1,13 @@
 """The keyed stage of the foreachBatch executor: one ``applyInPandas`` call per (keyed operator, state partition)
 restores the partition's keyed state, processes its records in Flink's order, fires timers and writes the new
 state version (:mod:`.state_store`).
+
+A broadcast operator (``KeyedBroadcastProcessOperator``) keeps its broadcast state in the same files, in the row
+whose key is :data:`OPERATOR_STATE_KEY` (no encoded key is empty): every state partition is one instance of the
+operator, gets every broadcast element and writes its copy with its keyed state, so a replayed batch restores and
+rewrites both together (exactly once). Only state partition 0 emits what ``process_broadcast_element`` returns: the
+package runs an operator as one instance (``get_number_of_parallel_subtasks() == 1``), whose broadcast side emits
+once.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from .error_transport import reported_to_driver
 from .keys import decode_key, encode_key
 from .plan import ExecPlan
 from .rows import loads, metric_row, row_frame
+
+OPERATOR_STATE_KEY = b""  # the state-file row of an operator's broadcast state (an encoded key is never empty)
 
 
 def run_keyed_partition(
@@ -47,9 +56,15 @@ def run_keyed_partition(
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
         metrics = _run_batched(op, out, pdf, wm_prev, wm_new, state_root, node.uid, sp, batch_id, prev_version)
         return row_frame([*runner.rows, metric_row(index, sp, metrics)])
+    broadcast = hasattr(op, "snapshot_broadcast_state")
     for key_bytes, snapshot in state_store.read(state_root, node.uid, sp, prev_version):
-        op.restore_key(decode_key(key_bytes), decode_snapshot(snapshot))
+        if broadcast and key_bytes == OPERATOR_STATE_KEY:
+            op.restore_broadcast_state(decode_snapshot(snapshot))  # type: ignore[attr-defined]
+        else:
+            op.restore_key(decode_key(key_bytes), decode_snapshot(snapshot))
     op.restore_watermark(watermarks_prev[index])
+    if broadcast:
+        op.broadcast_outputs = sp == 0  # type: ignore[attr-defined]
 
     records = [
         ([int(x) for x in o], v, None if t is None or t != t else int(t))
@@ -63,7 +78,11 @@ def run_keyed_partition(
     def process(batch: List[Tuple[List[int], bytes, Optional[int]]]) -> None:
         for order, value, ts in batch:
             out.base, out.n, out.phase = order, 0, None
-            op.process_element(StreamRecord(loads(value), ts))
+            if node.two_input:
+                channel, element = loads(value)
+                op.process_input(channel, StreamRecord(element, ts))  # type: ignore[attr-defined]
+            else:
+                op.process_element(StreamRecord(loads(value), ts))
 
     process(early)
     out.phase = 0
@@ -79,10 +98,13 @@ def run_keyed_partition(
         snap = op.snapshot_key(key)
         if snap is not None:
             rows.append((encode_key(key), encode_snapshot(snap)))
+    keys = len(rows)
+    if broadcast:
+        rows.append((OPERATOR_STATE_KEY, encode_snapshot(op.snapshot_broadcast_state())))  # type: ignore[attr-defined]
     rows.sort()
     path = state_store.write(state_root, node.uid, sp, batch_id, rows)
     windows = op.open_windows() if hasattr(op, "open_windows") else None
-    metrics = partition_metrics(op, len(records), out.emitted, path, started, windows, len(rows))
+    metrics = partition_metrics(op, len(records), out.emitted, path, started, windows, keys)
     return row_frame([*runner.rows, metric_row(index, sp, metrics)])
 
 
@@ -172,6 +194,7 @@ def keyed_level_function(
 
 
 __all__ = [
+    "OPERATOR_STATE_KEY",
     "keyed_level_function",
     "run_keyed_partition",
     "restore_window_table",

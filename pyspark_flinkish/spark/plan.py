@@ -13,7 +13,15 @@ from ..core.batch_window import batch_eligibility
 from ..core.errors import UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
-from ..datastream.plan import KeyedProcessSpec, TimestampsSpec, Transformation, WindowSpec, node_uid, topological
+from ..datastream.plan import (
+    KeyedProcessSpec,
+    TimestampsSpec,
+    Transformation,
+    TwoInputSpec,
+    WindowSpec,
+    node_uid,
+    topological,
+)
 from . import state_store
 
 
@@ -33,6 +41,14 @@ class Node:
     generates_watermarks: bool = False  # assign_timestamps_and_watermarks
     batched: bool = False  # a window run by BatchWindowOperator (core/batch_window.py)
     name: str = ""  # the transformation's name (error messages)
+    main_channels: List[int] = field(default_factory=list)  # per entry of ``main``: the consumer's input it feeds
+    two_input: bool = False  # a connect / broadcast operator (``core/co_operators.py``): records carry their input
+    key_selectors: Optional[List[Optional[Callable[[Any], Any]]]] = None  # keyed two-input: one per input
+    broadcast_input: Optional[int] = None  # the input whose records go to every state partition (broadcast state)
+
+    def channel_of(self, position: int) -> int:
+        """The input of ``main[position]`` this node feeds (0 for one-input consumers)."""
+        return self.main_channels[position] if position < len(self.main_channels) else 0
 
 
 def refuse_per_event_generators(transformations: List[Transformation]) -> None:
@@ -62,6 +78,23 @@ def refuse_per_event_generators(transformations: List[Transformation]) -> None:
             raise UnsupportedFeatureError(msg)
 
 
+def refuse_operator_broadcast_state(transformations: List[Transformation]) -> None:
+    """Refuse a non-keyed ``BroadcastProcessFunction`` on the foreachBatch executor: its broadcast state is operator
+    state of a non-keyed operator, which runs in the route tasks (one per source partition, fresh every micro-batch),
+    so nothing would keep it between micro-batches or give every task the same broadcast elements in Flink's
+    order. A keyed stream's broadcast state (``KeyedBroadcastProcessFunction``) runs in the keyed stage, with every
+    state partition given every broadcast element and the state checkpointed with the keyed state."""
+    for t in transformations:
+        if isinstance(t.spec, TwoInputSpec) and t.spec.op == "broadcast_process":
+            msg = (
+                f"{t.name!r}: a BroadcastProcessFunction on a non-keyed stream is not supported on Spark: its broadcast "
+                "state would not survive between micro-batches. Key the stream and use a KeyedBroadcastProcessFunction "
+                "(stream.key_by(...).connect(broadcast_stream).process(...)), or run the job on the local engine "
+                "(get_execution_environment() without a SparkSession)."
+            )
+            raise UnsupportedFeatureError(msg)
+
+
 class ExecPlan:
     """The pipeline's nodes in topological order, with routing edges."""
 
@@ -83,21 +116,26 @@ class ExecPlan:
                     generates_watermarks=isinstance(t.spec, TimestampsSpec),
                     batched=vectorize and isinstance(t.spec, WindowSpec) and batch_eligibility(t.factory()) is None,
                     name=t.name,
+                    two_input=isinstance(t.spec, TwoInputSpec),
+                    key_selectors=t.spec.key_selectors if isinstance(t.spec, TwoInputSpec) else None,
+                    broadcast_input=t.spec.broadcast_input if isinstance(t.spec, TwoInputSpec) else None,
                 )
             )
         for i, t in enumerate(order):
-            for parent in t.inputs:
+            for channel, parent in enumerate(t.inputs):
                 p = self.nodes[index[parent.id]]
                 if t.kind == "side_output":
                     p.side.setdefault(t.tag, []).append(i)  # type: ignore[arg-type]
                 else:
                     p.main.append(i)
+                    p.main_channels.append(channel if self.nodes[i].two_input else 0)
         for i, t in enumerate(order):  # levels of keyed operators
             node = self.nodes[i]
             parents = [self.nodes[index[p.id]] for p in t.inputs]
             deepest = max((p.level for p in parents), default=0)
             node.level = deepest + 1 if node.keyed else deepest
         refuse_per_event_generators(order)
+        refuse_operator_broadcast_state(order)
         for node in self.nodes:
             if node.kind == "operator" and not node.keyed and node.generates_watermarks and node.level > 0:
                 msg = (
@@ -130,5 +168,6 @@ __all__ = [
     "ExecPlan",
     "Node",
     "keep_state_layouts",
+    "refuse_operator_broadcast_state",
     "refuse_per_event_generators",
 ]

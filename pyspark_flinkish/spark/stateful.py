@@ -88,6 +88,12 @@ def _reject(what: str) -> UnsupportedFeatureError:
 def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
     """Check the plan against what this backend supports; returns the source, keyed node and delay."""
     ancestors = _ancestors(plan, target)
+    for i in ancestors:
+        if plan.nodes[i].two_input:
+            raise _reject(
+                f"the two-input operator {plan.nodes[i].name!r} (connect / broadcast state: one applyInPandasWithState "
+                "has one input and one key, and no state shared by all keys)"
+            )
     sources = [i for i in ancestors if plan.nodes[i].kind == "source"]
     if len(sources) != 1:
         raise _reject(f"{len(sources)} sources (Spark combines input watermarks by max-delay, Flink by min)")

@@ -145,3 +145,75 @@ def test_driver_metrics_report_the_two_input_watermark(tmp_path: Path) -> None:
         (entry,) = [m for m in operator_metrics(driver, 0).values() if m["name"] == "Keyed Co-Process"]
         seen.append(entry["currentInputWatermark"])
     assert seen == [LONG_MIN, LONG_MIN, LONG_MIN, LONG_MAX]
+
+
+def test_keyed_two_input_operators_may_register_processing_time_timers() -> None:
+    """So that the driver schedules processing-time ticks for them on an idle stream (``spark/ticks.py``)."""
+    from pyspark_flinkish.datastream import StreamExecutionEnvironment
+    from pyspark_flinkish.datastream.plan import topological
+    from pyspark_flinkish.spark.ticks import may_register_processing_timers
+
+    def plan(case: str) -> Any:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        sink = two_input_jobs.build(env, two_input_jobs.pyspark_flinkish_api(1), case).add_sink(print)
+        return topological([sink._t])
+
+    assert may_register_processing_timers(plan("keyed_co_process_timers"))
+    assert may_register_processing_timers(plan("keyed_broadcast_process"))
+    assert not may_register_processing_timers(plan("co_process"))
+
+
+def test_processing_time_timers_of_a_keyed_co_process_function_match_the_local_engine(tmp_path: Path) -> None:
+    """Processing-time timers registered from either input fire at the first batch whose processing time has passed
+    them, on both engines, with the outputs' timestamps (none) and side outputs' (the timer's) as Flink gives them."""
+    from foreach_batch_harness import local_outputs
+
+    from pyspark_flinkish.common import WatermarkStrategy
+    from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag
+    from pyspark_flinkish.datastream.functions import KeyedCoProcessFunction, ProcessFunction
+
+    late = OutputTag("late")
+
+    class Remind(KeyedCoProcessFunction):  # type: ignore[type-arg]
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 50)
+            return []
+
+        def process_element2(self, value: Any, ctx: Any) -> Any:
+            ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 120)
+            return []
+
+        def on_timer(self, timestamp: int, ctx: Any) -> Any:
+            yield ("timer", ctx.get_current_key(), timestamp, str(ctx.time_domain()))
+            yield late, ("side", ctx.get_current_key(), timestamp)
+
+    class WithTimestamp(ProcessFunction):  # type: ignore[type-arg]
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield (*value, ctx.timestamp())
+
+    def build(out: List[Any]) -> Any:
+        def go(env: Any) -> None:
+            none = WatermarkStrategy.no_watermarks()
+            a = env.from_source(MicroBatchSource([
+                MicroBatch([("a",), ("b",)], processing_time=0), MicroBatch([], processing_time=100),
+                MicroBatch([], processing_time=200),
+            ]), none, "a")
+            b = env.from_source(MicroBatchSource([
+                MicroBatch([("a",)], processing_time=0), MicroBatch([], processing_time=100),
+                MicroBatch([], processing_time=200),
+            ]), none, "b")
+            fired = a.connect(b).key_by(lambda e: e[0], lambda e: e[0]).process(Remind())
+            fired.union(fired.get_side_output(late)).process(WithTimestamp()).add_sink(out.append)
+
+        return go
+
+    local: List[Any] = []
+    local_outputs(build(local))
+    spark: List[Any] = []
+    run_foreach_batch(build(spark), str(tmp_path / "ck"), vectorize=True, partitions=2)
+    assert sorted(map(repr, spark)) == sorted(map(repr, local))
+    assert sorted(map(repr, local)) == sorted(map(repr, [
+        ("timer", "a", 50, "TimeDomain.PROCESSING_TIME", None), ("timer", "b", 50, "TimeDomain.PROCESSING_TIME", None),
+        ("timer", "a", 120, "TimeDomain.PROCESSING_TIME", None),
+        ("side", "a", 50, 50), ("side", "b", 50, 50), ("side", "a", 120, 120),
+    ]))

@@ -105,7 +105,8 @@ class ConnectedStreams:
     def process(
         self, func: Union[CoProcessFunction, KeyedCoProcessFunction], output_type: Optional[TypeInformation] = None  # type: ignore[type-arg]
     ) -> DataStream:
-        """A ``CoProcessFunction`` on connected streams, or a ``KeyedCoProcessFunction`` after ``key_by``."""
+        """A ``CoProcessFunction`` on connected streams, or a ``KeyedCoProcessFunction`` after ``key_by``. As in
+        PyFlink, the operator is keyed only when both inputs are keyed streams."""
         for m in ("process_element1", "process_element2"):
             _method(func, m, "ConnectedStreams.process()")
         if self._keyed():
@@ -125,12 +126,6 @@ class ConnectedStreams:
             msg = (
                 "a KeyedCoProcessFunction needs keyed connected streams: call "
                 "connect(...).key_by(key_selector1, key_selector2) before process(...)"
-            )
-            raise InvalidPipelineError(msg)
-        if _is_keyed(self.stream1) or _is_keyed(self.stream2):
-            msg = (
-                "process() on connected streams of which only one is keyed: key both inputs with "
-                "connect(...).key_by(key_selector1, key_selector2), or neither"
             )
             raise InvalidPipelineError(msg)
         t = _two_input(

@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..core.assigners import WindowAssigner
 from ..core.triggers import ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger
-from ..datastream.plan import KeyedProcessSpec, Transformation, WindowSpec
+from ..datastream.plan import KeyedProcessSpec, Transformation, TwoInputSpec, WindowSpec
 
 TICK_SOURCE = "__flinkish_ticks__"
 """The ``src`` of a tick row in the driver's input (``SOURCE_DDL``): the route skips it."""
@@ -35,11 +35,12 @@ _FORMAT_NAME = "flinkish_ticks"
 
 
 def may_register_processing_timers(transformations: List[Transformation]) -> bool:
-    """Whether a keyed operator of the pipeline may register processing-time timers: a process function (any
-    user code may), or a window with a processing-time assigner or a trigger that is not event-time only."""
+    """Whether a keyed operator of the pipeline may register processing-time timers: a process function, keyed
+    co-process or keyed broadcast process function (any user code may), or a window with a processing-time
+    assigner or a trigger that is not event-time only."""
     for t in transformations:
         spec = t.spec
-        if isinstance(spec, KeyedProcessSpec):
+        if isinstance(spec, KeyedProcessSpec) or (isinstance(spec, TwoInputSpec) and t.keyed):
             return True
         if isinstance(spec, WindowSpec):
             assigner: WindowAssigner = spec.assigner  # type: ignore[type-arg]

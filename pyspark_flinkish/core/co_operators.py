@@ -27,6 +27,7 @@ from .errors import InvalidTypeError
 from .functions import TimeDomain, TimerService
 from .operators import (
     KeyedOperator,
+    KeyedTimerService,
     StreamOperator,
     call_user,
     close_function,
@@ -185,35 +186,12 @@ class CoProcessOperator(TwoInputOperator):
 # ------------------------------------------------------------------------------------ keyed
 
 
-class _KeyedTimers(TimerService):
-    def __init__(self, op: KeyedOperator) -> None:
-        self._op = op
-
-    def current_processing_time(self) -> int:
-        return self._op.clock.now()
-
-    def current_watermark(self) -> int:
-        return self._op.timers.current_watermark
-
-    def register_processing_time_timer(self, timestamp: int) -> None:
-        self._op.timers.register_processing_time_timer(VOID_NAMESPACE, int(timestamp))
-
-    def register_event_time_timer(self, timestamp: int) -> None:
-        self._op.timers.register_event_time_timer(VOID_NAMESPACE, int(timestamp))
-
-    def delete_processing_time_timer(self, timestamp: int) -> None:
-        self._op.timers.delete_processing_time_timer(VOID_NAMESPACE, int(timestamp))
-
-    def delete_event_time_timer(self, timestamp: int) -> None:
-        self._op.timers.delete_event_time_timer(VOID_NAMESPACE, int(timestamp))
-
-
 class _KeyedCoContext(KeyedCoProcessFunction.OnTimerContext):
     def __init__(self, op: KeyedOperator) -> None:
         self._op = op
         self.ts: Optional[int] = None
         self.domain: Optional[TimeDomain] = None
-        self._timers = _KeyedTimers(op)
+        self._timers = KeyedTimerService(op)
 
     def timestamp(self) -> Optional[int]:
         return self.ts
@@ -347,7 +325,7 @@ class _KeyedReadOnlyContext(_BroadcastContext):
 
     def __init__(self, op: KeyedOperator) -> None:
         super().__init__(op, writable=False)
-        self._timers = _KeyedTimers(op)
+        self._timers = KeyedTimerService(op)
         self.domain: Optional[TimeDomain] = None
 
     def current_watermark(self) -> int:

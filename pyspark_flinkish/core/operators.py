@@ -411,6 +411,9 @@ class _KeyedTimerService(TimerService):
         self._op.timers.delete_event_time_timer(VOID_NAMESPACE, int(timestamp))
 
 
+KeyedTimerService = _KeyedTimerService  # the timer service of every keyed operator's function context
+
+
 class _KeyedProcessContext(KeyedProcessFunction.OnTimerContext):
     def __init__(self, op: KeyedProcessOperator) -> None:
         self._op = op
@@ -511,6 +514,7 @@ __all__ = [
     "KeyedOperator",
     "NamespacedStateStore",
     "KeyedProcessOperator",
+    "KeyedTimerService",
     "MapOperator",
     "ProcessOperator",
     "StreamOperator",

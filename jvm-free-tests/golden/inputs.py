@@ -11,8 +11,8 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.interval_join import IntervalJoinOperator
-from pyspark_flinkish.core.tagged_union import UnionKeySelector, tag_left, tag_right
 from pyspark_flinkish.core.state import VOID_NAMESPACE, TtlValue
+from pyspark_flinkish.core.tagged_union import UnionKeySelector, tag_left, tag_right
 from pyspark_flinkish.core.windows import CountWindow, GlobalWindow, TimeWindow
 from pyspark_flinkish.datastream.functions import (
     AggregateFunction,

@@ -12,13 +12,13 @@ import pytest
 from foreach_batch_harness import run_foreach_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datastream"))
-from join_cases import Pairs, build, comparable, load  # noqa: E402
+from join_cases import Pairs, build, comparable, load
 
-from pyspark_flinkish.common import Duration, WatermarkStrategy  # noqa: E402
-from pyspark_flinkish.core.errors import UnsupportedFeatureError  # noqa: E402
-from pyspark_flinkish.datastream import MicroBatch  # noqa: E402
-from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment  # noqa: E402
-from pyspark_flinkish.spark.stateful import StatefulQueryBuilder  # noqa: E402
+from pyspark_flinkish.common import Duration, WatermarkStrategy
+from pyspark_flinkish.core.errors import UnsupportedFeatureError
+from pyspark_flinkish.datastream import MicroBatch
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
+from pyspark_flinkish.spark.stateful import StatefulQueryBuilder
 
 SCENARIOS = {s["name"]: s for s in load()["scenarios"]}
 

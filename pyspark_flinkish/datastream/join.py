@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from ..core.assigners import WindowAssigner
 from ..core.durations import TimeLike, to_millis
-from ..core.errors import InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
+from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..core.evictors import Evictor
 from ..core.interval_join import IntervalJoinOperator, interval_bounds
 from ..core.join_functions import ProcessJoinFunction
@@ -110,7 +110,11 @@ class _WithWindow:
     def allowed_lateness(self, time_ms: TimeLike) -> Any:
         """Keep windows ``time_ms`` past their end; a late element within it fires the window again, with the whole
         join or co-group of the window."""
-        return self._with(allowed_lateness=to_millis("allowed_lateness", time_ms))
+        ms = to_millis("allowed_lateness", time_ms)
+        if ms < 0:
+            msg = f"allowed_lateness cannot be negative; got {ms} ms"
+            raise InvalidArgumentError(msg)
+        return self._with(allowed_lateness=ms)
 
     def _window_function(self, function: Any) -> CoGroupWindowFunction:
         raise NotImplementedError

@@ -123,3 +123,16 @@ def test_two_input_watermark_is_the_min_of_active_inputs_and_never_flushes_when_
     restored = TwoInputWatermarkValve.from_dict(valve.to_dict())
     assert type(restored) is TwoInputWatermarkValve and restored.to_dict() == valve.to_dict()
     assert TwoInputWatermarkValve().last_output == LONG_MIN
+
+
+@pytest.mark.parametrize(
+    ("name", "metric", "count"),
+    [("interval_late_side_outputs", "late_records_side_output", 3), ("interval_inclusive", "late_records_dropped", 1)],
+)
+def test_interval_join_counts_late_records(name: str, metric: str, count: int) -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    for stream in build(env, SCENARIOS[name]).values():
+        stream.add_sink(lambda v: None)
+    result = LocalExecutor(env._sinks, env.clock).run(name)
+    (metrics,) = [m for op, m in result.metrics.items() if op.endswith(":IntervalJoin")]
+    assert metrics[metric] == count

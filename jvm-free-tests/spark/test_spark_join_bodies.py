@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from foreach_batch_harness import run_foreach_batch
+from foreach_batch_harness import local_outputs, run_foreach_batch
+from stateful_harness import run_apply_in_pandas_with_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datastream"))
 from join_cases import Pairs, build, comparable, load
@@ -17,6 +18,7 @@ from join_cases import Pairs, build, comparable, load
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.core.errors import UnsupportedFeatureError
 from pyspark_flinkish.datastream import MicroBatch
+from pyspark_flinkish.datastream.window import EventTimeSessionWindows, TumblingEventTimeWindows
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 from pyspark_flinkish.spark.stateful import StatefulQueryBuilder
 
@@ -36,6 +38,46 @@ def test_join_on_foreach_batch_matches_flink(tmp_path: Path, name: str, vectoriz
     run_foreach_batch(pipeline, str(tmp_path), vectorize)
     for stream_name, rows in scenario["output"].items():
         assert comparable(scenario, stream_name, got.get(stream_name, [])) == comparable(scenario, stream_name, rows)
+
+
+def _window_join(out: List[Any], assigner: Any) -> Any:
+    def pipeline(env: Any) -> None:
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(2)).with_timestamp_assigner(
+            lambda e, _: e[2]
+        )
+        batches = [
+            MicroBatch([("L", "a", 1), ("R", "a", 3), ("L", "a", 5), ("L", "b", 6)]),
+            MicroBatch([("R", "a", 12), ("L", "a", 2), ("R", "a", 4), ("R", "b", 7)]),
+            MicroBatch([("L", "a", 30)]),
+        ]
+        events = env.from_micro_batches(batches, strategy)
+        left, right = events.filter(lambda e: e[0] == "L"), events.filter(lambda e: e[0] == "R")
+        (
+            left.join(right).where(lambda e: e[1]).equal_to(lambda e: e[1]).window(assigner)
+            .allowed_lateness(Duration.of_millis(5))
+            .apply(lambda a, b: (a[1], a[2], b[2]))
+            .add_sink(out.append)
+        )
+
+    return pipeline
+
+
+@pytest.mark.parametrize("vectorize", [True, False], ids=["vectorize", "general"])
+@pytest.mark.parametrize(
+    "assigner",
+    [TumblingEventTimeWindows.of(Duration.of_millis(10)), EventTimeSessionWindows.with_gap(Duration.of_millis(3))],
+    ids=repr,
+)
+def test_window_join_on_apply_in_pandas_with_state_is_the_local_engines(assigner: Any, vectorize: bool) -> None:
+    """A window join is a keyed window: the applyInPandasWithState executor runs it where it runs windows."""
+    local: List[Any] = []
+    local_outputs(_window_join(local, assigner))
+    assert ("a", 2, 4) in local  # the late element within the allowed lateness joined
+    spark: List[Any] = []
+    run_apply_in_pandas_with_state(_window_join(spark, assigner), vectorize)
+    assert sorted(spark) == sorted(local)
+    for key in ("a", "b"):
+        assert [r for r in spark if r[0] == key] == [r for r in local if r[0] == key]
 
 
 def test_interval_join_is_refused_on_apply_in_pandas_with_state() -> None:

@@ -115,3 +115,32 @@ def test_join_state_survives_a_restart_and_a_replayed_batch(tmp_path: Path, name
     rest = run(range(1, n + 1))
     got = first["main"] + rest["main"]
     assert comparable(scenario, "main", got) == comparable(scenario, "main", scenario["output"]["main"])
+
+
+def _two_sources(out: List[Any]) -> Any:
+    """An interval join of two sources whose watermarks differ: the join's watermark is the smaller one."""
+
+    def pipeline(env: Any) -> None:
+        strategy = WatermarkStrategy.no_watermarks().with_timestamp_assigner(lambda e, _: e[1])
+        left = env.from_micro_batches([MicroBatch([("a", 10)], watermark=20), MicroBatch([], watermark=30)], strategy)
+        right = env.from_micro_batches([MicroBatch([("a", 12)], watermark=5), MicroBatch([("a", 8)], watermark=6)], strategy)
+        (
+            left.key_by(lambda e: e[0])
+            .interval_join(right.key_by(lambda e: e[0]))
+            .between(Duration.of_millis(-5), Duration.of_millis(5))
+            .process(Pairs())
+            .add_sink(out.append)
+        )
+
+    return pipeline
+
+
+@pytest.mark.parametrize("vectorize", [True, False], ids=["vectorize", "general"])
+def test_interval_join_of_two_sources_runs_at_the_smaller_watermark(tmp_path: Path, vectorize: bool) -> None:
+    local: List[Any] = []
+    local_outputs(_two_sources(local))
+    # the right element at 8 arrives at watermark min(20, 5) = 5: on time, it joins the left element at 10
+    assert local == [[10, 12, 10, 12, 12], [10, 8, 10, 8, 10]]  # Pairs: [left[1], right[1], left ts, right ts, ts]
+    spark: List[Any] = []
+    run_foreach_batch(_two_sources(spark), str(tmp_path), vectorize)
+    assert spark == local

@@ -122,6 +122,8 @@ def test_two_input_watermark_is_the_min_of_active_inputs_and_never_flushes_when_
     assert valve.last_output == 12
     restored = TwoInputWatermarkValve.from_dict(valve.to_dict())
     assert type(restored) is TwoInputWatermarkValve and restored.to_dict() == valve.to_dict()
+    assert valve.to_dict() == {"kind": "combined", "watermarks": [10, 12], "idle": [True, False], "combined": 12,
+                               "output_idle": False}
     assert TwoInputWatermarkValve().last_output == LONG_MIN
 
 

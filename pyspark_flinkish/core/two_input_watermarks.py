@@ -10,9 +10,14 @@ is one channel.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
+from .errors import StateError
 from .watermark_alignment import StatusWatermarkValve
+from .watermark_documents import read_bool_list, read_int
+
+KIND = "combined"
+"""``to_dict``'s ``kind``: tells this state from a union valve's in the driver's watermark document."""
 
 
 class TwoInputWatermarkValve(StatusWatermarkValve):
@@ -46,5 +51,29 @@ class TwoInputWatermarkValve(StatusWatermarkValve):
             status = all_idle
         return new_wm, status
 
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "kind": KIND,
+            "watermarks": list(self.watermarks),
+            "idle": list(self.idle),
+            "combined": self.last_output,
+            "output_idle": self.output_idle,
+        }
 
-__all__ = ["TwoInputWatermarkValve"]
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> TwoInputWatermarkValve:
+        marks = data.get("watermarks") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or data.get("kind") != KIND or not isinstance(marks, list) or not all(
+            isinstance(w, int) and not isinstance(w, bool) for w in marks
+        ):
+            msg = f"malformed two-input watermark state: {data!r}"
+            raise StateError(msg)
+        valve = cls(len(marks))
+        valve.watermarks = list(marks)
+        valve.idle = read_bool_list(data, "idle", len(marks))
+        valve.last_output = read_int(data, "combined")
+        valve.output_idle = bool(data["output_idle"])
+        return valve
+
+
+__all__ = ["KIND", "TwoInputWatermarkValve"]

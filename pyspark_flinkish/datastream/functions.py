@@ -20,9 +20,14 @@ from ..core.functions import (
     TimerService,
     WindowFunction,
 )
+from ..core.join_functions import CoGroupFunction, FlatJoinFunction, JoinFunction, ProcessJoinFunction
 
 __all__ = [
     "AggregateFunction",
+    "CoGroupFunction",
+    "FlatJoinFunction",
+    "JoinFunction",
+    "ProcessJoinFunction",
     "FilterFunction",
     "FlatMapFunction",
     "Function",

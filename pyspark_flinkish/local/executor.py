@@ -63,7 +63,8 @@ class _Node:
         self.operator = operator
         self.main: List[Tuple[_Node, int]] = []
         self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
-        self.valve = StatusWatermarkValve(max(1, len(t.inputs)))
+        make_valve = getattr(t.spec, "make_valve", None)  # a two-input operator's inputs (``datastream/join.py``)
+        self.valve = make_valve() if callable(make_valve) else StatusWatermarkValve(max(1, len(t.inputs)))
         self.sink_fn = t.sink
 
     # -- Output protocol (the operator's output goes to the downstream edges)
@@ -332,7 +333,7 @@ class LocalExecutor:
             raise StateError(msg)
         for t, saved in zip(self.order, nodes):
             n = self.nodes[t.id]
-            n.valve = StatusWatermarkValve.from_dict(saved["valve"])
+            n.valve = type(n.valve).from_dict(saved["valve"])
             op, saved_op = n.operator, saved["operator"]
             if op is None or saved_op is None:
                 continue

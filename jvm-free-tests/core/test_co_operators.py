@@ -11,9 +11,9 @@ import pytest
 
 from pyspark_flinkish.common import WatermarkStrategy
 from pyspark_flinkish.core.broadcast_state import BroadcastStateStore
-from pyspark_flinkish.core.combined_watermark import CombinedWatermarkStatus, valve_from_dict
 from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UserFunctionError
 from pyspark_flinkish.core.javamath import LONG_MIN
+from pyspark_flinkish.core.two_input_watermarks import TwoInputWatermarkValve
 from pyspark_flinkish.core.watermark_alignment import StatusWatermarkValve
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import (
@@ -27,7 +27,7 @@ from pyspark_flinkish.datastream.state import MapStateDescriptor, ValueStateDesc
 
 
 def test_combined_watermark_is_the_minimum_and_only_increases() -> None:
-    c = CombinedWatermarkStatus()
+    c = TwoInputWatermarkValve()
     assert c.input_watermark(0, 10) is None  # input 1 still at MIN
     assert c.input_watermark(1, 5) == 5
     assert c.input_watermark(1, 20) == 10
@@ -37,7 +37,7 @@ def test_combined_watermark_is_the_minimum_and_only_increases() -> None:
 
 def test_an_idle_input_leaves_the_minimum_and_all_idle_emits_nothing() -> None:
     """Unlike a union's valve, which flushes the maximum when its last channel goes idle."""
-    c = CombinedWatermarkStatus()
+    c = TwoInputWatermarkValve()
     c.input_watermark(0, 10)
     c.input_watermark(1, 3)
     assert c.input_idle(1, True) == (10, None)
@@ -52,13 +52,12 @@ def test_an_idle_input_leaves_the_minimum_and_all_idle_emits_nothing() -> None:
 
 
 def test_combined_watermark_round_trips_through_its_document() -> None:
-    c = CombinedWatermarkStatus()
+    c = TwoInputWatermarkValve()
     c.input_watermark(0, 7)
     c.input_idle(1, True)
-    back = valve_from_dict(json.loads(json.dumps(c.to_dict())))
-    assert isinstance(back, CombinedWatermarkStatus) and back.to_dict() == c.to_dict()
-    assert isinstance(valve_from_dict(StatusWatermarkValve(2).to_dict()), StatusWatermarkValve)
-    assert CombinedWatermarkStatus().combined == LONG_MIN
+    back = TwoInputWatermarkValve.from_dict(json.loads(json.dumps(c.to_dict())))
+    assert back.to_dict() == c.to_dict()
+    assert TwoInputWatermarkValve().last_output == LONG_MIN
 
 
 def test_broadcast_state_read_only_view_refuses_writes_and_undeclared_descriptors() -> None:

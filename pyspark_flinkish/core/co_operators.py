@@ -3,7 +3,7 @@
 An engine hands a two-input operator each record with the input it arrived on (:meth:`TwoInputOperator.
 process_input`, channel 0 = the first stream, 1 = the second / broadcast stream) and the operator's watermark,
 which the engine combines from both inputs with
-:class:`~pyspark_flinkish.core.combined_watermark.CombinedWatermarkStatus` (the minimum of the two): event-time
+:class:`~pyspark_flinkish.core.two_input_watermarks.TwoInputWatermarkValve` (the minimum of the two): event-time
 timers fire when the slower input passes them.
 
 * :class:`CoMapOperator`, :class:`CoFlatMapOperator`, :class:`CoProcessOperator`: non-keyed, no state;

@@ -59,6 +59,7 @@ from .plan import (
 )
 
 if TYPE_CHECKING:
+    from .join import CoGroupedStreams, IntervalJoin, JoinedStreams
     from .stream_execution_environment import StreamExecutionEnvironment
 
 
@@ -199,6 +200,20 @@ class DataStream:
         given = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
         return broadcast_stream(self, [d for d in given if d is not None])
 
+    def join(self, other_stream: DataStream) -> JoinedStreams:
+        """Window join (Flink Java's ``join``): ``.where(key).equal_to(key).window(assigner)...apply(function)``,
+        see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import JoinedStreams
+
+        return JoinedStreams(self, other_stream)
+
+    def co_group(self, other_stream: DataStream) -> CoGroupedStreams:
+        """Window co-group (Flink Java's ``coGroup``): ``.where(key).equal_to(key).window(assigner)...apply(function)``,
+        see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import CoGroupedStreams
+
+        return CoGroupedStreams(self, other_stream)
+
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
         if not isinstance(watermark_strategy, WatermarkStrategy):
             msg = f"assign_timestamps_and_watermarks needs a WatermarkStrategy; got {type(watermark_strategy).__name__}"
@@ -326,6 +341,13 @@ class KeyedStream(DataStream):
         """Not supported, as in PyFlink: the partitioning of a KeyedStream cannot be overridden."""
         msg = "Cannot override partitioning for KeyedStream (PyFlink raises the same); broadcast the stream before key_by"
         raise InvalidPipelineError(msg)
+
+    def interval_join(self, other_stream: KeyedStream) -> IntervalJoin:
+        """Interval join (Flink Java's ``intervalJoin``) with another keyed stream: ``.between(lower, upper)...process(
+        ProcessJoinFunction)``, see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import IntervalJoin
+
+        return IntervalJoin(self, other_stream)
 
     def window(self, window_assigner: WindowAssigner) -> WindowedStream:  # type: ignore[type-arg]
         if not isinstance(window_assigner, WindowAssigner):

@@ -29,6 +29,7 @@ from ..core.functions import (
     TimerService,
     WindowFunction,
 )
+from ..core.join_functions import CoGroupFunction, FlatJoinFunction, JoinFunction, ProcessJoinFunction
 
 __all__ = [
     "BaseBroadcastProcessFunction",
@@ -39,6 +40,10 @@ __all__ = [
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "AggregateFunction",
+    "CoGroupFunction",
+    "FlatJoinFunction",
+    "JoinFunction",
+    "ProcessJoinFunction",
     "FilterFunction",
     "FlatMapFunction",
     "Function",

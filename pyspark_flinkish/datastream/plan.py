@@ -12,6 +12,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
+from ..core.two_input_watermarks import TwoInputWatermarkValve
 
 _ids = itertools.count(1)
 
@@ -83,6 +84,10 @@ class TwoInputSpec(NodeSpec):
     key_selectors: Optional[List[Optional[Callable[[Any], Any]]]] = None
     key_type: Any = None
     broadcast_descriptors: Optional[List[Any]] = None
+
+    def make_valve(self) -> TwoInputWatermarkValve:
+        """The operator's watermark: the minimum of its two inputs' (``core/two_input_watermarks.py``)."""
+        return TwoInputWatermarkValve(2)
 
     @property
     def broadcast_input(self) -> Optional[int]:

@@ -17,7 +17,6 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock
-from ..core.combined_watermark import CombinedWatermarkStatus, valve_from_dict
 from ..core.errors import FlinkishError, StateError, UserFunctionError
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
@@ -64,9 +63,8 @@ class _Node:
         self.operator = operator
         self.main: List[Tuple[_Node, int]] = []
         self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
-        self.valve: Any = (
-            CombinedWatermarkStatus(2) if isinstance(t.spec, TwoInputSpec) else StatusWatermarkValve(max(1, len(t.inputs)))
-        )
+        make_valve = getattr(t.spec, "make_valve", None)  # a two-input operator's inputs (``datastream/join.py``)
+        self.valve = make_valve() if callable(make_valve) else StatusWatermarkValve(max(1, len(t.inputs)))
         self.sink_fn = t.sink
         self.two_input = isinstance(t.spec, TwoInputSpec)
 
@@ -338,7 +336,7 @@ class LocalExecutor:
             raise StateError(msg)
         for t, saved in zip(self.order, nodes):
             n = self.nodes[t.id]
-            n.valve = valve_from_dict(saved["valve"])
+            n.valve = type(n.valve).from_dict(saved["valve"])
             op, saved_op = n.operator, saved["operator"]
             if op is None or saved_op is None:
                 continue

@@ -168,3 +168,44 @@ def test_connect_a_stream_with_itself_delivers_each_element_to_both_inputs() -> 
             return ("second", value)
 
     assert sorted(_run(s.connect(s).map(Tag()))) == [("first", 1), ("first", 2), ("second", 1), ("second", 2)]
+
+
+def test_co_map_and_co_flat_map_on_keyed_connected_streams_have_keyed_state() -> None:
+    """As in PyFlink, which runs them as a KeyedCoProcessFunction after key_by."""
+    from pyspark_flinkish.datastream.functions import CoFlatMapFunction
+
+    class Count(CoMapFunction):  # type: ignore[type-arg]
+        def open(self, runtime_context: Any) -> None:
+            self.n = runtime_context.get_state(ValueStateDescriptor("n"))
+
+        def _next(self, value: Any) -> Any:
+            self.n.update((self.n.value() or 0) + 1)
+            return value[0], self.n.value()
+
+        def map1(self, value: Any) -> Any:
+            return self._next(value)
+
+        def map2(self, value: Any) -> Any:
+            return self._next(value)
+
+    class CountTwice(CoFlatMapFunction):  # type: ignore[type-arg]
+        def open(self, runtime_context: Any) -> None:
+            self.count = Count()
+            self.count.open(runtime_context)
+
+        def flat_map1(self, value: Any) -> Any:
+            yield self.count.map1(value)
+            yield value
+
+        def flat_map2(self, value: Any) -> Any:
+            yield self.count.map2(value)
+
+    _, a, b = _env_streams()
+    keyed = a.connect(b).key_by(lambda e: e[0], lambda e: e[0])
+    assert sorted(_run(keyed.map(Count()))) == [("j", 1), ("k", 1), ("r", 1)]
+    _, a, b = _env_streams()
+    c = a.connect(a).key_by(lambda e: e[0], lambda e: e[0])
+    # each element reaches both inputs of a stream connected with itself: counted twice per key
+    assert sorted(_run(c.flat_map(CountTwice()))) == [("j", 1), ("j", 2), ("j", 2), ("k", 1), ("k", 1), ("k", 2)]
+    with pytest.raises(UserFunctionError, match="keyed stream"):
+        _run(a.connect(b).map(Count()))

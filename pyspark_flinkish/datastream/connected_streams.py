@@ -59,6 +59,36 @@ def _method(obj: Any, name: str, what: str) -> Callable[..., Any]:
     return fn  # type: ignore[no-any-return]
 
 
+class _KeyedCoMap(KeyedCoProcessFunction):  # type: ignore[type-arg]
+    """A co-map or co-flat-map function on keyed connected streams, run as a ``KeyedCoProcessFunction`` (as PyFlink
+    does), so that it has keyed state per key."""
+
+    def __init__(self, function: Any, fn1: Callable[[Any], Any], fn2: Callable[[Any], Any], many: bool) -> None:
+        self.function = function
+        self.fns = (fn1, fn2)
+        self.many = many
+
+    def open(self, runtime_context: Any) -> None:
+        opener = getattr(self.function, "open", None)
+        if callable(opener):
+            opener(runtime_context)
+
+    def close(self) -> None:
+        closer = getattr(self.function, "close", None)
+        if callable(closer):
+            closer()
+
+    def _apply(self, i: int, value: Any) -> Any:
+        result = self.fns[i](value)
+        return result if self.many else [result]
+
+    def process_element1(self, value: Any, ctx: Any) -> Any:
+        return self._apply(0, value)
+
+    def process_element2(self, value: Any, ctx: Any) -> Any:
+        return self._apply(1, value)
+
+
 class ConnectedStreams:
     """Two streams of possibly different types, connected (``stream1.connect(stream2)``): a co-function sees the
     elements of both, in arrival order (which Flink does not define between the inputs), and may share state
@@ -85,8 +115,11 @@ class ConnectedStreams:
         return _is_keyed(self.stream1) and _is_keyed(self.stream2)
 
     def map(self, func: CoMapFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
-        """``map1`` for elements of the first stream, ``map2`` for the second."""
+        """``map1`` for elements of the first stream, ``map2`` for the second (after ``key_by``: with keyed state,
+        run as a keyed co-process operator, as in PyFlink)."""
         fn1, fn2 = _method(func, "map1", "map()"), _method(func, "map2", "map()")
+        if self._keyed():
+            return self.process(_KeyedCoMap(func, fn1, fn2, many=False), output_type)
         t = _two_input(
             self.stream1, self.stream2, "Co-Map", lambda: CoMapOperator("Co-Map", fn1, fn2, func),
             TwoInputSpec("co_map"), output_type, False,
@@ -96,6 +129,8 @@ class ConnectedStreams:
     def flat_map(self, func: CoFlatMapFunction, output_type: Optional[TypeInformation] = None) -> DataStream:  # type: ignore[type-arg]
         """``flat_map1`` / ``flat_map2``: zero or more outputs per element."""
         fn1, fn2 = _method(func, "flat_map1", "flat_map()"), _method(func, "flat_map2", "flat_map()")
+        if self._keyed():
+            return self.process(_KeyedCoMap(func, fn1, fn2, many=True), output_type)
         t = _two_input(
             self.stream1, self.stream2, "Co-Flat Map", lambda: CoFlatMapOperator("Co-Flat Map", fn1, fn2, func),
             TwoInputSpec("co_flat_map"), output_type, False,

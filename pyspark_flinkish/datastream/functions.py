@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.async_functions import AsyncFunction, AsyncFunctionDescriptor, AsyncRetryPredicate, AsyncRetryStrategy
 from ..core.functions import (
     AggregateFunction,
     FilterFunction,
@@ -23,6 +24,10 @@ from ..core.functions import (
 
 __all__ = [
     "AggregateFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "FilterFunction",
     "FlatMapFunction",
     "Function",

@@ -5,6 +5,8 @@ executor's refusal."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
@@ -17,7 +19,7 @@ from async_cases import Lookup, build, error_matches, load  # noqa: E402
 
 from pyspark_flinkish.common import Time, WatermarkStrategy  # noqa: E402
 from pyspark_flinkish.core.errors import UnsupportedFeatureError, UserFunctionError  # noqa: E402
-from pyspark_flinkish.datastream import AsyncDataStream, MicroBatch, MicroBatchSource  # noqa: E402
+from pyspark_flinkish.datastream import AsyncDataStream, AsyncFunction, MicroBatch, MicroBatchSource  # noqa: E402
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment  # noqa: E402
 from pyspark_flinkish.spark.plan import ExecPlan  # noqa: E402
 from pyspark_flinkish.spark.stateful import validate  # noqa: E402
@@ -70,3 +72,68 @@ def test_apply_in_pandas_with_state_refuses_async_io() -> None:
     plan = ExecPlan([out._t])
     with pytest.raises(UnsupportedFeatureError, match="async I/O.*foreachBatch executor"):
         validate(plan, len(plan.nodes) - 1)
+
+
+def test_a_task_finishes_its_requests_orders_results_after_its_last_input_and_reports_metrics() -> None:
+    import json
+
+    from pyspark_flinkish.core.records import StreamRecord
+    from pyspark_flinkish.monitoring import async_metrics
+    from pyspark_flinkish.spark.chain import ChainRunner
+    from pyspark_flinkish.spark.rows import loads
+
+    env = SparkStreamExecutionEnvironment(None, state_partitions=1)
+    src = env.from_source(MicroBatchSource([MicroBatch([])]), WatermarkStrategy.no_watermarks(), "s")
+    sink = AsyncDataStream.unordered_wait(src, Lookup({}), Time.seconds(5), capacity=2).add_sink(lambda v: None)
+    plan = ExecPlan([sink._t])
+    runner = ChainRunner(plan, {}, 0, 1)
+    for n, element in enumerate([(0, 200, 0), (1, 0, 0), (2, 50, 0)]):
+        runner.forward(plan.sources[0], StreamRecord(element, None), [1, 0, n])
+    assert runner.rows == []  # nothing requested yet: the task's input may go on
+    runner.finish()
+    records = [r for r in runner.rows if r["kind"] == "rec"]
+    assert [json.loads(loads(r["value"]))[0] for r in records] == [1, 2, 0]  # completion order
+    assert [r["ord"] for r in records] == [[1, 0, 2, 1], [1, 0, 2, 2], [1, 0, 2, 3]]  # after the last input
+    (metric,) = [json.loads(r["value"]) for r in runner.rows if r["kind"] == "metric"]
+    assert metric["async_requests"] == 3 and metric["async_in_flight_max"] == 2
+    merged = async_metrics([metric, {**metric, "async_in_flight_max": 1}])
+    assert merged == {"numAsyncRequests": 6, "numAsyncRetries": 0, "numAsyncTimeouts": 0, "asyncInFlightMax": 2}
+
+
+class FailsWhileMarked(AsyncFunction):  # type: ignore[type-arg]
+    """Returns ``[value]``; raises for element 3 while the file ``marker`` exists (a service that is down)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    async def async_invoke(self, value: Any) -> List[Any]:
+        await asyncio.sleep(0.001 * (value % 3))
+        if value == 3 and os.path.exists(self.marker):
+            raise ConnectionError("service down")
+        return [value]
+
+
+def test_a_failed_batch_is_replayed_after_a_restart_losing_and_duplicating_nothing(tmp_path: Path) -> None:
+    """Batch 1 fails while its requests are in flight; nothing of it reached the sinks or keyed state. The restart
+    replays it from batch 0's commit: every result once, the keyed count as without the failure."""
+    marker = tmp_path / "down"
+    marker.write_text("")
+    ck = str(tmp_path / "ck")
+    out: List[Any] = []
+
+    def pipeline(env: Any) -> None:
+        source = env.from_source(
+            MicroBatchSource([MicroBatch([0, 1, 2]), MicroBatch([3, 4, 5]), MicroBatch([6, 7])]),
+            WatermarkStrategy.no_watermarks(), "s",
+        )
+        results = AsyncDataStream.unordered_wait(source, FailsWhileMarked(str(marker)), Time.seconds(5))
+        results.add_sink(out.append)
+        results.key_by(lambda v: v % 2).map(lambda v: ("seen", v)).add_sink(out.append)
+
+    with pytest.raises(UserFunctionError, match="service down"):
+        run_foreach_batch(pipeline, ck, vectorize=True, partitions=1, tasks=2)
+    assert sorted(v for v in out if isinstance(v, int)) == [0, 1, 2]  # batch 0 only
+    marker.unlink()
+    run_foreach_batch(pipeline, ck, vectorize=True, partitions=1, tasks=2, batches=range(1, 4))
+    assert sorted(v for v in out if isinstance(v, int)) == list(range(8))
+    assert sorted(v for _, v in (x for x in out if isinstance(x, tuple))) == list(range(8))

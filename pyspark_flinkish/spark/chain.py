@@ -17,7 +17,7 @@ from ..core.records import OutputTag, StreamRecord
 from .error_transport import reported_to_driver
 from .keys import encode_key, state_partition
 from .plan import ExecPlan
-from .rows import FUTURE_SAMPLES, dumps, loads, row_frame
+from .rows import FUTURE_SAMPLES, dumps, loads, metric_row, row_frame
 from .ticks import TICK_SOURCE
 
 
@@ -139,6 +139,7 @@ class ChainRunner:
                 raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
             finally:
                 op.close()
+            self.rows.append(metric_row(index, -1, dict(op.metrics)))  # collected with the sinks' rows
 
     def forward(self, index: int, record: StreamRecord, order: List[int]) -> None:
         for consumer in self.plan.nodes[index].main:

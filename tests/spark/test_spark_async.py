@@ -45,6 +45,10 @@ def test_async_cases_on_foreach_batch_match_pyflink(spark, tmp_path) -> None:  #
     handle.await_termination()
     for name in IN_ONE_QUERY:
         assert [list(r) for r in got[name]] == CASES[name]["output"], name
+    operators = [op for p in handle.recent_progress() for op in p["operators"].values() if "numAsyncRequests" in op]
+    inputs = sum(len(ORACLE["inputs"][CASES[name]["input"]]) for name in IN_ONE_QUERY)
+    assert sum(op["numAsyncRequests"] for op in operators) == inputs  # every element's request, once
+    assert sum(op["numAsyncRetries"] for op in operators) > 0 and sum(op["numAsyncTimeouts"] for op in operators) == 2
 
 
 def test_a_failing_request_fails_the_query_naming_operator_and_element(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

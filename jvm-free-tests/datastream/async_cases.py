@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from pyspark_flinkish.common import Time, Types, WatermarkStrategy
-from pyspark_flinkish.datastream import AsyncDataStream, MicroBatch, MicroBatchSource
-from pyspark_flinkish.datastream import async_retry_predicates
+from pyspark_flinkish.datastream import AsyncDataStream, MicroBatch, MicroBatchSource, async_retry_predicates
 from pyspark_flinkish.datastream.async_retry_strategies import (
     ExponentialBackoffDelayRetryStrategy,
     FixedDelayRetryStrategy,
@@ -47,7 +46,8 @@ class Lookup(AsyncFunction):  # type: ignore[type-arg]
         attempt = self.attempts[i] = self.attempts.get(i, 0) + 1
         await asyncio.sleep(delay / 1000)
         if attempt <= fails and self.failure == "fail":
-            raise OSError(f"request {i} failed (attempt {attempt})")
+            msg = f"request {i} failed (attempt {attempt})"
+            raise OSError(msg)
         if attempt <= fails and self.failure == "empty":
             return []
         if self.result == "not_a_list":

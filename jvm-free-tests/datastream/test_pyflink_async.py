@@ -6,14 +6,13 @@ predicates. Further rules (watermarks bound reordering, metrics, validation) are
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from typing import Any, Dict, List
 
 import pytest
 from async_cases import Lookup, build, error_matches, load
 
-from pyspark_flinkish.common import Time, Types, WatermarkStrategy
+from pyspark_flinkish.common import Time, WatermarkStrategy
 from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidTypeError, UserFunctionError
 from pyspark_flinkish.datastream import (
     AsyncDataStream,
@@ -22,8 +21,9 @@ from pyspark_flinkish.datastream import (
     MicroBatch,
     MicroBatchSource,
     StreamExecutionEnvironment,
+    async_retry_predicates,
+    async_retry_strategies,
 )
-from pyspark_flinkish.datastream import async_retry_predicates, async_retry_strategies
 from pyspark_flinkish.datastream.functions import ProcessFunction
 
 ORACLE = load()
@@ -115,7 +115,7 @@ def test_timeouts_and_retries_are_counted() -> None:
     AsyncDataStream.ordered_wait_with_retry(source, Lookup(case), Time.milliseconds(300), strategy).add_sink(
         lambda v: None
     )
-    metrics = [m for name, m in env.execute("counted").metrics.items() if "async wait operator" in name][0]
+    metrics = next(m for name, m in env.execute("counted").metrics.items() if "async wait operator" in name)
     assert (metrics["async_requests"], metrics["async_retries"], metrics["async_timeouts"]) == (2, 1, 1)
 
 

@@ -9,20 +9,20 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, List
 
 import pytest
 from foreach_batch_harness import run_foreach_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datastream"))
-from async_cases import Lookup, build, error_matches, load  # noqa: E402
+from async_cases import Lookup, build, error_matches, load
 
-from pyspark_flinkish.common import Time, WatermarkStrategy  # noqa: E402
-from pyspark_flinkish.core.errors import UnsupportedFeatureError, UserFunctionError  # noqa: E402
-from pyspark_flinkish.datastream import AsyncDataStream, AsyncFunction, MicroBatch, MicroBatchSource  # noqa: E402
-from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment  # noqa: E402
-from pyspark_flinkish.spark.plan import ExecPlan  # noqa: E402
-from pyspark_flinkish.spark.stateful import validate  # noqa: E402
+from pyspark_flinkish.common import Time, WatermarkStrategy
+from pyspark_flinkish.core.errors import UnsupportedFeatureError, UserFunctionError
+from pyspark_flinkish.datastream import AsyncDataStream, AsyncFunction, MicroBatch, MicroBatchSource
+from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
+from pyspark_flinkish.spark.plan import ExecPlan
+from pyspark_flinkish.spark.stateful import validate
 
 ORACLE = load()
 CASES = {c["name"]: c for c in ORACLE["cases"]}
@@ -70,7 +70,7 @@ def test_apply_in_pandas_with_state_refuses_async_io() -> None:
     src = env.from_source(MicroBatchSource([MicroBatch([(1, 0, 0)])]), strategy, "s")
     out = AsyncDataStream.ordered_wait(src, Lookup({}), Time.seconds(1)).key_by(lambda e: e).reduce(lambda a, b: a)
     plan = ExecPlan([out._t])
-    with pytest.raises(UnsupportedFeatureError, match="async I/O.*foreachBatch executor"):
+    with pytest.raises(UnsupportedFeatureError, match=r"async I/O.*foreachBatch executor"):
         validate(plan, len(plan.nodes) - 1)
 
 
@@ -109,7 +109,8 @@ class FailsWhileMarked(AsyncFunction):  # type: ignore[type-arg]
     async def async_invoke(self, value: Any) -> List[Any]:
         await asyncio.sleep(0.001 * (value % 3))
         if value == 3 and os.path.exists(self.marker):
-            raise ConnectionError("service down")
+            msg = "service down"
+            raise ConnectionError(msg)
         return [value]
 
 

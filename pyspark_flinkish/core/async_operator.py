@@ -82,7 +82,7 @@ class AsyncLoop:
 class _Entry:
     """One element in the queue: its record, its results once completed, and whether it completed."""
 
-    __slots__ = ("record", "results", "done", "started")
+    __slots__ = ("done", "record", "results", "started")
 
     def __init__(self, record: StreamRecord) -> None:
         self.record = record

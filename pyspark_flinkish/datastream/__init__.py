@@ -1,7 +1,8 @@
 """PyFlink's ``pyflink.datastream``: the environment, streams, output tags and the replay source.
 
 Swap ``pyflink.datastream`` for ``pyspark_flinkish.datastream`` and ``pyflink.common`` for
-``pyspark_flinkish.common``; submodules ``window``, ``functions``, ``state``, ``async_retry_strategies`` and ``async_retry_predicates`` sit where PyFlink has them.
+``pyspark_flinkish.common``; submodules ``window``, ``functions``, ``state``, ``async_data_stream``,
+``async_retry_strategies`` and ``async_retry_predicates`` sit where PyFlink has them.
 """
 
 from __future__ import annotations

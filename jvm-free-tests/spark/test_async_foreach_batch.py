@@ -9,7 +9,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Dict, List
 
 import pytest
 from foreach_batch_harness import run_foreach_batch
@@ -138,3 +138,45 @@ def test_a_failed_batch_is_replayed_after_a_restart_losing_and_duplicating_nothi
     run_foreach_batch(pipeline, ck, vectorize=True, partitions=1, tasks=2, batches=range(1, 4))
     assert sorted(v for v in out if isinstance(v, int)) == list(range(8))
     assert sorted(v for _, v in (x for x in out if isinstance(x, tuple))) == list(range(8))
+
+
+class Tagged(AsyncFunction):  # type: ignore[type-arg]
+    async def async_invoke(self, value: Any) -> List[Any]:
+        await asyncio.sleep(0.001)
+        return [("enriched", value)]
+
+
+def test_async_after_a_columnar_window_matches_the_local_engine(tmp_path: Path) -> None:
+    """The columnar path's tasks finish the async operator after the window too (nothing stays buffered)."""
+    import pandas as pd
+    from foreach_batch_harness import PandasStream, local_outputs
+    from pyspark.sql import Row
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from pyspark_flinkish.common import Duration
+    from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Sum
+    from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+
+    schema = StructType([StructField("user", StringType()), StructField("ts", LongType()), StructField("amount", LongType())])
+    batches = [[("a", 1, 5), ("b", 2, 1), ("a", 12, 2)], [("b", 25, 3), ("a", 31, 4)]]
+    outs: Dict[str, List[Any]] = {"spark": [], "local": []}
+
+    def build_on(out: List[Any]) -> Any:
+        def build_env(env: Any) -> None:
+            strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+            if isinstance(env, SparkStreamExecutionEnvironment):
+                frames = [pd.DataFrame(b, columns=schema.fieldNames()).astype({"ts": "int64", "amount": "int64"}) for b in batches]
+                ds = env.from_dataframe(PandasStream(schema, frames), strategy, timestamp_column="ts")
+            else:
+                rows = [[Row(user=u, ts=t, amount=a) for u, t, a in b] for b in batches]
+                ds = env.from_micro_batches(rows, strategy.with_timestamp_assigner(lambda r, _: r.ts), end_of_input=False)
+            windowed = ds.key_by(lambda r: r.user).window(TumblingEventTimeWindows.of(Duration.of_millis(10)))
+            result = windowed.aggregate(ColumnAggregate(Count(), Sum("amount")))
+            AsyncDataStream.ordered_wait(result, Tagged(), Time.seconds(5)).add_sink(out.append)
+
+        return build_env
+
+    driver = run_foreach_batch(build_on(outs["spark"]), str(tmp_path / "ck"), vectorize=True, partitions=1, tasks=1)
+    assert driver.columnar is not None  # the columnar path ran the window
+    local_outputs(build_on(outs["local"]))
+    assert outs["spark"] == outs["local"] and len(outs["local"]) >= 3

@@ -147,9 +147,19 @@ def test_a_request_ending_in_a_base_exception_fails_the_job_and_never_hangs() ->
             raise asyncio.CancelledError()
 
     env = StreamExecutionEnvironment.get_execution_environment()
-    AsyncDataStream.ordered_wait(env.from_collection([1]), Cancelled(), 0).add_sink(lambda v: None)
-    with pytest.raises(UserFunctionError, match="during handling input 1"):
+    AsyncDataStream.ordered_wait(env.from_collection([1]), Cancelled(), 0).uid("lookup").add_sink(lambda v: None)
+    with pytest.raises(UserFunctionError, match="during handling input 1") as info:
         env.execute("cancelled")
+    assert info.value.uid == "lookup" and info.value.operator == "async wait operator"
+
+
+def test_a_failure_at_the_end_of_a_batch_without_watermarks_names_the_operator() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    source = env.from_source(_batches([(0, 0, 1)], [(1, 0, 0)]), WatermarkStrategy.no_watermarks(), "s")
+    AsyncDataStream.ordered_wait(source, Lookup({"failure": "fail"}), 1000).uid("lookup").add_sink(lambda v: None)
+    with pytest.raises(UserFunctionError, match="request 0 failed") as info:
+        env.execute("failing")
+    assert info.value.uid == "lookup"
 
 
 def test_runs_inside_a_running_event_loop() -> None:

@@ -71,7 +71,9 @@ class AsyncLoop:
                 await asyncio.wait(tasks, timeout=1.0)
 
         try:
-            self.run(cancel_all())
+            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=5.0)
+        except TimeoutError:
+            pass  # a request blocks the loop's thread (synchronous code in async_invoke): leave the daemon thread
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5.0)

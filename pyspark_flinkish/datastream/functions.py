@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.async_functions import AsyncFunction, AsyncFunctionDescriptor, AsyncRetryPredicate, AsyncRetryStrategy
 from ..core.functions import (
     AggregateFunction,
     FilterFunction,
@@ -24,18 +25,22 @@ from ..core.join_functions import CoGroupFunction, FlatJoinFunction, JoinFunctio
 
 __all__ = [
     "AggregateFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "CoGroupFunction",
-    "FlatJoinFunction",
-    "JoinFunction",
-    "ProcessJoinFunction",
     "FilterFunction",
+    "FlatJoinFunction",
     "FlatMapFunction",
     "Function",
-    "KeySelector",
+    "JoinFunction",
     "KeyedProcessFunction",
     "KeyedStateStore",
+    "KeySelector",
     "MapFunction",
     "ProcessFunction",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.async_functions import AsyncFunction, AsyncFunctionDescriptor, AsyncRetryPredicate, AsyncRetryStrategy
 from ..core.co_functions import (
     BaseBroadcastProcessFunction,
     BroadcastProcessFunction,
@@ -40,18 +41,22 @@ __all__ = [
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "AggregateFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "CoGroupFunction",
-    "FlatJoinFunction",
-    "JoinFunction",
-    "ProcessJoinFunction",
     "FilterFunction",
+    "FlatJoinFunction",
     "FlatMapFunction",
     "Function",
-    "KeySelector",
+    "JoinFunction",
     "KeyedProcessFunction",
     "KeyedStateStore",
+    "KeySelector",
     "MapFunction",
     "ProcessFunction",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",

@@ -289,8 +289,14 @@ class LocalExecutor:
                 if self.restore_every_batch:
                     self._restore_watermarks_from_json()
                     operators = self._restart_keyed_operators()
-            for op in operators:
-                op.end_input()
+            for t in self.order:
+                node = self.nodes[t.id]
+                if node.operator is None:
+                    continue
+                try:
+                    node.operator.end_input()
+                except UserFunctionError as exc:
+                    raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
         finally:
             for op in operators:
                 try:
@@ -415,7 +421,10 @@ class LocalExecutor:
             if runner is not None:
                 runner.periodic_emit(index)
             elif node.operator is not None:
-                node.operator.on_periodic_emit()
+                try:
+                    node.operator.on_periodic_emit()
+                except UserFunctionError as exc:  # e.g. an async I/O request of the batch failed
+                    raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
         for runner in self.sources:
             runner.finish_if_done(index)
 

@@ -259,3 +259,55 @@ def test_keyed_co_map_keeps_keyed_state_across_micro_batches(tmp_path: Path) -> 
 
     assert counts(spark) == counts(local)
     assert counts(local) == {"o1": [1, 2], "o2": [1, 2], "o3": [1, 2], "o4": [1, 2], "o5": [1], "o6": [1]}
+
+
+def test_an_idle_input_leaves_the_two_input_watermark_on_both_engines(tmp_path: Path) -> None:
+    """Input b goes idle (``with_idleness``) after its only element: from then on the operator's watermark is input
+    a's, so the timers at 1000 and 5000 fire at the end of the micro-batch where b is found idle (a has seen 3
+    elements), not at the end of input (4). Without idleness, b holds the watermark at MIN until the end."""
+    from foreach_batch_harness import local_outputs
+
+    from pyspark_flinkish.common import Duration, WatermarkStrategy
+    from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
+    from pyspark_flinkish.datastream.functions import KeyedCoProcessFunction
+    from pyspark_flinkish.datastream.state import ValueStateDescriptor
+
+    class Seen(KeyedCoProcessFunction):  # type: ignore[type-arg]
+        def open(self, runtime_context: Any) -> None:
+            self.n = runtime_context.get_state(ValueStateDescriptor("n"))
+
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            self.n.update((self.n.value() or 0) + 1)
+            ctx.timer_service().register_event_time_timer(value[1])
+            return []
+
+        def process_element2(self, value: Any, ctx: Any) -> Any:
+            return []
+
+        def on_timer(self, timestamp: int, ctx: Any) -> Any:
+            yield (timestamp, self.n.value())
+
+    def build(out: List[Any], idleness: bool) -> Any:
+        def go(env: Any) -> None:
+            by_time = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1])
+            a = env.from_source(MicroBatchSource([
+                MicroBatch([("k", 1000)], processing_time=0), MicroBatch([("k", 5000)], processing_time=1000),
+                MicroBatch([("k", 9000)], processing_time=2000), MicroBatch([("k", 20000)], processing_time=3000),
+            ]), by_time, "a")
+            b_strategy = by_time.with_idleness(Duration.of_millis(500)) if idleness else by_time
+            b = env.from_source(MicroBatchSource([
+                MicroBatch([("k", 0)], processing_time=0), MicroBatch([], processing_time=1000),
+                MicroBatch([], processing_time=2000), MicroBatch([], processing_time=3000),
+            ]), b_strategy, "b")
+            a.connect(b).key_by(lambda e: e[0], lambda e: e[0]).process(Seen()).add_sink(out.append)
+
+        return go
+
+    cases = ((True, [(1000, 3), (5000, 3), (9000, 4), (20000, 4)]), (False, [(t, 4) for t in (1000, 5000, 9000, 20000)]))
+    for idleness, expected in cases:
+        local: List[Any] = []
+        local_outputs(build(local, idleness))
+        spark: List[Any] = []
+        run_foreach_batch(build(spark, idleness), str(tmp_path / f"ck-{idleness}"), vectorize=True, partitions=2)
+        assert local == expected, idleness
+        assert spark == expected, idleness

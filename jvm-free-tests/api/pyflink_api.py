@@ -93,11 +93,6 @@ _TWO_INPUT = Why(
     "two-input streams (connect/broadcast) are not in the semantic core yet",
     absent=("datastream.DataStream.connect", "datastream.DataStream.broadcast", "datastream.KeyedStream.connect"),
 )
-_WINDOW_ALL = Why(
-    "non-keyed windowAll is not supported: Spark needs a key to partition state",
-    absent=("datastream.DataStream.window_all", "datastream.DataStream.count_window_all"),
-    instead=("datastream.KeyedStream.window", "datastream.KeyedStream.count_window"),
-)
 _CLUSTER = Why(
     "Flink cluster configuration: Spark's checkpointing and state store take this role",
     absent=(
@@ -135,7 +130,6 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
         "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
         "KeyedBroadcastProcessFunction": _TWO_INPUT,
-        "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
         "Partitioner": _PARTITIONER,
         "SourceFunction": _SOURCE_FUNCTION,
         "CheckpointConfig": _CLUSTER, "CheckpointingMode": _CLUSTER, "StateBackend": _CLUSTER,
@@ -156,8 +150,7 @@ EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream.functions": {
         "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
         "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
-        "KeyedBroadcastProcessFunction": _TWO_INPUT, "AllWindowFunction": _WINDOW_ALL,
-        "ProcessAllWindowFunction": _WINDOW_ALL,
+        "KeyedBroadcastProcessFunction": _TWO_INPUT,
         "SourceFunction": _SOURCE_FUNCTION,
         "Partitioner": _PARTITIONER,
     },
@@ -186,6 +179,9 @@ PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter"],
     "datastream.WindowedStream": ["trigger", "evictor", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
                                   "process", "apply"],
+    "datastream.AllWindowedStream": ["trigger", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
+                                     "apply", "process", "get_execution_environment", "get_input_type"],
+    "datastream.ProcessAllWindowFunction.Context": ["window", "window_state", "global_state"],
     "common.WatermarkStrategy": ["for_bounded_out_of_orderness", "for_monotonous_timestamps", "no_watermarks",
                                  "with_timestamp_assigner", "with_idleness", "with_watermark_alignment"],
     "datastream.TimerService": ["current_processing_time", "current_watermark", "register_processing_time_timer",

@@ -10,14 +10,17 @@ from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
+from .all_window import AllWindowedStream
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .functions import (
     AggregateFunction,
+    AllWindowFunction,
     FilterFunction,
     FlatMapFunction,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    ProcessAllWindowFunction,
     ProcessFunction,
     ProcessWindowFunction,
     ReduceFunction,
@@ -32,6 +35,9 @@ from .window import CountWindow, MergingWindowAssigner, TimeWindow, Trigger, Tri
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowFunction",
+    "AllWindowedStream",
+    "ProcessAllWindowFunction",
     "CountWindow",
     "FilterFunction",
     "FlatMapFunction",

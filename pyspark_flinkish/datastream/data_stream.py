@@ -58,6 +58,7 @@ from .plan import (
 )
 
 if TYPE_CHECKING:
+    from .all_window import AllWindowedStream
     from .stream_execution_environment import StreamExecutionEnvironment
 
 
@@ -174,6 +175,19 @@ class DataStream:
     ) -> KeyedStream:
         fn = _method(key_selector, "get_key", "key_by()'s key selector", "KeySelector")
         return KeyedStream(self._env, self._t, fn, key_type)
+
+    def window_all(self, window_assigner: WindowAssigner) -> AllWindowedStream:  # type: ignore[type-arg]
+        """Windows over the whole stream (non-keyed): a keyed window of one constant key, as Flink runs it
+        (:mod:`~pyspark_flinkish.datastream.all_window`)."""
+        from .all_window import AllWindowedStream
+
+        return AllWindowedStream.of(self, window_assigner)
+
+    def count_window_all(self, size: int, slide: int = 0) -> AllWindowedStream:
+        """Java Flink's ``countWindowAll`` (PyFlink 2.3 has none): ``count_window``'s rule over the whole stream."""
+        from .all_window import AllWindowedStream
+
+        return AllWindowedStream.count(self, size, slide)
 
     def union(self, *streams: DataStream) -> DataStream:
         for s in streams:

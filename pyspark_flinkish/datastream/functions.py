@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.all_window_functions import AllWindowFunction, ProcessAllWindowFunction
 from ..core.functions import (
     AggregateFunction,
     FilterFunction,
@@ -23,6 +24,7 @@ from ..core.functions import (
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowFunction",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
@@ -30,6 +32,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStateStore",
     "MapFunction",
+    "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",

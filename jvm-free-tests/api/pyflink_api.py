@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
 PYFLINK_NAMES: dict[str, list[str]] = {
-    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation"],
+    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation",
+               "ExecutionConfig", "JobClient", "JobID", "JobStatus", "CompletableFuture", "JobExecutionResult"],
     "datastream": [
         "StreamExecutionEnvironment", "DataStream", "KeyedStream", "WindowedStream", "DataStreamSink", "OutputTag",
         "TimeDomain", "MapFunction", "FlatMapFunction", "FilterFunction", "KeySelector", "ReduceFunction",
@@ -96,7 +97,6 @@ _TWO_INPUT = Why(
 _CLUSTER = Why(
     "Flink cluster configuration: Spark's checkpointing and state store take this role",
     absent=(
-        "datastream.StreamExecutionEnvironment.enable_checkpointing",
         "datastream.StreamExecutionEnvironment.get_checkpoint_config",
         "datastream.StreamExecutionEnvironment.set_state_backend",
         "datastream.DataStream.slot_sharing_group",
@@ -132,7 +132,7 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "KeyedBroadcastProcessFunction": _TWO_INPUT,
         "Partitioner": _PARTITIONER,
         "SourceFunction": _SOURCE_FUNCTION,
-        "CheckpointConfig": _CLUSTER, "CheckpointingMode": _CLUSTER, "StateBackend": _CLUSTER,
+        "CheckpointConfig": _CLUSTER, "StateBackend": _CLUSTER,
         "HashMapStateBackend": _CLUSTER, "EmbeddedRocksDBStateBackend": _CLUSTER, "CheckpointStorage": _CLUSTER,
         "TimeCharacteristic": Why(
             "removed in Flink 2.x; event time is the default",
@@ -172,7 +172,15 @@ EXCLUDED: dict[str, dict[str, Why]] = {
 # Methods a PyFlink user calls on these classes (same names, same argument order).
 PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.StreamExecutionEnvironment": ["get_execution_environment", "from_collection", "from_source", "execute",
-                                              "set_parallelism", "get_parallelism"],
+                                              "set_parallelism", "get_parallelism", "get_config", "set_max_parallelism",
+                                              "get_max_parallelism", "enable_checkpointing", "get_checkpoint_interval",
+                                              "get_checkpointing_mode", "add_python_file", "add_python_archive",
+                                              "set_python_requirements", "set_python_executable", "add_jars",
+                                              "add_classpaths", "execute_async", "get_execution_plan"],
+    "common.ExecutionConfig": ["set_auto_watermark_interval", "get_auto_watermark_interval", "set_parallelism",
+                               "get_parallelism", "set_max_parallelism", "get_max_parallelism"],
+    "common.JobClient": ["get_job_id", "get_job_status", "cancel", "get_job_execution_result", "stop_with_savepoint",
+                         "trigger_savepoint"],
     "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "process", "assign_timestamps_and_watermarks",
                               "get_side_output", "execute_and_collect", "add_sink", "sink_to", "print", "name", "uid",
                               "set_parallelism", "get_name", "get_type", "get_execution_environment"],

@@ -11,6 +11,7 @@ from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
 from .all_window import AllWindowedStream
+from .checkpointing_mode import CheckpointingMode
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .functions import (
     AggregateFunction,
@@ -37,6 +38,7 @@ __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AllWindowedStream",
+    "CheckpointingMode",
     "ProcessAllWindowFunction",
     "CountWindow",
     "FilterFunction",

@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock
 from ..core.durations import TimeLike, to_millis
-from ..core.errors import InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
+from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
 from ..datastream.executors import SPARK
@@ -27,6 +27,8 @@ from .delivery import deliver_values
 from .delta import with_delta_writers
 from .driver import ForeachBatchDriver
 from .far_future import DEFAULT_HORIZON_MS
+from .job_client import SparkJobClient
+from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
 from .rows import loads
 from .session import local_temp_dir, spark_path
@@ -226,21 +228,80 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         checkpoint_location: Optional[str] = None,
         trigger: Optional[Dict[str, Any]] = None,
         progress: Optional[Callable[[Any], None]] = None,
-    ) -> SparkJobHandle:
-        """Start the pipeline as a streaming query; ``checkpoint_location`` is required (it holds Spark's
-        offsets and this package's keyed state and watermarks). ``trigger`` is passed to Spark's
-        ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``).
+    ) -> Any:
+        """Run the pipeline as a streaming query.
+
+        **PyFlink's form**, ``execute("name")`` (no ``checkpoint_location``): the checkpoint location is
+        ``<spark.sql.streaming.checkpointLocation>/<name>`` when the session sets that root (a later run of the same
+        name resumes from it), else a new temporary directory (logged); like PyFlink's, it **blocks** until the job
+        ends and returns a :class:`~pyspark_flinkish.common.JobExecutionResult`. A job whose sources are all bounded
+        (``from_collection``, ``MicroBatchSource``, ``from_delta(bounded=True)``) runs with
+        ``trigger={"availableNow": True}`` to the end of its input; an unbounded one (Kafka, a streaming DataFrame)
+        runs until it fails or is stopped (use :meth:`execute_async` to get a client that can cancel it).
+
+        **With** ``checkpoint_location`` (it holds Spark's offsets and this package's keyed state and watermarks):
+        starts the query and returns at once with its :class:`SparkJobHandle`. ``trigger`` is passed to Spark's
+        ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``); without
+        one, the interval of ``enable_checkpointing`` is the processing-time trigger.
 
         ``checkpoint_location`` is read as Spark reads a path: ``/x``, a relative path, ``file:/x`` or ``file:///x``
         (the local file system); other schemes (``dbfs:/x``, ``s3a://...``) are refused up front, since keyed state
         is written with local file APIs (on Databricks give the mount, ``/dbfs/x``)."""
         if not checkpoint_location:
-            msg = "execute() on Spark needs checkpoint_location=...: it holds offsets, keyed state and watermarks"
-            raise InvalidPipelineError(msg)
+            handle = self._start_default(job_name, trigger, progress)
+            handle.await_termination()
+            batches = handle.driver.batches_run if handle.driver is not None else 0
+            result = JobExecutionResult(job_name, batches, {})
+            self.last_result = result
+            return result
+        if trigger is None and self.get_checkpoint_interval() > 0:
+            trigger = {"processingTime": f"{self.get_checkpoint_interval()} milliseconds"}
         # read as Spark's Path reads it (file:/x, file:///x, /x, relative; other schemes refused, naming the URI);
         # executors resolve relative paths against their own working directories: pinned down here
         checkpoint = local_checkpoint_path(checkpoint_location)
         return self._start(job_name, list(self._sinks), checkpoint, trigger, progress)
+
+    def execute_async(self, job_name: str = "pyspark_flinkish job") -> SparkJobClient:  # type: ignore[override]
+        """Start the job as :meth:`execute` ``("name")`` does (default checkpoint location and trigger) and return at
+        once with a :class:`~pyspark_flinkish.common.JobClient` (``get_job_id``, ``get_job_status``, ``cancel``,
+        ``get_job_execution_result``); its ``handle`` is the :class:`SparkJobHandle`."""
+        return SparkJobClient(self._start_default(job_name, None, None), job_name)
+
+    def _start_default(
+        self, job_name: str, trigger: Optional[Dict[str, Any]], progress: Optional[Callable[[Any], None]]
+    ) -> SparkJobHandle:
+        sinks = list(self._sinks)
+        if trigger is None:
+            trigger = default_trigger(sinks, self.get_checkpoint_interval())
+        checkpoint = default_checkpoint_location(self.spark, job_name)
+        return self._start(job_name, sinks, checkpoint, trigger, progress)
+
+    # -------------------------------------------------------------------- configuration on Spark
+    def set_max_parallelism(self, max_parallelism: int) -> SparkStreamExecutionEnvironment:
+        """Flink's max parallelism is its number of key groups; here it sets the number of keyed-state partitions
+        (``state_partitions``), which, like Flink's, is fixed by the first run of a checkpoint."""
+        super().set_max_parallelism(max_parallelism)
+        self.state_partitions = max_parallelism
+        return self
+
+    def add_python_file(self, file_path: str) -> None:
+        """``SparkContext.addPyFile``: a ``.py`` file or a ``.zip``/``.egg`` archive is shipped to every executor and
+        importable on the driver; a package directory is zipped first (PyFlink accepts directories)."""
+        import shutil
+
+        path = os.path.abspath(file_path)
+        if not os.path.exists(path):
+            msg = f"add_python_file: {file_path!r} does not exist"
+            raise InvalidArgumentError(msg)
+        if os.path.isdir(path):
+            target = os.path.join(local_temp_dir("flinkish-pyfiles-"), os.path.basename(path))
+            path = shutil.make_archive(target, "zip", root_dir=os.path.dirname(path), base_dir=os.path.basename(path))
+        self.spark.sparkContext.addPyFile(path)
+
+    def add_python_archive(self, archive_path: str, target_dir: Optional[str] = None) -> None:
+        """``SparkContext.addArchive``: the archive is extracted into every executor's working directory, under
+        ``target_dir`` if given (Spark's ``path#alias``), as PyFlink extracts it for its Python workers."""
+        self.spark.sparkContext.addArchive(archive_path + (f"#{target_dir}" if target_dir else ""))
 
     def _execute(
         self,

@@ -138,10 +138,6 @@ EXCLUDED: dict[str, dict[str, Why]] = {
             "removed in Flink 2.x; event time is the default",
             absent=("datastream.StreamExecutionEnvironment.set_stream_time_characteristic",),
         ),
-        "RuntimeExecutionMode": Why(
-            "BATCH mode is not offered; bounded inputs run in streaming mode to end of input",
-            absent=("datastream.StreamExecutionEnvironment.set_runtime_mode",),
-        ),
         "SlotSharingGroup": _CLUSTER,
     },
     "datastream.window": {
@@ -176,7 +172,8 @@ PYFLINK_METHODS: dict[str, list[str]] = {
                                               "get_max_parallelism", "enable_checkpointing", "get_checkpoint_interval",
                                               "get_checkpointing_mode", "add_python_file", "add_python_archive",
                                               "set_python_requirements", "set_python_executable", "add_jars",
-                                              "add_classpaths", "execute_async", "get_execution_plan"],
+                                              "add_classpaths", "execute_async", "get_execution_plan",
+                                              "set_runtime_mode"],
     "common.ExecutionConfig": ["set_auto_watermark_interval", "get_auto_watermark_interval", "set_parallelism",
                                "get_parallelism", "set_max_parallelism", "get_max_parallelism"],
     "common.JobClient": ["get_job_id", "get_job_status", "cancel", "get_job_execution_result", "stop_with_savepoint",

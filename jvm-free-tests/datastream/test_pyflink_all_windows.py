@@ -10,7 +10,13 @@ from all_window_cases import Elements, build, count_all_java_rule, load
 
 from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from pyspark_flinkish.common import WatermarkStrategy
-from pyspark_flinkish.datastream import AllWindowedStream, MicroBatch, MicroBatchSource, StreamExecutionEnvironment
+from pyspark_flinkish.datastream import (
+    AllWindowedStream,
+    MicroBatch,
+    MicroBatchSource,
+    RuntimeExecutionMode,
+    StreamExecutionEnvironment,
+)
 from pyspark_flinkish.datastream.functions import ProcessAllWindowFunction
 from pyspark_flinkish.datastream.state import ValueStateDescriptor
 from pyspark_flinkish.datastream.window import (
@@ -150,3 +156,34 @@ def test_window_all_names_its_operator() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     out = env.from_collection([1]).window_all(GlobalWindows.create()).reduce(lambda a, b: a + b)
     assert out.get_name() == "AllWindow(reduce)"
+
+
+# ---------------------------------------------------------------------------------------------- BATCH runtime mode
+BATCH = {c["name"]: c for c in ORACLE["cases"] if c.get("mode") == "BATCH"}
+
+
+def run_batch(case: Dict[str, Any], mode: RuntimeExecutionMode = RuntimeExecutionMode.BATCH) -> List[Any]:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_runtime_mode(mode)
+    out: List[Any] = []
+    build(env, case, ORACLE["input"], ORACLE["watermark_bound_ms"]).add_sink(out.append)
+    env.execute("all windows, batch")
+    return [list(r) for r in out]
+
+
+@pytest.mark.parametrize("mode", [RuntimeExecutionMode.BATCH, RuntimeExecutionMode.AUTOMATIC])
+@pytest.mark.parametrize("name", sorted(BATCH))
+def test_batch_mode_matches_pyflink(name: str, mode: RuntimeExecutionMode) -> None:
+    assert run_batch(BATCH[name], mode) == BATCH[name]["output"]
+
+
+def test_batch_and_streaming_differ_where_flink_says() -> None:
+    """Same bounded input: in BATCH nothing is late and each window fires once with its elements in timestamp order;
+    a processing-time trigger fires at the end of input instead of never."""
+    assert split(STREAMING["tumbling_late"]["output"])["late"] != []
+    assert split(BATCH["batch_tumbling_late"]["output"])["late"] == []
+    assert STREAMING["global_processing_time_trigger"]["output"] == []
+    assert BATCH["batch_global_processing_time_trigger"]["output"] != []
+    streaming = {STREAMING[n]["name"]: run(STREAMING[n]) for n in ("tumbling_late", "global_processing_time_trigger")}
+    assert split(streaming["tumbling_late"]) == split(STREAMING["tumbling_late"]["output"])
+    assert streaming["global_processing_time_trigger"] == []

@@ -12,6 +12,7 @@ from ..core.functions import TimeDomain
 from ..core.records import OutputTag
 from .all_window import AllWindowedStream
 from .checkpointing_mode import CheckpointingMode
+from .execution_mode import RuntimeExecutionMode
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .functions import (
     AggregateFunction,
@@ -50,6 +51,7 @@ __all__ = [
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
+    "RuntimeExecutionMode",
     "RuntimeContext",
     "SinkFunction",
     "TimeWindow",

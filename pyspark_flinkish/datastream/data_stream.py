@@ -369,6 +369,9 @@ class KeyedStream(DataStream):
 
 
 class _RollingReduce(KeyedProcessFunction):  # type: ignore[type-arg]
+    rolling_aggregation = True
+    """BATCH mode emits only each key's final value (``datastream.runtime_mode``)."""
+
     def __init__(self, fn: Callable[[Any, Any], Any]) -> None:
         self.fn = fn
 

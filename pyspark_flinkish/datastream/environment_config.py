@@ -19,7 +19,9 @@ from ..common.execution_config import ExecutionConfig
 from ..common.job_client import JobClient
 from ..core.errors import InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
 from .checkpointing_mode import CheckpointingMode
+from .execution_mode import RuntimeExecutionMode
 from .plan import Transformation, topological
+from .runtime_mode import check_mode
 
 MAX_MAX_PARALLELISM = 1 << 15
 """Flink's upper bound for the max parallelism (``KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM``)."""
@@ -52,6 +54,21 @@ class EnvironmentConfiguration:
     def get_max_parallelism(self) -> int:
         """The max parallelism set, else -1 (Flink: not set, derived at job start)."""
         return int(self.__dict__.get("_max_parallelism", -1))
+
+    # -------------------------------------------------------------------- runtime mode
+    def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> EnvironmentConfiguration:
+        """``STREAMING`` (default), ``BATCH`` or ``AUTOMATIC`` (:class:`RuntimeExecutionMode`). BATCH runs as Flink's
+        batch execution (:mod:`~pyspark_flinkish.datastream.runtime_mode`): every source must be bounded (else the
+        job is refused when it starts, as Flink refuses it), nothing is late, each key's input is processed in
+        timestamp order, event time jumps to the end, then each key's processing-time timers fire, and a rolling
+        ``KeyedStream.reduce`` emits each key's final value only. On Spark the bounded input is read in one
+        micro-batch (``availableNow``)."""
+        self.__dict__["_runtime_mode"] = check_mode(execution_mode)
+        return self
+
+    def get_runtime_mode(self) -> RuntimeExecutionMode:
+        """The mode of :meth:`set_runtime_mode` (``STREAMING`` unless set; Java Flink reads it from the configuration)."""
+        return self.__dict__.get("_runtime_mode", RuntimeExecutionMode.STREAMING)  # type: ignore[no-any-return]
 
     # -------------------------------------------------------------------- checkpointing
     def enable_checkpointing(self, interval: int, mode: Optional[CheckpointingMode] = None) -> EnvironmentConfiguration:

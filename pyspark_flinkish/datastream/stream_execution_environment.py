@@ -18,6 +18,7 @@ from .data_stream import DataStream
 from .environment_config import EnvironmentConfiguration
 from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
 from .plan import Transformation
+from .runtime_mode import plan_for_mode
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
         if not sinks:
             msg = "no sinks: add_sink(...), print() or execute_and_collect() before execute()"
             raise InvalidTypeError(msg)
+        sinks = plan_for_mode(self.get_runtime_mode(), sinks)  # BATCH: datastream.runtime_mode
         result = executor_entry(LOCAL)(sinks, self.clock, progress, job_name or "pyspark_flinkish job")
         self.last_result = result
         return result

@@ -18,8 +18,10 @@ from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
+from ..datastream.execution_mode import RuntimeExecutionMode
 from ..datastream.executors import SPARK
 from ..datastream.plan import Transformation
+from ..datastream.runtime_mode import batch_plan, is_batch
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
 from .checkpoint_location import local_checkpoint_path
 from .dead_letters import with_dead_letter_sinks
@@ -88,8 +90,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         partitions: Sequence[Any] = (),
         source_name: str = "DataFrame",
     ) -> DataStream:
-        """A stream of ``pyspark.sql.Row`` elements from a streaming DataFrame (``df.isStreaming``; a static one is
-        refused here, naming ``spark.readStream``, ``from_delta`` and ``from_kafka``).
+        """A stream of ``pyspark.sql.Row`` elements from a streaming DataFrame (``df.isStreaming``). A static one is
+        bounded input: read (collected on the driver, one micro-batch, then end of input) when the runtime mode is
+        BATCH or AUTOMATIC (``set_runtime_mode`` before this call), refused in STREAMING mode.
 
         ``timestamp_column`` (a timestamp or epoch-millisecond long column) gives event time, else the
         strategy's timestamp assigner does; ``partition_column`` (e.g. Kafka's ``partition``) splits the input
@@ -101,11 +104,15 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         ``record_timestamp`` (as Flink's Kafka source hands it the record's Kafka timestamp).
         """
         if not df.isStreaming:
+            if self.get_runtime_mode() is not RuntimeExecutionMode.STREAMING:
+                from .static_frames import bounded_dataframe_stream
+
+                return bounded_dataframe_stream(self, df, watermark_strategy, timestamp_column, source_name)
             msg = (
-                f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False): the pipeline "
-                "runs as a Structured Streaming query, which cannot read a static one. Read it as a stream "
-                "(spark.readStream...), or use from_delta(path, bounded=True) for a table's snapshot, or "
-                "from_kafka(...); Flink's BATCH execution mode is not supported"
+                f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False) in STREAMING "
+                "mode: a static one is bounded input, read with env.set_runtime_mode(RuntimeExecutionMode.BATCH) (or "
+                "AUTOMATIC) before from_dataframe (collected on the driver), or read it as a stream "
+                "(spark.readStream...), or use from_delta(path, bounded=True) for a table's snapshot"
             )
             raise UnsupportedFeatureError(msg)
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
@@ -368,6 +375,15 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             msg = "no sinks: add_sink(...), foreach_batch(...), print() or execute_and_collect() before execute()"
             raise InvalidPipelineError(msg)
         sinks = with_delta_writers(sinks)  # DeltaSink describes the table; its writer is built here
+        if is_batch(self.get_runtime_mode(), sinks):
+            if self.backend == "apply_in_pandas_with_state":
+                msg = (
+                    "BATCH runtime mode runs on the foreachBatch executor (the default backend); "
+                    "apply_in_pandas_with_state cannot sort each key's input: use STREAMING there"
+                )
+                raise UnsupportedFeatureError(msg)
+            sinks = batch_plan(sinks)
+            trigger = {"availableNow": True}  # the bounded input in one micro-batch, then the query stops
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"

@@ -88,11 +88,11 @@ def test_add_python_file_makes_a_module_and_a_package_importable(tmp_path: Path)
 
 def test_what_the_jvm_free_engine_cannot_do_is_refused_naming_the_alternative() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
-    with pytest.raises(UnsupportedFeatureError, match="SparkContext.addArchive"):
+    with pytest.raises(UnsupportedFeatureError, match=r"SparkContext\.addArchive"):
         env.add_python_archive("venv.zip", "venv")
     with pytest.raises(UnsupportedFeatureError, match="pip install"):
         env.set_python_requirements("requirements.txt")
-    with pytest.raises(UnsupportedFeatureError, match="spark.jars"):
+    with pytest.raises(UnsupportedFeatureError, match=r"spark\.jars"):
         env.add_jars("file:///flink-connector-kafka.jar")
     with pytest.raises(UnsupportedFeatureError, match="extraClassPath"):
         env.add_classpaths("file:///x.jar")

@@ -8,8 +8,8 @@ from typing import Any, Dict, List
 import pytest
 from all_window_cases import Elements, build, count_all_java_rule, load
 
-from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from pyspark_flinkish.common import WatermarkStrategy
+from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from pyspark_flinkish.datastream import (
     AllWindowedStream,
     MicroBatch,

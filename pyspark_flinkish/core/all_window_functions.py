@@ -70,7 +70,7 @@ class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
     def process(self, context: ProcessAllWindowFunction.Context, elements: Iterable[IN]) -> Optional[Iterable[OUT]]:  # type: ignore[type-arg]
         """Evaluate ``context.window()`` over ``elements``; yield outputs. Called once per firing."""
 
-    def clear(self, context: ProcessAllWindowFunction.Context) -> None:  # type: ignore[type-arg]  # noqa: B027
+    def clear(self, context: ProcessAllWindowFunction.Context) -> None:  # type: ignore[type-arg]
         """Called when the window is cleaned up (watermark past its end + allowed lateness): drop its window state."""
 
 

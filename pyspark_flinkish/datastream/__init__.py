@@ -12,8 +12,8 @@ from ..core.functions import TimeDomain
 from ..core.records import OutputTag
 from .all_window import AllWindowedStream
 from .checkpointing_mode import CheckpointingMode
-from .execution_mode import RuntimeExecutionMode
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
+from .execution_mode import RuntimeExecutionMode
 from .functions import (
     AggregateFunction,
     AllWindowFunction,

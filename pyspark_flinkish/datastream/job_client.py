@@ -38,7 +38,7 @@ class LocalJobClient(JobClient):
             except JobCancelledError as exc:
                 client._status = JobStatus.CANCELED
                 client._result.set_exception(exc)
-            except BaseException as exc:  # noqa: BLE001 (handed to the caller through the future)
+            except BaseException as exc:
                 client._status = JobStatus.FAILED
                 client._result.set_exception(exc)
             else:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Any
 
 from ..common.job_client import CompletableFuture, JobCancelledError, JobClient, JobID, JobStatus
 from ..common.job_execution_result import JobExecutionResult
@@ -26,7 +25,7 @@ class SparkJobClient(JobClient):
     def _wait(self) -> None:
         try:
             self.handle.await_termination()
-        except BaseException as exc:  # noqa: BLE001 (handed to the caller through the future)
+        except BaseException as exc:
             self._result.set_exception(exc)
             return
         if self._cancelled:

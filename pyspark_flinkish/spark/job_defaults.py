@@ -4,7 +4,6 @@ the trigger."""
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Dict, List, Optional
 
 from ..datastream.plan import Transformation

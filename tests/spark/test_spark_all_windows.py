@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from pyspark_flinkish.common import JobExecutionResult
+from pyspark_flinkish.common import JobExecutionResult, JobStatus
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 
 pytestmark = pytest.mark.spark
@@ -58,7 +58,8 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
 
 def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-untyped-def]
     """BATCH: the bounded input in one micro-batch (availableNow), each key's input sorted by timestamp, timers at
-    the end; a static DataFrame is bounded input too. No checkpoint location: a logged temporary directory."""
+    the end; a static DataFrame is bounded input too. Started with ``execute_async`` (a JobClient); no checkpoint
+    location: a logged temporary directory."""
     from pyspark_flinkish.datastream import RuntimeExecutionMode
 
     batch = [c for c in ORACLE["cases"] if c.get("mode") == "BATCH"]
@@ -81,11 +82,14 @@ def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-
     before = spark.conf.get(key, None)
     spark.conf.unset(key)
     try:
-        result = env.execute("all windows, batch")
+        client = env.execute_async("all windows, batch")  # PyFlink's JobClient
+        result = client.get_job_execution_result().result(timeout=600)
     finally:
         if before is not None:
             spark.conf.set(key, before)
-    assert isinstance(result, JobExecutionResult)
+    assert isinstance(result, JobExecutionResult) and result.job_name == "all windows, batch"
+    assert client.get_job_status().result() is JobStatus.FINISHED
+    assert client.get_job_id().to_hex_string() == str(client.handle.query.id).replace("-", "")
     for case in batch:
         assert [list(r) for r in got[case["name"]]] == case["output"], case["name"]
     # a rolling reduce in BATCH: each key's final value only (Flink's BatchGroupedReduceOperator)

@@ -152,10 +152,15 @@ def test_window_all_checks_like_windowed_stream() -> None:
         stream.window_all(GlobalWindows.create()).reduce(lambda a, b: a, window_function=42)
 
 
-def test_window_all_names_its_operator() -> None:
+def test_window_all_names_its_operator_and_is_non_parallel() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     out = env.from_collection([1]).window_all(GlobalWindows.create()).reduce(lambda a, b: a + b)
     assert out.get_name() == "AllWindow(reduce)"
+    assert out.set_parallelism(1) is out
+    with pytest.raises(InvalidPipelineError, match="non parallel operator must be 1"):
+        out.set_parallelism(2)
+    keyed = env.from_collection([1]).key_by(lambda x: x).window(GlobalWindows.create()).reduce(lambda a, b: a + b)
+    assert keyed.set_parallelism(4) is keyed
 
 
 # ---------------------------------------------------------------------------------------------- BATCH runtime mode

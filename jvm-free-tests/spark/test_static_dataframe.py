@@ -41,3 +41,10 @@ def test_a_static_dataframe_is_bounded_input_in_batch_mode(mode: RuntimeExecutio
     assert isinstance(source, MicroBatchSource) and source.end_of_input
     assert source.batches[0].elements == _Frame(False).collect()
     assert stream._t.watermark_strategy.extract_timestamp({"k": "a", "ts": 5}, None) == 5
+
+
+def test_to_dataframe_refuses_batch_mode() -> None:
+    env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend="apply_in_pandas_with_state")
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    with pytest.raises(UnsupportedFeatureError, match="STREAMING mode only"):
+        env.from_collection([("a", 1)]).key_by(lambda e: e[0]).reduce(lambda a, b: a).to_dataframe()

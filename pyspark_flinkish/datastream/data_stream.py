@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Union
 
+from ..core.all_window_functions import NullByteKeySelector
 from ..core.assigners import GlobalWindows, WindowAssigner
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
@@ -123,6 +124,10 @@ class DataStream:
         if parallelism < 1:
             msg = f"parallelism must be >= 1; got {parallelism}"
             raise InvalidArgumentError(msg)
+        selector = getattr(self._t.spec, "key_selector", None)  # window_all's: NullByteKeySelector().get_key
+        if parallelism != 1 and isinstance(getattr(selector, "__self__", selector), NullByteKeySelector):
+            msg = f"The parallelism of non parallel operator must be 1 ({self._t.name}, e.g. window_all); got {parallelism}"
+            raise InvalidPipelineError(msg)
         return self
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:

@@ -336,6 +336,12 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
                 "foreachBatch executor delivers through add_sink/foreach_batch"
             )
             raise UnsupportedFeatureError(msg)
+        if is_batch(self.get_runtime_mode(), [t]):
+            msg = (
+                "to_dataframe() runs in STREAMING mode only: BATCH runtime mode needs the foreachBatch executor "
+                "(the default backend), which sorts each key's input; set_runtime_mode(RuntimeExecutionMode.STREAMING)"
+            )
+            raise UnsupportedFeatureError(msg)
         from .stateful import StatefulQueryBuilder
 
         return StatefulQueryBuilder(self, t).build()

@@ -40,6 +40,18 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
     for name in SPARK_CASES:
         out = got.setdefault(name, [])
         all_window_cases.build(env, cases[name], ORACLE["input"], ORACLE["watermark_bound_ms"]).add_sink(out.append)
+    # add_python_file: SparkContext.addPyFile ships a package directory (zipped) to the executors
+    (tmp_path / "deps" / "flinkish_spark_dep").mkdir(parents=True)
+    (tmp_path / "deps" / "flinkish_spark_dep" / "__init__.py").write_text("def scale(x):\n    return x * 100\n")
+    env.add_python_file(str(tmp_path / "deps" / "flinkish_spark_dep"))
+    scaled: List[Any] = []
+
+    def scale(x: int) -> int:
+        import flinkish_spark_dep
+
+        return flinkish_spark_dep.scale(x)  # type: ignore[no-any-return]
+
+    env.from_collection([1, 2]).key_by(lambda x: x % 2).map(scale).add_sink(scaled.append)
     key = "spark.sql.streaming.checkpointLocation"
     before = spark.conf.get(key, None)
     spark.conf.set(key, str(tmp_path / "root"))
@@ -54,6 +66,7 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
     assert os.path.isdir(tmp_path / "root" / "all_windows" / "spark")
     for name in SPARK_CASES:
         assert _split(got[name]) == _split(cases[name]["output"]), name
+    assert sorted(scaled) == [100, 200]
 
 
 def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-untyped-def]

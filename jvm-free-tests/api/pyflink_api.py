@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
 PYFLINK_NAMES: dict[str, list[str]] = {
-    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation"],
+    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation",
+               "ExecutionConfig", "JobClient", "JobID", "JobStatus", "CompletableFuture", "JobExecutionResult"],
     "datastream": [
         "StreamExecutionEnvironment", "DataStream", "KeyedStream", "WindowedStream", "DataStreamSink", "OutputTag",
         "TimeDomain", "MapFunction", "FlatMapFunction", "FilterFunction", "KeySelector", "ReduceFunction",
@@ -99,15 +100,9 @@ def _spark_checkpointing_takes_the_role() -> None:
     assert "checkpoint_location" in inspect.signature(SparkStreamExecutionEnvironment.execute).parameters
 
 
-_WINDOW_ALL = Why(
-    "non-keyed windowAll is not supported: Spark needs a key to partition state",
-    absent=("datastream.DataStream.window_all", "datastream.DataStream.count_window_all"),
-    instead=("datastream.KeyedStream.window", "datastream.KeyedStream.count_window"),
-)
 _CLUSTER = Why(
     "Flink cluster configuration: Spark's checkpointing and state store take this role",
     absent=(
-        "datastream.StreamExecutionEnvironment.enable_checkpointing",
         "datastream.StreamExecutionEnvironment.get_checkpoint_config",
         "datastream.StreamExecutionEnvironment.set_state_backend",
         "datastream.DataStream.slot_sharing_group",
@@ -137,18 +132,13 @@ _SOURCE_FUNCTION = Why(
 
 EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream": {
-        "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
         "Partitioner": _PARTITIONER,
         "SourceFunction": _SOURCE_FUNCTION,
-        "CheckpointConfig": _CLUSTER, "CheckpointingMode": _CLUSTER, "StateBackend": _CLUSTER,
+        "CheckpointConfig": _CLUSTER, "StateBackend": _CLUSTER,
         "HashMapStateBackend": _CLUSTER, "EmbeddedRocksDBStateBackend": _CLUSTER, "CheckpointStorage": _CLUSTER,
         "TimeCharacteristic": Why(
             "removed in Flink 2.x; event time is the default",
             absent=("datastream.StreamExecutionEnvironment.set_stream_time_characteristic",),
-        ),
-        "RuntimeExecutionMode": Why(
-            "BATCH mode is not offered; bounded inputs run in streaming mode to end of input",
-            absent=("datastream.StreamExecutionEnvironment.set_runtime_mode",),
         ),
         "SlotSharingGroup": _CLUSTER,
     },
@@ -156,8 +146,6 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "TimeWindowSerializer": _SERIALIZER, "CountWindowSerializer": _SERIALIZER, "GlobalWindowSerializer": _SERIALIZER,
     },
     "datastream.functions": {
-        "AllWindowFunction": _WINDOW_ALL,
-        "ProcessAllWindowFunction": _WINDOW_ALL,
         "SourceFunction": _SOURCE_FUNCTION,
         "Partitioner": _PARTITIONER,
     },
@@ -181,7 +169,16 @@ EXCLUDED: dict[str, dict[str, Why]] = {
 # Methods a PyFlink user calls on these classes (same names, same argument order).
 PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.StreamExecutionEnvironment": ["get_execution_environment", "from_collection", "from_source", "execute",
-                                              "set_parallelism", "get_parallelism"],
+                                              "set_parallelism", "get_parallelism", "get_config", "set_max_parallelism",
+                                              "get_max_parallelism", "enable_checkpointing", "get_checkpoint_interval",
+                                              "get_checkpointing_mode", "add_python_file", "add_python_archive",
+                                              "set_python_requirements", "set_python_executable", "add_jars",
+                                              "add_classpaths", "execute_async", "get_execution_plan",
+                                              "set_runtime_mode"],
+    "common.ExecutionConfig": ["set_auto_watermark_interval", "get_auto_watermark_interval", "set_parallelism",
+                               "get_parallelism", "set_max_parallelism", "get_max_parallelism"],
+    "common.JobClient": ["get_job_id", "get_job_status", "cancel", "get_job_execution_result", "stop_with_savepoint",
+                         "trigger_savepoint"],
     "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "connect", "broadcast", "process",
                               "assign_timestamps_and_watermarks",
                               "get_side_output", "execute_and_collect", "add_sink", "sink_to", "print", "name", "uid",
@@ -213,6 +210,9 @@ PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.AsyncFunction": ["async_invoke", "timeout", "open", "close"],
     "datastream.WindowedStream": ["trigger", "evictor", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
                                   "process", "apply"],
+    "datastream.AllWindowedStream": ["trigger", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
+                                     "apply", "process", "get_execution_environment", "get_input_type"],
+    "datastream.ProcessAllWindowFunction.Context": ["window", "window_state", "global_state"],
     "common.WatermarkStrategy": ["for_bounded_out_of_orderness", "for_monotonous_timestamps", "no_watermarks",
                                  "with_timestamp_assigner", "with_idleness", "with_watermark_alignment"],
     "datastream.TimerService": ["current_processing_time", "current_watermark", "register_processing_time_timer",

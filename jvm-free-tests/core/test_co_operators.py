@@ -209,3 +209,23 @@ def test_co_map_and_co_flat_map_on_keyed_connected_streams_have_keyed_state() ->
     assert sorted(_run(c.flat_map(CountTwice()))) == [("j", 1), ("j", 2), ("j", 2), ("k", 1), ("k", 1), ("k", 2)]
     with pytest.raises(UserFunctionError, match="keyed stream"):
         _run(a.connect(b).map(Count()))
+
+
+def test_keyed_two_input_operators_are_refused_in_batch_mode() -> None:
+    from pyspark_flinkish.core.errors import UnsupportedFeatureError
+    from pyspark_flinkish.datastream import RuntimeExecutionMode
+
+    env, a, b = _env_streams()
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+
+    class Count(CoMapFunction):  # type: ignore[type-arg]
+        def map1(self, value: Any) -> Any:
+            return value
+
+        def map2(self, value: Any) -> Any:
+            return value
+
+    assert sorted(_run(a.connect(b).map(Count()))) == [("j", 2), ("k", 1), ("r", 0)]  # non-keyed: runs
+    keyed = a.connect(b).key_by(lambda e: e[0], lambda e: e[0]).map(Count())
+    with pytest.raises(UnsupportedFeatureError, match=r"BATCH runtime mode.*STREAMING"):
+        _run(keyed)

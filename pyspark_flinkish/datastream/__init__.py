@@ -11,11 +11,15 @@ from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
+from .all_window import AllWindowedStream
 from .async_data_stream import AsyncDataStream
+from .checkpointing_mode import CheckpointingMode
 from .connected_streams import BroadcastConnectedStream, BroadcastStream, ConnectedStreams
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
+from .execution_mode import RuntimeExecutionMode
 from .functions import (
     AggregateFunction,
+    AllWindowFunction,
     AsyncFunction,
     AsyncRetryPredicate,
     AsyncRetryStrategy,
@@ -30,6 +34,7 @@ from .functions import (
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    ProcessAllWindowFunction,
     ProcessFunction,
     ProcessWindowFunction,
     ReduceFunction,
@@ -53,6 +58,10 @@ __all__ = [
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "AggregateFunction",
+    "AllWindowFunction",
+    "AllWindowedStream",
+    "CheckpointingMode",
+    "ProcessAllWindowFunction",
     "AsyncDataStream",
     "AsyncFunction",
     "AsyncRetryPredicate",
@@ -67,6 +76,7 @@ __all__ = [
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
+    "RuntimeExecutionMode",
     "RuntimeContext",
     "SinkFunction",
     "TimeWindow",

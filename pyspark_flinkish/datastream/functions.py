@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.all_window_functions import AllWindowFunction, ProcessAllWindowFunction
 from ..core.async_functions import AsyncFunction, AsyncFunctionDescriptor, AsyncRetryPredicate, AsyncRetryStrategy
 from ..core.co_functions import (
     BaseBroadcastProcessFunction,
@@ -41,6 +42,7 @@ __all__ = [
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "AggregateFunction",
+    "AllWindowFunction",
     "AsyncFunction",
     "AsyncFunctionDescriptor",
     "AsyncRetryPredicate",
@@ -55,6 +57,7 @@ __all__ = [
     "KeyedStateStore",
     "KeySelector",
     "MapFunction",
+    "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessJoinFunction",
     "ProcessWindowFunction",

@@ -22,6 +22,7 @@ from ..datastream.executors import SPARK
 from ..datastream.plan import Transformation
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
 from .checkpoint_location import local_checkpoint_path
+from .connect import ClientDelivery, Outbox, check_connect_job, is_client_sink, is_connect, remote_batch_function
 from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_values
 from .delta import with_delta_writers
@@ -258,7 +259,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             progress,
         )
         handle.await_termination()
-        batches = handle.driver.batches_run if handle.driver is not None else 0
+        batches = handle.batches_run
         return JobExecutionResult(job_name or "pyspark_flinkish job", batches, {})
 
     def _to_dataframe(self, t: Transformation) -> Any:
@@ -281,19 +282,37 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         builder = StatefulQueryBuilder(self, sinks=sinks)
         df = builder.build(raw=True)
         by_dest = dict(zip(builder.targets, sinks))
+        # Spark Connect: deliver() runs in the server's Python; client sinks' values go through an outbox
+        outbox = Outbox(checkpoint) if is_connect(self.spark) else None
 
         def deliver(batch: Any, batch_id: int) -> None:
             rows = sorted(batch.select("dest", "value", "ord").collect(), key=lambda r: list(r["ord"]))
             for dest, t in by_dest.items():
                 context = {"checkpoint": checkpoint, "sink_uid": builder.plan.nodes[dest].uid, "watermark": None}
+                if outbox is not None:
+                    context.update(outbox=outbox, sink_index=dest)
                 values = [loads(r["value"]) for r in rows if r["dest"] == dest]
                 deliver_values(self.spark, t, values, batch_id, context)
+            if outbox is not None:
+                outbox({"batch_id": batch_id})  # the batch is complete
 
-        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", spark_path(os.path.join(checkpoint, "spark")))
+        client = None
+        if outbox is not None:
+
+            def deliver_here(t: Transformation, values: List[Any], batch_id: int) -> None:
+                uid = builder.plan.nodes[by_dest_index[id(t)]].uid
+                deliver_values(self.spark, t, values, batch_id, {"checkpoint": checkpoint, "sink_uid": uid})
+
+            by_dest_index = {id(t): dest for dest, t in by_dest.items()}
+            client_sinks = {dest: t for dest, t in by_dest.items() if is_client_sink(t)}
+            client = ClientDelivery(outbox, client_sinks, deliver_here)
+            client.deliver_earlier_runs()
+        function = deliver if outbox is None else remote_batch_function(deliver, self.spark)
+        writer = df.writeStream.foreachBatch(function).option("checkpointLocation", spark_path(os.path.join(checkpoint, "spark")))
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"], spark=self.spark)
+        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"], spark=self.spark, client=client)
 
     def _start(
         self,
@@ -306,6 +325,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if not sinks:
             msg = "no sinks: add_sink(...), foreach_batch(...), print() or execute_and_collect() before execute()"
             raise InvalidPipelineError(msg)
+        connect = is_connect(self.spark)
+        if connect:  # the foreachBatch function runs in the server's Python (spark/connect.py)
+            check_connect_job(self)
         sinks = with_delta_writers(sinks)  # DeltaSink describes the table; its writer is built here
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
@@ -313,11 +335,25 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         driver = ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream(trigger)
         spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))
-        writer = stream.writeStream.foreachBatch(driver).option("checkpointLocation", spark_checkpoint)
+        client, batch_function = None, driver
+        if connect:
+            outbox = Outbox(checkpoint)
+            driver.outbox, driver.progress = outbox, outbox  # the server-side driver writes; this process delivers
+            plan = driver.plan
+            client_sinks = {i: plan.transformations[i] for i in plan.sinks if is_client_sink(plan.transformations[i])}
+
+            def deliver(t: Transformation, values: List[Any], batch_id: int) -> None:
+                uid = plan.nodes[plan.transformations.index(t)].uid
+                deliver_values(self.spark, t, values, batch_id, {"checkpoint": checkpoint, "sink_uid": uid})
+
+            client = ClientDelivery(outbox, client_sinks, deliver, progress)
+            client.deliver_earlier_runs()
+            batch_function = remote_batch_function(driver, self.spark)
+        writer = stream.writeStream.foreachBatch(batch_function).option("checkpointLocation", spark_checkpoint)
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), driver)
+        return SparkJobHandle(writer.start(), driver, client=client)
 
 
 def _query_name(job_name: str) -> str:

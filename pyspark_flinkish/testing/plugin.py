@@ -161,7 +161,8 @@ def flinkish_spark(flinkish_spark_options: Dict[str, Any]) -> Iterator[SparkSess
     from ..spark import session
 
     spark = session(**flinkish_spark_options)
-    spark.sparkContext.setLogLevel("ERROR")
+    from ..spark.connect import set_log_level
+    set_log_level(spark, "ERROR")
     try:
         yield spark
     finally:

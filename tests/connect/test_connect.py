@@ -161,3 +161,109 @@ def test_readme_example_on_connect(connect_spark, capsys) -> None:  # type: igno
     assert sorted(printed.splitlines()) == sorted(expected.splitlines())
     rows = [ln for ln in printed.splitlines() if not ln.startswith("late:")]
     assert rows == [ln for ln in expected.splitlines() if not ln.startswith("late:")]
+
+
+class Alert(KeyedProcessFunction):  # type: ignore[type-arg]
+    """Sums values per key and emits the sum 5 ms (event time) after the key's first event; negative values go to
+    a side output."""
+
+    def open(self, runtime_context):  # type: ignore[no-untyped-def]
+        from pyspark_flinkish.datastream.state import ValueStateDescriptor
+
+        self.total = runtime_context.get_state(ValueStateDescriptor("total"))
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        if self.total.value() is None:
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5)
+        self.total.update((self.total.value() or 0) + value["v"])
+        if value["v"] < 0:
+            yield OutputTag("negative"), value
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        yield (ctx.get_current_key(), timestamp, self.total.value())
+        self.total.clear()
+
+
+EVENTS = [
+    MicroBatch([{"k": "a", "t": 1, "v": 1}, {"k": "b", "t": 2, "v": 2}, {"k": "a", "t": 3, "v": -3}], partitions=[0, 1, 0]),
+    MicroBatch([{"k": "a", "t": 9, "v": 4}, {"k": "b", "t": 4, "v": 5}], partitions=[0, 1]),
+    MicroBatch([{"k": "c", "t": 30, "v": 6}], partitions=[1]),
+    MicroBatch([{"k": "a", "t": 40, "v": 8}, {"k": "poison", "t": 41, "v": 0}], partitions=[0, 1]),
+    MicroBatch([{"k": "b", "t": 60, "v": 9}], partitions=[1]),
+]
+ALERT = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
+
+
+def _alerts(env: Any, fail_once: Any = None) -> Any:
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(2)).with_timestamp_assigner(lambda e, _: e["t"])
+    events = env.from_source(MicroBatchSource(EVENTS, partitions=[0, 1]), strategy, "events")
+    if fail_once is not None:
+        events = events.map(fail_once)
+    alerts = events.key_by(lambda e: e["k"]).process(Alert(), output_type=ALERT).uid("alerts")
+    return alerts, alerts.get_side_output(OutputTag("negative"))
+
+
+def _expected_alerts() -> Any:
+    local = StreamExecutionEnvironment.get_execution_environment()
+    alerts, negative = _alerts(local)
+    got: Dict[str, List[Any]] = {"alerts": [], "negative": []}
+    alerts.add_sink(got["alerts"].append)
+    negative.add_sink(got["negative"].append)
+    local.execute()
+    assert got["alerts"] and got["negative"]
+    return got
+
+
+def test_keyed_process_function_timers_side_output_and_a_foreach_batch_write(connect_spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Event-time timers and a side output to client sinks; foreach_batch writes through Spark on the server."""
+    expected = _expected_alerts()
+    env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
+    alerts, negative = _alerts(env)
+    got: Dict[str, List[Any]] = {"alerts": [], "negative": []}
+    alerts.add_sink(got["alerts"].append)
+    negative.add_sink(got["negative"].append)
+    written = str(tmp_path / "alerts")
+    alerts.foreach_batch(lambda df, batch_id: df.write.mode("append").parquet(written))  # runs in the server's Python
+    handle = env.execute("timers", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+    handle.await_termination()
+    assert got == expected
+    rows = connect_spark.read.parquet(written).collect()
+    assert sorted(tuple(r) for r in rows) == sorted(expected["alerts"])
+    assert [p["batch_id"] for p in handle.recent_progress()] == list(range(len(EVENTS) + 1))
+
+
+def test_a_failed_job_restarts_from_its_checkpoint_exactly_once(connect_spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A user function fails in batch 3 (the error reaches the client as the package's error); the restart from the
+    same checkpoint replays that batch: the idempotent foreach_batch table holds every alert once, and the client
+    sinks got every batch's values (the failed batch's after the restart)."""
+    expected = _expected_alerts()
+    marker = str(tmp_path / "failed-once")
+
+    def fail_once(e: Any) -> Any:
+        if e["k"] == "poison" and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise ValueError("poisoned record")
+        return e
+
+    table = str(tmp_path / "table")
+    got: Dict[str, List[Any]] = {"alerts": [], "negative": []}
+    runs = []
+    for attempt in range(2):
+        env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
+        alerts, negative = _alerts(env, fail_once)
+        alerts.add_sink(got["alerts"].append)
+        negative.add_sink(got["negative"].append)
+        # idempotent per batch id: a replayed batch replaces its own files
+        alerts.foreach_batch(lambda df, batch_id: df.write.mode("overwrite").parquet(f"{table}/batch={batch_id}"))
+        handle = env.execute("restart", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+        if attempt == 0:
+            with pytest.raises(UserFunctionError, match="poisoned record") as failure:
+                handle.await_termination()
+            assert "Map" in str(failure.value)
+        else:
+            handle.await_termination()
+        runs.append([p["batch_id"] for p in handle.recent_progress()])
+    assert runs == [[0, 1, 2], [3, 4, 5]]
+    assert got == expected
+    rows = connect_spark.read.parquet(table).collect()
+    assert sorted((r["f0"], r["f1"], r["f2"]) for r in rows) == sorted(expected["alerts"])

@@ -11,14 +11,16 @@ copy of the user's objects, and the user would see nothing. So on Connect:
   (:class:`ClientDelivery`) hands them to the user's sink functions in its own process, batch by batch and sink
   by sink in the order the classic driver uses: as the job runs (a polling thread), and completely before
   ``process_all_available()``, ``await_termination()`` and ``stop()`` return;
-* the progress callback of ``execute(progress=...)`` is called by the client too, from the progress documents the
-  server-side driver writes under the checkpoint (``<checkpoint>/flinkish/progress``);
+* the progress callback of ``execute(progress=...)`` is called by the client too, after the batch's sinks, with the
+  progress document the server-side driver puts in the outbox as a batch's last step (it marks the batch complete);
 * sinks that write through Spark (``DeltaSink``, ``foreach_batch``) run on the server, as Spark's foreachBatch does;
 * a :class:`~pyspark_flinkish.core.clock.ManualClock` is refused (its time would be set in the client's process
   while the job reads the server's copy).
 
-The package and the user's modules reach the server's Python through Connect's artifacts
-(:func:`ship_package`, :func:`ship_module`; ``spark.addArtifacts(..., pyfile=True)``).
+The package reaches the server's foreachBatch process inside the foreachBatch function (:func:`remote_batch_function`:
+Connect's session artifacts do not reach that process) and the executors as a session artifact (:func:`ship_package`,
+``spark.addArtifacts(..., pyfile=True)``); a user's module goes to the executors with :func:`ship_module`.
+See ``docs/databricks-and-spark-connect.md``.
 """
 
 from __future__ import annotations

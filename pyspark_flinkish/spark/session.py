@@ -146,10 +146,9 @@ def _connect_session(
 
     extra = {k.replace("__", "."): v for k, v in conf.items()}
     if remote.startswith("sc://"):
-        # the Connect class itself: pyspark's generic builder would switch this whole process to Connect mode
-        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-        builder = RemoteSparkSession.builder.remote(remote)
+        # pyspark's generic builder: it also switches this process to Connect mode (pyspark.sql.functions then build
+        # Connect columns), as a Databricks notebook is
+        builder = SparkSession.builder.remote(remote)
         settings = {
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.shuffle.partitions": str(shuffle_partitions),

@@ -92,9 +92,15 @@ def connect_spark(tmp_path_factory: Any) -> Iterator[Any]:
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the Spark Connect server did not start:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.5)
-        spark = RemoteSparkSession.builder.remote(f"sc://localhost:{port}/;token={token}").getOrCreate()
-        yield spark
-        spark.stop()
+        # this process is a Connect client while the module runs (pyspark.sql.functions build Connect columns), as
+        # with pyspark's generic builder; the classic tests of other modules run before or after it
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        try:
+            spark = RemoteSparkSession.builder.remote(f"sc://localhost:{port}/;token={token}").getOrCreate()
+            yield spark
+            spark.stop()
+        finally:
+            del os.environ["SPARK_CONNECT_MODE_ENABLED"]
     finally:
         server.stdin.close()  # type: ignore[union-attr]
         try:

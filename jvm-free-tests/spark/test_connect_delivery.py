@@ -11,9 +11,9 @@ import os
 from typing import Any, Dict, List
 
 import pytest
+from foreach_batch_harness import local_outputs, run_foreach_batch
 from pyspark import cloudpickle
 
-from foreach_batch_harness import local_outputs, run_foreach_batch
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import UnsupportedFeatureError, UserFunctionError
@@ -115,7 +115,8 @@ def test_a_failing_client_sink_stops_delivery_and_is_raised_again(tmp_path) -> N
 
     def sink(value: Any) -> None:
         if value == 1:
-            raise ValueError("boom")
+            msg = "boom"
+            raise ValueError(msg)
         seen.append(value)
 
     from pyspark_flinkish.datastream.plan import SinkFunctionSpec, Transformation
@@ -135,7 +136,8 @@ def test_package_errors_cross_to_the_client_between_markers() -> None:
     from pyspark_flinkish.spark.error_transport import package_error_from
 
     def failing(df: Any, batch_id: int) -> None:
-        raise UserFunctionError("operator 'Map' (uid 'm'): ValueError: bad")
+        msg = "operator 'Map' (uid 'm'): ValueError: bad"
+        raise UserFunctionError(msg)
 
     with pytest.raises(UserFunctionError) as info:
         RemoteBatchFunction(failing)(None, 0)
@@ -211,3 +213,8 @@ def _package_path_recorder() -> Any:
             f.write(f"{os_.path.dirname(os_.path.dirname(pyspark_flinkish.__file__))} {batch_id}")
 
     return record
+
+
+def test_the_apply_in_pandas_with_state_backend_is_refused_on_connect() -> None:
+    with pytest.raises(UnsupportedFeatureError, match="not supported on a Spark Connect session"):
+        SparkStreamExecutionEnvironment(_ConnectSession(), backend="apply_in_pandas_with_state")

@@ -140,7 +140,7 @@ class Outbox:
             except FileNotFoundError:
                 pass
 
-    def earlier_runs(self) -> List["Outbox"]:
+    def earlier_runs(self) -> List[Outbox]:
         """The outboxes earlier runs of the job left under the checkpoint, oldest first."""
         if not os.path.isdir(self.base):
             return []

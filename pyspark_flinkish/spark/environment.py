@@ -71,6 +71,14 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if backend not in ("foreach_batch", "apply_in_pandas_with_state"):
             msg = f"backend must be 'foreach_batch' (default) or 'apply_in_pandas_with_state'; got {backend!r}"
             raise InvalidPipelineError(msg)
+        if backend == "apply_in_pandas_with_state" and is_connect(spark):
+            msg = (
+                "backend='apply_in_pandas_with_state' is not supported on a Spark Connect session (its stateful "
+                "function would carry the client's session to the executors, where it cannot be restored); use the "
+                "default foreachBatch executor (get_execution_environment(spark)), which runs every pipeline on "
+                "Connect: see docs/databricks-and-spark-connect.md"
+            )
+            raise UnsupportedFeatureError(msg)
         self.spark = spark
         self.backend = backend
         self.vectorize = vectorize
@@ -282,37 +290,19 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         builder = StatefulQueryBuilder(self, sinks=sinks)
         df = builder.build(raw=True)
         by_dest = dict(zip(builder.targets, sinks))
-        # Spark Connect: deliver() runs in the server's Python; client sinks' values go through an outbox
-        outbox = Outbox(checkpoint) if is_connect(self.spark) else None
 
         def deliver(batch: Any, batch_id: int) -> None:
             rows = sorted(batch.select("dest", "value", "ord").collect(), key=lambda r: list(r["ord"]))
             for dest, t in by_dest.items():
                 context = {"checkpoint": checkpoint, "sink_uid": builder.plan.nodes[dest].uid, "watermark": None}
-                if outbox is not None:
-                    context.update(outbox=outbox, sink_index=dest)
                 values = [loads(r["value"]) for r in rows if r["dest"] == dest]
                 deliver_values(self.spark, t, values, batch_id, context)
-            if outbox is not None:
-                outbox({"batch_id": batch_id})  # the batch is complete
 
-        client = None
-        if outbox is not None:
-
-            def deliver_here(t: Transformation, values: List[Any], batch_id: int) -> None:
-                uid = builder.plan.nodes[by_dest_index[id(t)]].uid
-                deliver_values(self.spark, t, values, batch_id, {"checkpoint": checkpoint, "sink_uid": uid})
-
-            by_dest_index = {id(t): dest for dest, t in by_dest.items()}
-            client_sinks = {dest: t for dest, t in by_dest.items() if is_client_sink(t)}
-            client = ClientDelivery(outbox, client_sinks, deliver_here)
-            client.deliver_earlier_runs()
-        function = deliver if outbox is None else remote_batch_function(deliver, self.spark)
-        writer = df.writeStream.foreachBatch(function).option("checkpointLocation", spark_path(os.path.join(checkpoint, "spark")))
+        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", spark_path(os.path.join(checkpoint, "spark")))
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"], spark=self.spark, client=client)
+        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"], spark=self.spark)
 
     def _start(
         self,

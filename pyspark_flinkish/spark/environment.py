@@ -22,7 +22,15 @@ from ..datastream.executors import SPARK
 from ..datastream.plan import Transformation
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
 from .checkpoint_location import local_checkpoint_path
-from .connect import ClientDelivery, Outbox, check_connect_job, is_client_sink, is_connect, remote_batch_function
+from .connect import (
+    ClientDelivery,
+    Outbox,
+    check_connect_job,
+    check_connect_writers,
+    is_client_sink,
+    is_connect,
+    remote_batch_function,
+)
 from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_values
 from .delta import with_delta_writers
@@ -322,6 +330,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
+        if connect:
+            check_connect_writers(sinks)
         driver = ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream(trigger)
         spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))

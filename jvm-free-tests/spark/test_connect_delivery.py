@@ -230,3 +230,27 @@ def test_a_delta_sink_is_refused_on_connect_naming_the_alternative(tmp_path) -> 
     events.map(lambda e: e, output_type=row).sink_to(DeltaSink.for_path(str(tmp_path / "table")))
     with pytest.raises(UnsupportedFeatureError, match=r"DeltaSink cannot run on a Spark Connect session.*txnVersion"):
         env.execute("delta", checkpoint_location=str(tmp_path / "ck"))
+
+
+def test_a_query_start_is_tried_again_only_when_the_worker_did_not_connect_back() -> None:
+    from pyspark_flinkish.spark.connect import start_query
+
+    class _Writer:
+        def __init__(self, errors: List[str]) -> None:
+            self.errors = errors
+            self.calls = 0
+
+        def start(self) -> str:
+            self.calls += 1
+            if self.errors:
+                raise RuntimeError(self.errors.pop(0))
+            return "query"
+
+    flaky = _Writer(["Python worker failed to connect back."] * 2)
+    assert start_query(flaky) == "query" and flaky.calls == 3
+    with pytest.raises(RuntimeError, match="connect back"):
+        start_query(_Writer(["Python worker failed to connect back."] * 3))
+    other = _Writer(["AnalysisException: no such column"])
+    with pytest.raises(RuntimeError, match="no such column"):
+        start_query(other)
+    assert other.calls == 1

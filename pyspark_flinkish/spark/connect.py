@@ -326,6 +326,20 @@ def remote_batch_function(function: Callable[[Any, int], None], spark: Any) -> C
     return _bootstrap(cloudpickle.dumps(RemoteBatchFunction(function), protocol=4), package)
 
 
+def start_query(writer: Any, attempts: int = 3) -> Any:
+    """``writer.start()`` on Connect, tried again when the server's new foreachBatch Python process did not connect
+    back in time: Spark gives it 10 seconds (fixed), which an overloaded machine can miss (measured); the query has
+    not started then, so starting it again is safe. Other errors are raised at once."""
+    for _ in range(attempts - 1):
+        try:
+            return writer.start()
+        except Exception as exc:
+            if "failed to connect back" not in str(exc):
+                raise
+            _log.warning("the foreachBatch Python worker did not connect back to the Connect server; starting again")
+    return writer.start()
+
+
 # ---------------------------------------------------------------------------------------- artifacts
 _shipped: Dict[str, Set[str]] = {}  # session id -> artifacts added to it by this process
 _ship_lock = threading.Lock()
@@ -409,4 +423,5 @@ __all__ = [
     "set_log_level",
     "ship_module",
     "ship_package",
+    "start_query",
 ]

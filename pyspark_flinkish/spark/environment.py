@@ -30,6 +30,7 @@ from .connect import (
     is_client_sink,
     is_connect,
     remote_batch_function,
+    start_query,
 )
 from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_values
@@ -353,7 +354,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), driver, client=client)
+        return SparkJobHandle(start_query(writer) if connect else writer.start(), driver, client=client)
 
 
 def _query_name(job_name: str) -> str:

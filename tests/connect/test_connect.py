@@ -30,9 +30,7 @@ from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag,
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 
-# Spark gives a new foreachBatch Python process 10 s (fixed) to connect back when a query starts: on an overloaded
-# machine that can fail; such a test runs once more (only for that error)
-pytestmark = [pytest.mark.spark, pytest.mark.flaky(reruns=1, only_rerun=["failed to connect back"])]
+pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 
 # the server: a local Spark session with Spark Connect's plugin (what pyspark's ``remote("local[2]")`` starts), with

@@ -152,6 +152,16 @@ def test_issue_windowed_job_delivers_both_windows_to_the_client(connect_spark, t
     handle.stop()
     assert not handle.is_active
 
+    # no manual step: the executors imported the package from the zip the job added to the session's artifacts
+    def package_file(frames: Any) -> Any:
+        import pyspark_flinkish
+
+        for _ in frames:
+            yield pd.DataFrame({"file": [pyspark_flinkish.__file__]})
+
+    (row,) = connect_spark.range(1).mapInPandas(package_file, "file string").collect()
+    assert re.search(r"pyspark_flinkish-[0-9a-f]{16}\.zip/pyspark_flinkish/__init__\.py$", row["file"]), row["file"]
+
 
 def test_readme_example_on_connect(connect_spark, capsys) -> None:  # type: ignore[no-untyped-def]
     """The README example (execute_and_collect, print through add_sink of a side output) prints what it says."""

@@ -99,7 +99,7 @@ def connect_spark(tmp_path_factory: Any) -> Iterator[Any]:
             yield spark
             spark.stop()
         finally:
-            del os.environ["SPARK_CONNECT_MODE_ENABLED"]
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     finally:
         server.stdin.close()  # type: ignore[union-attr]
         try:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
 PYFLINK_NAMES: dict[str, list[str]] = {
-    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation"],
+    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation",
+               "ExecutionConfig", "JobClient", "JobID", "JobStatus", "CompletableFuture", "JobExecutionResult"],
     "datastream": [
         "StreamExecutionEnvironment", "DataStream", "KeyedStream", "WindowedStream", "DataStreamSink", "OutputTag",
         "TimeDomain", "MapFunction", "FlatMapFunction", "FilterFunction", "KeySelector", "ReduceFunction",
@@ -22,6 +23,7 @@ PYFLINK_NAMES: dict[str, list[str]] = {
         "SourceFunction", "CheckpointConfig", "CheckpointingMode", "StateBackend", "HashMapStateBackend",
         "EmbeddedRocksDBStateBackend", "CheckpointStorage", "TimeCharacteristic", "RuntimeExecutionMode",
         "SlotSharingGroup", "CountWindow",
+        "AsyncDataStream", "AsyncFunction", "AsyncRetryPredicate", "AsyncRetryStrategy",
     ],
     "datastream.window": [
         "Window", "TimeWindow", "GlobalWindow", "WindowAssigner", "MergingWindowAssigner",
@@ -41,6 +43,15 @@ PYFLINK_NAMES: dict[str, list[str]] = {
         "CoMapFunction", "CoFlatMapFunction", "CoProcessFunction", "KeyedCoProcessFunction",
         "BroadcastProcessFunction", "KeyedBroadcastProcessFunction", "AllWindowFunction", "ProcessAllWindowFunction",
         "SourceFunction", "Partitioner",
+        "AsyncFunction", "AsyncFunctionDescriptor", "AsyncRetryPredicate", "AsyncRetryStrategy",
+    ],
+    "datastream.async_data_stream": ["AsyncDataStream"],
+    "datastream.async_retry_strategies": [
+        "RetryPredicate", "NoRetryStrategy", "FixedDelayRetryStrategy", "ExponentialBackoffDelayRetryStrategy",
+        "NO_RETRY_STRATEGY",
+    ],
+    "datastream.async_retry_predicates": [
+        "empty_result_predicate", "has_exception_predicate", "exception_type_predicate",
     ],
     "common.serialization": ["SimpleStringSchema", "DeserializationSchema"],
     "datastream.formats.json": ["JsonRowDeserializationSchema"],
@@ -93,15 +104,9 @@ _TWO_INPUT = Why(
     "two-input streams (connect/broadcast) are not in the semantic core yet",
     absent=("datastream.DataStream.connect", "datastream.DataStream.broadcast", "datastream.KeyedStream.connect"),
 )
-_WINDOW_ALL = Why(
-    "non-keyed windowAll is not supported: Spark needs a key to partition state",
-    absent=("datastream.DataStream.window_all", "datastream.DataStream.count_window_all"),
-    instead=("datastream.KeyedStream.window", "datastream.KeyedStream.count_window"),
-)
 _CLUSTER = Why(
     "Flink cluster configuration: Spark's checkpointing and state store take this role",
     absent=(
-        "datastream.StreamExecutionEnvironment.enable_checkpointing",
         "datastream.StreamExecutionEnvironment.get_checkpoint_config",
         "datastream.StreamExecutionEnvironment.set_state_backend",
         "datastream.DataStream.slot_sharing_group",
@@ -135,18 +140,13 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
         "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
         "KeyedBroadcastProcessFunction": _TWO_INPUT,
-        "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
         "Partitioner": _PARTITIONER,
         "SourceFunction": _SOURCE_FUNCTION,
-        "CheckpointConfig": _CLUSTER, "CheckpointingMode": _CLUSTER, "StateBackend": _CLUSTER,
+        "CheckpointConfig": _CLUSTER, "StateBackend": _CLUSTER,
         "HashMapStateBackend": _CLUSTER, "EmbeddedRocksDBStateBackend": _CLUSTER, "CheckpointStorage": _CLUSTER,
         "TimeCharacteristic": Why(
             "removed in Flink 2.x; event time is the default",
             absent=("datastream.StreamExecutionEnvironment.set_stream_time_characteristic",),
-        ),
-        "RuntimeExecutionMode": Why(
-            "BATCH mode is not offered; bounded inputs run in streaming mode to end of input",
-            absent=("datastream.StreamExecutionEnvironment.set_runtime_mode",),
         ),
         "SlotSharingGroup": _CLUSTER,
     },
@@ -156,8 +156,7 @@ EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream.functions": {
         "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
         "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
-        "KeyedBroadcastProcessFunction": _TWO_INPUT, "AllWindowFunction": _WINDOW_ALL,
-        "ProcessAllWindowFunction": _WINDOW_ALL,
+        "KeyedBroadcastProcessFunction": _TWO_INPUT,
         "SourceFunction": _SOURCE_FUNCTION,
         "Partitioner": _PARTITIONER,
     },
@@ -179,13 +178,29 @@ EXCLUDED: dict[str, dict[str, Why]] = {
 # Methods a PyFlink user calls on these classes (same names, same argument order).
 PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.StreamExecutionEnvironment": ["get_execution_environment", "from_collection", "from_source", "execute",
-                                              "set_parallelism", "get_parallelism"],
+                                              "set_parallelism", "get_parallelism", "get_config", "set_max_parallelism",
+                                              "get_max_parallelism", "enable_checkpointing", "get_checkpoint_interval",
+                                              "get_checkpointing_mode", "add_python_file", "add_python_archive",
+                                              "set_python_requirements", "set_python_executable", "add_jars",
+                                              "add_classpaths", "execute_async", "get_execution_plan",
+                                              "set_runtime_mode"],
+    "common.ExecutionConfig": ["set_auto_watermark_interval", "get_auto_watermark_interval", "set_parallelism",
+                               "get_parallelism", "set_max_parallelism", "get_max_parallelism"],
+    "common.JobClient": ["get_job_id", "get_job_status", "cancel", "get_job_execution_result", "stop_with_savepoint",
+                         "trigger_savepoint"],
     "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "process", "assign_timestamps_and_watermarks",
                               "get_side_output", "execute_and_collect", "add_sink", "sink_to", "print", "name", "uid",
                               "set_parallelism", "get_name", "get_type", "get_execution_environment"],
+    "datastream.AsyncDataStream": ["ordered_wait", "unordered_wait", "ordered_wait_with_retry",
+                                   "unordered_wait_with_retry"],
+    "datastream.AsyncRetryStrategy": ["no_restart", "fixed_delay", "exponential_backoff"],
+    "datastream.AsyncFunction": ["async_invoke", "timeout", "open", "close"],
     "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter"],
     "datastream.WindowedStream": ["trigger", "evictor", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
                                   "process", "apply"],
+    "datastream.AllWindowedStream": ["trigger", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
+                                     "apply", "process", "get_execution_environment", "get_input_type"],
+    "datastream.ProcessAllWindowFunction.Context": ["window", "window_state", "global_state"],
     "common.WatermarkStrategy": ["for_bounded_out_of_orderness", "for_monotonous_timestamps", "no_watermarks",
                                  "with_timestamp_assigner", "with_idleness", "with_watermark_alignment"],
     "datastream.TimerService": ["current_processing_time", "current_watermark", "register_processing_time_timer",

@@ -1,11 +1,14 @@
-"""A static (batch) DataFrame given to ``from_dataframe`` is refused when the source is built, naming the
-alternatives, instead of failing at ``execute()`` with Spark's ``WRITE_STREAM_NOT_ALLOWED``."""
+"""A static (batch) DataFrame given to ``from_dataframe`` in STREAMING mode is refused when the source is built,
+naming the alternatives, instead of failing at ``execute()`` with Spark's ``WRITE_STREAM_NOT_ALLOWED``; in BATCH
+(or AUTOMATIC) mode it is bounded input, collected on the driver."""
 
 from __future__ import annotations
 
 import pytest
 
 from pyspark_flinkish.core.errors import UnsupportedFeatureError
+from pyspark_flinkish.datastream import RuntimeExecutionMode
+from pyspark_flinkish.datastream.sources import MicroBatchSource
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 
@@ -17,10 +20,31 @@ class _Frame:
     def __init__(self, streaming: bool) -> None:
         self.isStreaming = streaming
 
+    def collect(self) -> list:  # type: ignore[type-arg]
+        return [{"k": "a", "ts": 5}, {"k": "b", "ts": 7}]
+
 
 @pytest.mark.parametrize("backend", ["foreach_batch", "apply_in_pandas_with_state"])
 def test_a_static_dataframe_is_refused_when_the_source_is_built(backend: str) -> None:
     env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend=backend)
-    with pytest.raises(UnsupportedFeatureError, match=r"streaming DataFrame.*spark\.readStream.*from_delta.*from_kafka"):
+    with pytest.raises(UnsupportedFeatureError, match=r"streaming DataFrame.*STREAMING mode.*BATCH.*spark\.readStream.*from_delta"):
         env.from_dataframe(_Frame(streaming=False), timestamp_column="ts")
     assert env.from_dataframe(_Frame(streaming=True), timestamp_column="ts") is not None
+
+
+@pytest.mark.parametrize("mode", [RuntimeExecutionMode.BATCH, RuntimeExecutionMode.AUTOMATIC])
+def test_a_static_dataframe_is_bounded_input_in_batch_mode(mode: RuntimeExecutionMode) -> None:
+    env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
+    env.set_runtime_mode(mode)
+    stream = env.from_dataframe(_Frame(streaming=False), timestamp_column="ts", source_name="static")
+    source = stream._t.source
+    assert isinstance(source, MicroBatchSource) and source.end_of_input
+    assert source.batches[0].elements == _Frame(False).collect()
+    assert stream._t.watermark_strategy.extract_timestamp({"k": "a", "ts": 5}, None) == 5
+
+
+def test_to_dataframe_refuses_batch_mode() -> None:
+    env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend="apply_in_pandas_with_state")
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    with pytest.raises(UnsupportedFeatureError, match="STREAMING mode only"):
+        env.from_collection([("a", 1)]).key_by(lambda e: e[0]).reduce(lambda a, b: a).to_dataframe()

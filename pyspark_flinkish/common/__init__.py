@@ -12,11 +12,18 @@ from ..core.watermarks import (
     WatermarkOutput,
     WatermarkStrategy,
 )
+from .execution_config import ExecutionConfig
+from .job_client import CompletableFuture, JobClient, JobID, JobStatus
 from .job_execution_result import JobExecutionResult
 from .serialization import SimpleStringSchema
 
 __all__ = [
+    "CompletableFuture",
     "Duration",
+    "ExecutionConfig",
+    "JobClient",
+    "JobID",
+    "JobStatus",
     "JobExecutionResult",
     "SimpleStringSchema",
     "Time",

@@ -55,6 +55,8 @@ def batch_eligibility(op: WindowOperator) -> Optional[str]:
     exception: a purging trigger with a window function that overrides ``clear()`` (a purged window leaves the
     table, but Flink still calls ``clear()`` at its cleanup time).
     """
+    if not isinstance(op, WindowOperator):
+        return f"{type(op).__name__} is not a window operator (e.g. BATCH runtime mode's sorted-input wrapper)"
     if type(op.assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
         return f"assigner {op.assigner!r} is not a tumbling or sliding event-time assigner"
     purge = _purging(op.trigger)

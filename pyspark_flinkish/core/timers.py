@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 
-from .javamath import LONG_MIN
+from .javamath import LONG_MAX, LONG_MIN
 
 Timer = Tuple[int, Hashable]  # (timestamp, namespace) for one key
 
@@ -91,14 +91,20 @@ class InternalTimerService:
         self.event_timers = _TimerQueue()
         self.processing_timers = _TimerQueue()
         self.current_watermark = LONG_MIN
+        self.quiesced = False
+        """True while :meth:`fire_all` runs: registrations are ignored (Flink's BATCH timer service)."""
 
     def register_event_time_timer(self, namespace: Hashable, ts: int) -> None:
+        if self.quiesced:
+            return
         self.event_timers.add(ts, self._key_context(), namespace)
 
     def delete_event_time_timer(self, namespace: Hashable, ts: int) -> None:
         self.event_timers.remove(ts, self._key_context(), namespace)
 
     def register_processing_time_timer(self, namespace: Hashable, ts: int) -> None:
+        if self.quiesced:
+            return
         self.processing_timers.add(ts, self._key_context(), namespace)
 
     def delete_processing_time_timer(self, namespace: Hashable, ts: int) -> None:
@@ -124,6 +130,21 @@ class InternalTimerService:
                 return
             ts, key, ns = queue.pop()
             self._on_processing_time(ts, key, ns)
+
+    def fire_all(self) -> None:
+        """End of a key in BATCH execution (Flink's ``BatchExecutionInternalTimeService.setCurrentKey``): the watermark
+        is ``LONG_MAX``, every event-time timer fires in timestamp order, then every processing-time timer; timers
+        registered meanwhile are ignored (the service is quiesced); then the watermark is ``LONG_MIN`` again."""
+        self.current_watermark = LONG_MAX
+        self.quiesced = True
+        try:
+            for queue, fire in ((self.event_timers, self._on_event_time), (self.processing_timers, self._on_processing_time)):
+                while queue.peek_ts() is not None:
+                    ts, key, ns = queue.pop()
+                    fire(ts, key, ns)
+        finally:
+            self.quiesced = False
+            self.current_watermark = LONG_MIN
 
     def next_processing_time(self) -> Optional[int]:
         return self.processing_timers.peek_ts()

@@ -1,7 +1,8 @@
 """PyFlink's ``pyflink.datastream``: the environment, streams, output tags and the replay source.
 
 Swap ``pyflink.datastream`` for ``pyspark_flinkish.datastream`` and ``pyflink.common`` for
-``pyspark_flinkish.common``; submodules ``window``, ``functions`` and ``state`` sit where PyFlink has them.
+``pyspark_flinkish.common``; submodules ``window``, ``functions``, ``state``, ``async_data_stream``,
+``async_retry_strategies`` and ``async_retry_predicates`` sit where PyFlink has them.
 """
 
 from __future__ import annotations
@@ -10,14 +11,23 @@ from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
+from .all_window import AllWindowedStream
+from .async_data_stream import AsyncDataStream
+from .checkpointing_mode import CheckpointingMode
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
+from .execution_mode import RuntimeExecutionMode
 from .functions import (
     AggregateFunction,
+    AllWindowFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     FilterFunction,
     FlatMapFunction,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    ProcessAllWindowFunction,
     ProcessFunction,
     ProcessWindowFunction,
     ReduceFunction,
@@ -32,6 +42,14 @@ from .window import CountWindow, MergingWindowAssigner, TimeWindow, Trigger, Tri
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowFunction",
+    "AllWindowedStream",
+    "CheckpointingMode",
+    "ProcessAllWindowFunction",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "CountWindow",
     "FilterFunction",
     "FlatMapFunction",
@@ -42,6 +60,7 @@ __all__ = [
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
+    "RuntimeExecutionMode",
     "RuntimeContext",
     "SinkFunction",
     "TimeWindow",

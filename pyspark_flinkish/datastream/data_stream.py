@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Union
 
+from ..core.all_window_functions import NullByteKeySelector
 from ..core.assigners import GlobalWindows, WindowAssigner
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
@@ -58,6 +59,8 @@ from .plan import (
 )
 
 if TYPE_CHECKING:
+    from .all_window import AllWindowedStream
+    from .join import CoGroupedStreams, IntervalJoin, JoinedStreams
     from .stream_execution_environment import StreamExecutionEnvironment
 
 
@@ -122,6 +125,10 @@ class DataStream:
         if parallelism < 1:
             msg = f"parallelism must be >= 1; got {parallelism}"
             raise InvalidArgumentError(msg)
+        selector = getattr(self._t.spec, "key_selector", None)  # window_all's: NullByteKeySelector().get_key
+        if parallelism != 1 and isinstance(getattr(selector, "__self__", selector), NullByteKeySelector):
+            msg = f"The parallelism of non parallel operator must be 1 ({self._t.name}, e.g. window_all); got {parallelism}"
+            raise InvalidPipelineError(msg)
         return self
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
@@ -175,6 +182,19 @@ class DataStream:
         fn = _method(key_selector, "get_key", "key_by()'s key selector", "KeySelector")
         return KeyedStream(self._env, self._t, fn, key_type)
 
+    def window_all(self, window_assigner: WindowAssigner) -> AllWindowedStream:  # type: ignore[type-arg]
+        """Windows over the whole stream (non-keyed): a keyed window of one constant key, as Flink runs it
+        (:mod:`~pyspark_flinkish.datastream.all_window`)."""
+        from .all_window import AllWindowedStream
+
+        return AllWindowedStream.of(self, window_assigner)
+
+    def count_window_all(self, size: int, slide: int = 0) -> AllWindowedStream:
+        """Java Flink's ``countWindowAll`` (PyFlink 2.3 has none): ``count_window``'s rule over the whole stream."""
+        from .all_window import AllWindowedStream
+
+        return AllWindowedStream.count(self, size, slide)
+
     def union(self, *streams: DataStream) -> DataStream:
         for s in streams:
             if not isinstance(s, DataStream):
@@ -185,6 +205,20 @@ class DataStream:
                 raise InvalidPipelineError(msg)
         t = Transformation("union", "Union", [self._t] + [s._t for s in streams], output_type=self._t.output_type)
         return DataStream(self._env, t)
+
+    def join(self, other_stream: DataStream) -> JoinedStreams:
+        """Window join (Flink Java's ``join``): ``.where(key).equal_to(key).window(assigner)...apply(function)``,
+        see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import JoinedStreams
+
+        return JoinedStreams(self, other_stream)
+
+    def co_group(self, other_stream: DataStream) -> CoGroupedStreams:
+        """Window co-group (Flink Java's ``coGroup``): ``.where(key).equal_to(key).window(assigner)...apply(function)``,
+        see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import CoGroupedStreams
+
+        return CoGroupedStreams(self, other_stream)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
         if not isinstance(watermark_strategy, WatermarkStrategy):
@@ -309,6 +343,13 @@ class KeyedStream(DataStream):
         )
         return DataStream(self._env, t)
 
+    def interval_join(self, other_stream: KeyedStream) -> IntervalJoin:
+        """Interval join (Flink Java's ``intervalJoin``) with another keyed stream: ``.between(lower, upper)...process(
+        ProcessJoinFunction)``, see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import IntervalJoin
+
+        return IntervalJoin(self, other_stream)
+
     def window(self, window_assigner: WindowAssigner) -> WindowedStream:  # type: ignore[type-arg]
         if not isinstance(window_assigner, WindowAssigner):
             msg = (
@@ -355,6 +396,9 @@ class KeyedStream(DataStream):
 
 
 class _RollingReduce(KeyedProcessFunction):  # type: ignore[type-arg]
+    rolling_aggregation = True
+    """BATCH mode emits only each key's final value (``datastream.runtime_mode``)."""
+
     def __init__(self, fn: Callable[[Any, Any], Any]) -> None:
         self.fn = fn
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..core.all_window_functions import AllWindowFunction, ProcessAllWindowFunction
+from ..core.async_functions import AsyncFunction, AsyncFunctionDescriptor, AsyncRetryPredicate, AsyncRetryStrategy
 from ..core.functions import (
     AggregateFunction,
     FilterFunction,
@@ -20,17 +22,28 @@ from ..core.functions import (
     TimerService,
     WindowFunction,
 )
+from ..core.join_functions import CoGroupFunction, FlatJoinFunction, JoinFunction, ProcessJoinFunction
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
+    "CoGroupFunction",
     "FilterFunction",
+    "FlatJoinFunction",
     "FlatMapFunction",
     "Function",
-    "KeySelector",
+    "JoinFunction",
     "KeyedProcessFunction",
     "KeyedStateStore",
+    "KeySelector",
     "MapFunction",
+    "ProcessAllWindowFunction",
     "ProcessFunction",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",

@@ -15,15 +15,17 @@ from ..core.errors import InvalidTypeError, UnsupportedFeatureError
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
+from .environment_config import EnvironmentConfiguration
 from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
 from .plan import Transformation
+from .runtime_mode import plan_for_mode
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
 if TYPE_CHECKING:
     from ..spark.environment import SparkStreamExecutionEnvironment
 
 
-class StreamExecutionEnvironment:
+class StreamExecutionEnvironment(EnvironmentConfiguration):
     """The context a pipeline is built in and executed by (PyFlink's ``StreamExecutionEnvironment``).
 
     Args:
@@ -64,7 +66,7 @@ class StreamExecutionEnvironment:
         return StreamExecutionEnvironment(clock=clock)
 
     # -------------------------------------------------------------------- configuration
-    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:  # type: ignore[override]
         """Accepted for compatibility; the local engine runs every operator as one instance (results
         do not depend on parallelism in Flink's keyed semantics, except timer ties across keys)."""
         self._parallelism = parallelism
@@ -166,6 +168,7 @@ class StreamExecutionEnvironment:
         if not sinks:
             msg = "no sinks: add_sink(...), print() or execute_and_collect() before execute()"
             raise InvalidTypeError(msg)
+        sinks = plan_for_mode(self.get_runtime_mode(), sinks)  # BATCH: datastream.runtime_mode
         result = executor_entry(LOCAL)(sinks, self.clock, progress, job_name or "pyspark_flinkish job")
         self.last_result = result
         return result

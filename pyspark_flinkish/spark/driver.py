@@ -436,7 +436,7 @@ class ForeachBatchDriver:
             batch_index = self._advance_watermarks(stats)
         wm_new = self._wm_now()
 
-        outputs = [routed.filter(F.col("kind") == "rec")]
+        outputs = [routed.filter(F.col("kind").isin("rec", "metric"))]  # metric: async I/O operators
         return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id, version_in) + (
             batch_index,
         )
@@ -549,7 +549,9 @@ class ForeachBatchDriver:
         for t in g.order:
             runner = g.runners.get(t.id)
             if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
-                if batch_index >= len(t.source.batches) and t.source.end_of_input:
+                # a BATCH job's source (datastream.runtime_mode) ends in its one batch, as on the local engine
+                last = len(t.source.batches) - (1 if getattr(t.source, "batch_execution", False) else 0)
+                if batch_index >= last and t.source.end_of_input:
                     runner.end_input()
         return batch_index
 

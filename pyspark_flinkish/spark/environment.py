@@ -15,11 +15,13 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock
 from ..core.durations import TimeLike, to_millis
-from ..core.errors import InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
+from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
+from ..datastream.execution_mode import RuntimeExecutionMode
 from ..datastream.executors import SPARK
 from ..datastream.plan import Transformation
+from ..datastream.runtime_mode import batch_plan, is_batch
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
 from .checkpoint_location import local_checkpoint_path
 from .connect import (
@@ -37,6 +39,8 @@ from .delivery import deliver_values
 from .delta import with_delta_writers
 from .driver import ForeachBatchDriver
 from .far_future import DEFAULT_HORIZON_MS
+from .job_client import SparkJobClient
+from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
 from .rows import loads
 from .session import local_temp_dir, spark_path
@@ -104,8 +108,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         partitions: Sequence[Any] = (),
         source_name: str = "DataFrame",
     ) -> DataStream:
-        """A stream of ``pyspark.sql.Row`` elements from a streaming DataFrame (``df.isStreaming``; a static one is
-        refused here, naming ``spark.readStream``, ``from_delta`` and ``from_kafka``).
+        """A stream of ``pyspark.sql.Row`` elements from a streaming DataFrame (``df.isStreaming``). A static one is
+        bounded input: read (collected on the driver, one micro-batch, then end of input) when the runtime mode is
+        BATCH or AUTOMATIC (``set_runtime_mode`` before this call), refused in STREAMING mode.
 
         ``timestamp_column`` (a timestamp or epoch-millisecond long column) gives event time, else the
         strategy's timestamp assigner does; ``partition_column`` (e.g. Kafka's ``partition``) splits the input
@@ -117,11 +122,15 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         ``record_timestamp`` (as Flink's Kafka source hands it the record's Kafka timestamp).
         """
         if not df.isStreaming:
+            if self.get_runtime_mode() is not RuntimeExecutionMode.STREAMING:
+                from .static_frames import bounded_dataframe_stream
+
+                return bounded_dataframe_stream(self, df, watermark_strategy, timestamp_column, source_name)
             msg = (
-                f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False): the pipeline "
-                "runs as a Structured Streaming query, which cannot read a static one. Read it as a stream "
-                "(spark.readStream...), or use from_delta(path, bounded=True) for a table's snapshot, or "
-                "from_kafka(...); Flink's BATCH execution mode is not supported"
+                f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False) in STREAMING "
+                "mode: a static one is bounded input, read with env.set_runtime_mode(RuntimeExecutionMode.BATCH) (or "
+                "AUTOMATIC) before from_dataframe (collected on the driver), or read it as a stream "
+                "(spark.readStream...), or use from_delta(path, bounded=True) for a table's snapshot"
             )
             raise UnsupportedFeatureError(msg)
         strategy = watermark_strategy if watermark_strategy is not None else WatermarkStrategy.no_watermarks()
@@ -244,21 +253,80 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         checkpoint_location: Optional[str] = None,
         trigger: Optional[Dict[str, Any]] = None,
         progress: Optional[Callable[[Any], None]] = None,
-    ) -> SparkJobHandle:
-        """Start the pipeline as a streaming query; ``checkpoint_location`` is required (it holds Spark's
-        offsets and this package's keyed state and watermarks). ``trigger`` is passed to Spark's
-        ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``).
+    ) -> Any:
+        """Run the pipeline as a streaming query.
+
+        **PyFlink's form**, ``execute("name")`` (no ``checkpoint_location``): the checkpoint location is
+        ``<spark.sql.streaming.checkpointLocation>/<name>`` when the session sets that root (a later run of the same
+        name resumes from it), else a new temporary directory (logged); like PyFlink's, it **blocks** until the job
+        ends and returns a :class:`~pyspark_flinkish.common.JobExecutionResult`. A job whose sources are all bounded
+        (``from_collection``, ``MicroBatchSource``, ``from_delta(bounded=True)``) runs with
+        ``trigger={"availableNow": True}`` to the end of its input; an unbounded one (Kafka, a streaming DataFrame)
+        runs until it fails or is stopped (use :meth:`execute_async` to get a client that can cancel it).
+
+        **With** ``checkpoint_location`` (it holds Spark's offsets and this package's keyed state and watermarks):
+        starts the query and returns at once with its :class:`SparkJobHandle`. ``trigger`` is passed to Spark's
+        ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``); without
+        one, the interval of ``enable_checkpointing`` is the processing-time trigger.
 
         ``checkpoint_location`` is read as Spark reads a path: ``/x``, a relative path, ``file:/x`` or ``file:///x``
         (the local file system); other schemes (``dbfs:/x``, ``s3a://...``) are refused up front, since keyed state
         is written with local file APIs (on Databricks give the mount, ``/dbfs/x``)."""
         if not checkpoint_location:
-            msg = "execute() on Spark needs checkpoint_location=...: it holds offsets, keyed state and watermarks"
-            raise InvalidPipelineError(msg)
+            handle = self._start_default(job_name, trigger, progress)
+            handle.await_termination()
+            batches = handle.driver.batches_run if handle.driver is not None else 0
+            result = JobExecutionResult(job_name, batches, {})
+            self.last_result = result
+            return result
+        if trigger is None and self.get_checkpoint_interval() > 0:
+            trigger = {"processingTime": f"{self.get_checkpoint_interval()} milliseconds"}
         # read as Spark's Path reads it (file:/x, file:///x, /x, relative; other schemes refused, naming the URI);
         # executors resolve relative paths against their own working directories: pinned down here
         checkpoint = local_checkpoint_path(checkpoint_location)
         return self._start(job_name, list(self._sinks), checkpoint, trigger, progress)
+
+    def execute_async(self, job_name: str = "pyspark_flinkish job") -> SparkJobClient:  # type: ignore[override]
+        """Start the job as :meth:`execute` ``("name")`` does (default checkpoint location and trigger) and return at
+        once with a :class:`~pyspark_flinkish.common.JobClient` (``get_job_id``, ``get_job_status``, ``cancel``,
+        ``get_job_execution_result``); its ``handle`` is the :class:`SparkJobHandle`."""
+        return SparkJobClient(self._start_default(job_name, None, None), job_name)
+
+    def _start_default(
+        self, job_name: str, trigger: Optional[Dict[str, Any]], progress: Optional[Callable[[Any], None]]
+    ) -> SparkJobHandle:
+        sinks = list(self._sinks)
+        if trigger is None:
+            trigger = default_trigger(sinks, self.get_checkpoint_interval())
+        checkpoint = default_checkpoint_location(self.spark, job_name)
+        return self._start(job_name, sinks, checkpoint, trigger, progress)
+
+    # -------------------------------------------------------------------- configuration on Spark
+    def set_max_parallelism(self, max_parallelism: int) -> SparkStreamExecutionEnvironment:
+        """Flink's max parallelism is its number of key groups; here it sets the number of keyed-state partitions
+        (``state_partitions``), which, like Flink's, is fixed by the first run of a checkpoint."""
+        super().set_max_parallelism(max_parallelism)
+        self.state_partitions = max_parallelism
+        return self
+
+    def add_python_file(self, file_path: str) -> None:
+        """``SparkContext.addPyFile``: a ``.py`` file or a ``.zip``/``.egg`` archive is shipped to every executor and
+        importable on the driver; a package directory is zipped first (PyFlink accepts directories)."""
+        import shutil
+
+        path = os.path.abspath(file_path)
+        if not os.path.exists(path):
+            msg = f"add_python_file: {file_path!r} does not exist"
+            raise InvalidArgumentError(msg)
+        if os.path.isdir(path):
+            target = os.path.join(local_temp_dir("flinkish-pyfiles-"), os.path.basename(path))
+            path = shutil.make_archive(target, "zip", root_dir=os.path.dirname(path), base_dir=os.path.basename(path))
+        self.spark.sparkContext.addPyFile(path)
+
+    def add_python_archive(self, archive_path: str, target_dir: Optional[str] = None) -> None:
+        """``SparkContext.addArchive``: the archive is extracted into every executor's working directory, under
+        ``target_dir`` if given (Spark's ``path#alias``), as PyFlink extracts it for its Python workers."""
+        self.spark.sparkContext.addArchive(archive_path + (f"#{target_dir}" if target_dir else ""))
 
     def _execute(
         self,
@@ -284,6 +352,12 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             msg = (
                 "to_dataframe() needs get_execution_environment(spark, backend='apply_in_pandas_with_state'); the "
                 "foreachBatch executor delivers through add_sink/foreach_batch"
+            )
+            raise UnsupportedFeatureError(msg)
+        if is_batch(self.get_runtime_mode(), [t]):
+            msg = (
+                "to_dataframe() runs in STREAMING mode only: BATCH runtime mode needs the foreachBatch executor "
+                "(the default backend), which sorts each key's input; set_runtime_mode(RuntimeExecutionMode.STREAMING)"
             )
             raise UnsupportedFeatureError(msg)
         from .stateful import StatefulQueryBuilder
@@ -328,6 +402,15 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if connect:  # the foreachBatch function runs in the server's Python (spark/connect.py)
             check_connect_job(self)
         sinks = with_delta_writers(sinks)  # DeltaSink describes the table; its writer is built here
+        if is_batch(self.get_runtime_mode(), sinks):
+            if self.backend == "apply_in_pandas_with_state":
+                msg = (
+                    "BATCH runtime mode runs on the foreachBatch executor (the default backend); "
+                    "apply_in_pandas_with_state cannot sort each key's input: use STREAMING there"
+                )
+                raise UnsupportedFeatureError(msg)
+            sinks = batch_plan(sinks)
+            trigger = {"availableNow": True}  # the bounded input in one micro-batch, then the query stops
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"

@@ -1,0 +1,66 @@
+"""``SparkJobClient``: ``execute_async`` on Spark -- PyFlink's ``JobClient`` over the running streaming query."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+
+from ..common.job_client import CompletableFuture, JobCancelledError, JobClient, JobID, JobStatus
+from ..common.job_execution_result import JobExecutionResult
+from .job_handle import SparkJobHandle
+
+
+class SparkJobClient(JobClient):
+    """The job's ``StreamingQuery`` (:attr:`handle`, a :class:`SparkJobHandle`): its id is the query's id; the
+    result future completes when the query terminates (a bounded job ends by itself; ``cancel()`` stops the query)."""
+
+    def __init__(self, handle: SparkJobHandle, job_name: str) -> None:
+        self.handle = handle
+        self.job_name = job_name
+        self._id = JobID(str(handle.query.id).replace("-", ""))
+        self._cancelled = False
+        self._result: concurrent.futures.Future = concurrent.futures.Future()  # type: ignore[type-arg]
+        threading.Thread(target=self._wait, name=f"flinkish-job-{self._id}", daemon=True).start()
+
+    def _wait(self) -> None:
+        try:
+            self.handle.await_termination()
+        except BaseException as exc:
+            self._result.set_exception(exc)
+            return
+        if self._cancelled:
+            self._result.set_exception(JobCancelledError(f"job {self.job_name!r} was cancelled"))
+            return
+        batches = self.handle.driver.batches_run if self.handle.driver is not None else 0
+        self._result.set_result(JobExecutionResult(self.job_name, batches, {}))
+
+    def get_job_id(self) -> JobID:
+        return self._id
+
+    def get_job_status(self) -> CompletableFuture:
+        if self.handle.is_active and not self._result.done():
+            status = JobStatus.RUNNING
+        elif self._cancelled:
+            status = JobStatus.CANCELED
+        elif self._result.done() and self._result.exception() is not None:
+            status = JobStatus.FAILED
+        elif self._result.done():
+            status = JobStatus.FINISHED
+        else:
+            status = JobStatus.RUNNING  # the query ended; its result is being collected
+        return CompletableFuture.completed(status)
+
+    def cancel(self) -> CompletableFuture:
+        """Stop the streaming query (what was committed stays; no end-of-input firing, as Flink's cancel)."""
+        if not self._result.done():
+            self._cancelled = True
+            self.handle.stop()
+        done: concurrent.futures.Future = concurrent.futures.Future()  # type: ignore[type-arg]
+        self._result.add_done_callback(lambda _: done.set_result(None))
+        return CompletableFuture(done)
+
+    def get_job_execution_result(self) -> CompletableFuture:
+        return CompletableFuture(self._result)
+
+
+__all__ = ["SparkJobClient"]

@@ -181,7 +181,10 @@ def test_the_foreach_batch_function_unpickles_without_the_package_and_brings_it(
         def addArtifacts(self, path: str, pyfile: bool = False) -> None:  # noqa: N802 (Spark's name)
             shipped.append((os.path.basename(path), pyfile))
 
-    function = remote_batch_function(_package_path_recorder(), _Artifacts())
+    user_module = tmp_path / "src" / "flinkish_user_module.py"
+    user_module.parent.mkdir()
+    user_module.write_text("X = 5\n")
+    function = remote_batch_function(_package_path_recorder(), _Artifacts(), [str(user_module)])
     assert len(shipped) == 1 and shipped[0][0].startswith("pyspark_flinkish-") and shipped[0][1]
     (tmp_path / "f.pkl").write_bytes(cloudpickle.dumps(function))
     script = (
@@ -198,7 +201,7 @@ def test_the_foreach_batch_function_unpickles_without_the_package_and_brings_it(
     env = dict(os.environ, PYTHONPATH="", OUT=str(tmp_path / "out"))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "out").read_text().endswith(".zip 7")
+    assert (tmp_path / "out").read_text().endswith(".zip 7 5")  # the package from the zip; add_python_file's module
 
 
 def _package_path_recorder() -> Any:
@@ -207,10 +210,12 @@ def _package_path_recorder() -> Any:
     def record(df: Any, batch_id: int) -> None:
         import os as os_
 
+        import flinkish_user_module
+
         import pyspark_flinkish
 
         with open(os_.environ["OUT"], "w") as f:
-            f.write(f"{os_.path.dirname(os_.path.dirname(pyspark_flinkish.__file__))} {batch_id}")
+            f.write(f"{os_.path.dirname(os_.path.dirname(pyspark_flinkish.__file__))} {batch_id} {flinkish_user_module.X}")
 
     return record
 
@@ -254,3 +259,20 @@ def test_a_query_start_is_tried_again_only_when_the_worker_did_not_connect_back(
     with pytest.raises(RuntimeError, match="no such column"):
         start_query(other)
     assert other.calls == 1
+
+
+def test_add_python_file_on_connect_uses_the_sessions_artifacts_and_goes_with_the_job(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    added: List[Any] = []
+
+    class _Session(_ConnectSession):
+        def addArtifacts(self, path: str, pyfile: bool = False, archive: bool = False) -> None:  # noqa: N802
+            added.append((path, pyfile, archive))
+
+    _Session.__module__ = "pyspark.sql.connect.session"
+    env = SparkStreamExecutionEnvironment(_Session())
+    module = tmp_path / "helpers.py"
+    module.write_text("Y = 1\n")
+    env.add_python_file(str(module))
+    env.add_python_archive(str(tmp_path / "env.zip"), "venv")
+    assert added == [(str(module), True, False), (f"{tmp_path / 'env.zip'}#venv", False, True)]
+    assert env.connect_python_files == [str(module)]

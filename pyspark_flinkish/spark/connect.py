@@ -288,7 +288,7 @@ class RemoteBatchFunction:
             self.driver(df, batch_id)
 
 
-def _bootstrap(payload: bytes, package: Optional[bytes]) -> Callable[[Any, int], None]:
+def _bootstrap(payload: bytes, package: Optional[bytes], files: Sequence[Any] = ()) -> Callable[[Any, int], None]:
     """A foreachBatch function pickled by value (a closure), so that unpickling it needs no ``pyspark_flinkish``:
     Spark Connect's foreachBatch worker does not see the session's Python artifacts (measured with pyspark 4.2), so
     on its first call it puts the shipped package zip first on ``sys.path``, then unpickles the real function."""
@@ -307,23 +307,38 @@ def _bootstrap(payload: bytes, package: Optional[bytes]) -> Callable[[Any, int],
                 with os_.fdopen(fd, "wb") as f:
                     f.write(package)
                 sys_.path.insert(0, path)
+            if files:  # add_python_file's files: .py modules in a directory of their own, archives as they are
+                directory = tempfile_.mkdtemp(prefix="pyspark_flinkish-pyfiles-")
+                for name, data in files:
+                    with open(os_.path.join(directory, name), "wb") as f:
+                        f.write(data)
+                    if not name.endswith(".py"):
+                        sys_.path.insert(1, os_.path.join(directory, name))
+                sys_.path.insert(1, directory)
             state["function"] = cloudpickle_.loads(payload)
         state["function"](df, batch_id)
 
     return flinkish_foreach_batch
 
 
-def remote_batch_function(function: Callable[[Any, int], None], spark: Any) -> Callable[[Any, int], None]:
+def remote_batch_function(
+    function: Callable[[Any, int], None], spark: Any, python_files: Sequence[str] = ()
+) -> Callable[[Any, int], None]:
     """What ``writeStream.foreachBatch`` gets on Connect: ``function`` (the driver) with package errors put between
     markers (:class:`RemoteBatchFunction`), which brings this process's package along (:func:`package_zip`) unless
-    ``PYSPARK_FLINKISH_SHIP_PACKAGE=0``; the package also goes to the session's executors (:func:`ship_package`)."""
+    ``PYSPARK_FLINKISH_SHIP_PACKAGE=0``, and the ``python_files`` of ``add_python_file``; the package also goes to the
+    session's executors (:func:`ship_package`)."""
     from pyspark import cloudpickle
 
     package = None
     if os.environ.get(SHIP_PACKAGE_ENV, "1") != "0":
         ship_package(spark)
         package = package_zip()
-    return _bootstrap(cloudpickle.dumps(RemoteBatchFunction(function), protocol=4), package)
+    files = []
+    for path in python_files:
+        with open(path, "rb") as f:
+            files.append((os.path.basename(path), f.read()))
+    return _bootstrap(cloudpickle.dumps(RemoteBatchFunction(function), protocol=4), package, files)
 
 
 def start_query(writer: Any, attempts: int = 3) -> Any:

@@ -93,6 +93,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             )
             raise UnsupportedFeatureError(msg)
         self.spark = spark
+        self.connect_python_files: List[str] = []  # Spark Connect: add_python_file's files, for the foreachBatch process
         self.backend = backend
         self.vectorize = vectorize
         self.state_partitions = state_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -275,7 +276,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if not checkpoint_location:
             handle = self._start_default(job_name, trigger, progress)
             handle.await_termination()
-            batches = handle.driver.batches_run if handle.driver is not None else 0
+            batches = handle.batches_run
             result = JobExecutionResult(job_name, batches, {})
             self.last_result = result
             return result
@@ -321,11 +322,19 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if os.path.isdir(path):
             target = os.path.join(local_temp_dir("flinkish-pyfiles-"), os.path.basename(path))
             path = shutil.make_archive(target, "zip", root_dir=os.path.dirname(path), base_dir=os.path.basename(path))
+        if is_connect(self.spark):  # the session's artifacts (executors) and, with the job, the foreachBatch process
+            self.spark.addArtifacts(path, pyfile=True)
+            self.connect_python_files.append(path)
+            return
         self.spark.sparkContext.addPyFile(path)
 
     def add_python_archive(self, archive_path: str, target_dir: Optional[str] = None) -> None:
         """``SparkContext.addArchive``: the archive is extracted into every executor's working directory, under
-        ``target_dir`` if given (Spark's ``path#alias``), as PyFlink extracts it for its Python workers."""
+        ``target_dir`` if given (Spark's ``path#alias``), as PyFlink extracts it for its Python workers. On a Spark
+        Connect session: the session's archive artifact (``spark.addArtifacts(..., archive=True)``)."""
+        if is_connect(self.spark):
+            self.spark.addArtifacts(archive_path + (f"#{target_dir}" if target_dir else ""), archive=True)
+            return
         self.spark.sparkContext.addArchive(archive_path + (f"#{target_dir}" if target_dir else ""))
 
     def _execute(
@@ -432,7 +441,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
 
             client = ClientDelivery(outbox, client_sinks, deliver, progress)
             client.deliver_earlier_runs()
-            batch_function = remote_batch_function(driver, self.spark)
+            batch_function = remote_batch_function(driver, self.spark, self.connect_python_files)
         writer = stream.writeStream.foreachBatch(batch_function).option("checkpointLocation", spark_checkpoint)
         writer = writer.queryName(_query_name(job_name))
         if trigger:

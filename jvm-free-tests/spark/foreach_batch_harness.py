@@ -45,16 +45,20 @@ def run_foreach_batch(
     partitions: int = 2,
     tasks: int = 2,
     batches: Optional[range] = None,
+    prepare: Optional[Callable[[ForeachBatchDriver], ForeachBatchDriver]] = None,
 ) -> ForeachBatchDriver:
     """Build the pipeline on a JVM-free Spark environment (``build(env)`` adds its sinks) and run every micro-batch
     of its replay sources to the end of input (or the Spark batch ids ``batches``: a restart resumes from the
     checkpoint); the sinks get their values as on Spark. ``tasks``: how many Spark tasks the route is split into.
-    Returns the driver (its errors: the executor's errors, raised here)."""
+    ``prepare(driver)`` returns the driver that runs the batches (e.g. a pickled copy, as a Spark Connect server
+    runs it). Returns the driver (its errors: the executor's errors, raised here)."""
     env = SparkStreamExecutionEnvironment(
         None, clock=ManualClock(0), state_partitions=partitions, vectorize=vectorize, future_horizon_ms=None
     )
     build(env)
     driver = ForeachBatchDriver(env, env._sinks, checkpoint, None)
+    if prepare is not None:
+        driver = prepare(driver)
     plan = driver.plan
     sources = [t for t in plan.transformations if t.kind == "source"]
     frames = [t.source.df for t in sources if isinstance(getattr(t.source, "df", None), PandasStream)]
@@ -77,6 +81,8 @@ def run_foreach_batch(
             rows.sort(key=lambda r: list(r["ord"]))
             driver._deliver(plan.transformations[sink_index], rows, batch_id)
         driver._commit(batch_id)
+        if driver.progress is not None:  # ``ForeachBatchDriver._run``'s last step (its document: the batch id here)
+            driver.progress({"batch_id": batch_id})
     return driver
 
 

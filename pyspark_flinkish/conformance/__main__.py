@@ -22,7 +22,8 @@ def _run_on_spark(scenarios: List[Dict[str, Any]], backend: Optional[str], rejec
     from .runner import run_spark_all, run_spark_stateful_all
 
     spark = session("flinkish-conformance", shuffle_partitions=2)
-    spark.sparkContext.setLogLevel("ERROR")
+    from pyspark_flinkish.spark.connect import set_log_level
+    set_log_level(spark, "ERROR")
     with tempfile.TemporaryDirectory(prefix="flinkish-conformance-") as checkpoint:
         if backend == "apply_in_pandas_with_state":
             results, rejections = run_spark_stateful_all(spark, scenarios, checkpoint)

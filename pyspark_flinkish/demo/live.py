@@ -313,7 +313,8 @@ def _spark() -> Any:
     from pyspark_flinkish.spark import session
 
     spark = session("flinkish-game-demo", master="local[2]", shuffle_partitions=2)
-    spark.sparkContext.setLogLevel("ERROR")
+    from pyspark_flinkish.spark.connect import set_log_level
+    set_log_level(spark, "ERROR")
     return spark
 
 

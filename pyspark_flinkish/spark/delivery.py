@@ -15,7 +15,15 @@ def deliver_values(
 ) -> None:
     """Hand a sink its values of one micro-batch: a typed DataFrame for ``foreach_batch``, the values and the
     ``context`` (checkpoint, sink uid, the sink's input watermark after the batch) for a ``batch_writer`` such as
-    :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`, else one call per value."""
+    :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`, else one call per value.
+
+    On a Spark Connect session this runs in the server's Python: the ``context``'s ``outbox`` (:class:`.connect.Outbox`)
+    then takes the values of a sink that hands them to the user's Python (``sink_index`` names it), and the client
+    delivers them in its own process."""
+    outbox = (context or {}).get("outbox")
+    if outbox is not None and not isinstance(t.spec, (BatchWriterSinkSpec, ForeachBatchSpec)):
+        outbox.write(batch_id, int((context or {})["sink_index"]), values)
+        return
     if isinstance(t.spec, BatchWriterSinkSpec):
         t.spec.writer(spark, values, batch_id, context or {})
         return

@@ -108,6 +108,7 @@ class ForeachBatchDriver:
         self.ticks = False  # processing-time ticks in the input (``spark/ticks.py``), set by ``input_stream``
         self.fused = self._fused_source()
         self.step_watermarks: Dict[int, Optional[int]] = {}
+        self.outbox: Any = None  # Spark Connect: where client sinks' values go (``spark/connect.py``)
 
     # -- set-up
     def _new_graph(self) -> LocalExecutor:
@@ -559,6 +560,8 @@ class ForeachBatchDriver:
             "checkpoint": self.checkpoint,
             "sink_uid": self.plan.nodes[self.plan.transformations.index(t)].uid,
             "watermark": self.watermark_graph.nodes[t.id].valve.last_output,  # the sink's input, after the batch
+            "sink_index": self.plan.transformations.index(t),
+            "outbox": self.outbox,
         }
         deliver_values(self.spark, t, [loads(r["value"]) for r in rows], batch_id, context)
 

@@ -24,6 +24,16 @@ from ..datastream.plan import Transformation
 from ..datastream.runtime_mode import batch_plan, is_batch
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
 from .checkpoint_location import local_checkpoint_path
+from .connect import (
+    ClientDelivery,
+    Outbox,
+    check_connect_job,
+    check_connect_writers,
+    is_client_sink,
+    is_connect,
+    remote_batch_function,
+    start_query,
+)
 from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_values
 from .delta import with_delta_writers
@@ -74,7 +84,16 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if backend not in ("foreach_batch", "apply_in_pandas_with_state"):
             msg = f"backend must be 'foreach_batch' (default) or 'apply_in_pandas_with_state'; got {backend!r}"
             raise InvalidPipelineError(msg)
+        if backend == "apply_in_pandas_with_state" and is_connect(spark):
+            msg = (
+                "backend='apply_in_pandas_with_state' is not supported on a Spark Connect session (its stateful "
+                "function would carry the client's session to the executors, where it cannot be restored); use the "
+                "default foreachBatch executor (get_execution_environment(spark)), which runs every pipeline on "
+                "Connect: see docs/databricks-and-spark-connect.md"
+            )
+            raise UnsupportedFeatureError(msg)
         self.spark = spark
+        self.connect_python_files: List[str] = []  # Spark Connect: add_python_file's files, for the foreachBatch process
         self.backend = backend
         self.vectorize = vectorize
         self.state_partitions = state_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -257,7 +276,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if not checkpoint_location:
             handle = self._start_default(job_name, trigger, progress)
             handle.await_termination()
-            batches = handle.driver.batches_run if handle.driver is not None else 0
+            batches = handle.batches_run
             result = JobExecutionResult(job_name, batches, {})
             self.last_result = result
             return result
@@ -303,11 +322,19 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if os.path.isdir(path):
             target = os.path.join(local_temp_dir("flinkish-pyfiles-"), os.path.basename(path))
             path = shutil.make_archive(target, "zip", root_dir=os.path.dirname(path), base_dir=os.path.basename(path))
+        if is_connect(self.spark):  # the session's artifacts (executors) and, with the job, the foreachBatch process
+            self.spark.addArtifacts(path, pyfile=True)
+            self.connect_python_files.append(path)
+            return
         self.spark.sparkContext.addPyFile(path)
 
     def add_python_archive(self, archive_path: str, target_dir: Optional[str] = None) -> None:
         """``SparkContext.addArchive``: the archive is extracted into every executor's working directory, under
-        ``target_dir`` if given (Spark's ``path#alias``), as PyFlink extracts it for its Python workers."""
+        ``target_dir`` if given (Spark's ``path#alias``), as PyFlink extracts it for its Python workers. On a Spark
+        Connect session: the session's archive artifact (``spark.addArtifacts(..., archive=True)``)."""
+        if is_connect(self.spark):
+            self.spark.addArtifacts(archive_path + (f"#{target_dir}" if target_dir else ""), archive=True)
+            return
         self.spark.sparkContext.addArchive(archive_path + (f"#{target_dir}" if target_dir else ""))
 
     def _execute(
@@ -326,7 +353,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             progress,
         )
         handle.await_termination()
-        batches = handle.driver.batches_run if handle.driver is not None else 0
+        batches = handle.batches_run
         return JobExecutionResult(job_name or "pyspark_flinkish job", batches, {})
 
     def _to_dataframe(self, t: Transformation) -> Any:
@@ -380,6 +407,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if not sinks:
             msg = "no sinks: add_sink(...), foreach_batch(...), print() or execute_and_collect() before execute()"
             raise InvalidPipelineError(msg)
+        connect = is_connect(self.spark)
+        if connect:  # the foreachBatch function runs in the server's Python (spark/connect.py)
+            check_connect_job(self)
         sinks = with_delta_writers(sinks)  # DeltaSink describes the table; its writer is built here
         if is_batch(self.get_runtime_mode(), sinks):
             if self.backend == "apply_in_pandas_with_state":
@@ -393,14 +423,30 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
+        if connect:
+            check_connect_writers(sinks)
         driver = ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream(trigger)
         spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))
-        writer = stream.writeStream.foreachBatch(driver).option("checkpointLocation", spark_checkpoint)
+        client, batch_function = None, driver
+        if connect:
+            outbox = Outbox(checkpoint)
+            driver.outbox, driver.progress = outbox, outbox  # the server-side driver writes; this process delivers
+            plan = driver.plan
+            client_sinks = {i: plan.transformations[i] for i in plan.sinks if is_client_sink(plan.transformations[i])}
+
+            def deliver(t: Transformation, values: List[Any], batch_id: int) -> None:
+                uid = plan.nodes[plan.transformations.index(t)].uid
+                deliver_values(self.spark, t, values, batch_id, {"checkpoint": checkpoint, "sink_uid": uid})
+
+            client = ClientDelivery(outbox, client_sinks, deliver, progress)
+            client.deliver_earlier_runs()
+            batch_function = remote_batch_function(driver, self.spark, self.connect_python_files)
+        writer = stream.writeStream.foreachBatch(batch_function).option("checkpointLocation", spark_checkpoint)
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), driver)
+        return SparkJobHandle(start_query(writer) if connect else writer.start(), driver, client=client)
 
 
 def _query_name(job_name: str) -> str:

@@ -31,7 +31,7 @@ class SparkJobClient(JobClient):
         if self._cancelled:
             self._result.set_exception(JobCancelledError(f"job {self.job_name!r} was cancelled"))
             return
-        batches = self.handle.driver.batches_run if self.handle.driver is not None else 0
+        batches = self.handle.batches_run
         self._result.set_result(JobExecutionResult(self.job_name, batches, {}))
 
     def get_job_id(self) -> JobID:

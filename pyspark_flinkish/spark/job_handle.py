@@ -7,6 +7,7 @@ import logging
 from typing import Any, Callable, Dict, List, Optional
 
 from ..core.errors import FlinkishError
+from .connect import ClientDelivery
 from .driver import ForeachBatchDriver
 from .error_transport import package_error_from
 from .stateful_progress import stateful_progress
@@ -14,7 +15,13 @@ from .stateful_progress import stateful_progress
 _log = logging.getLogger("pyspark_flinkish.spark")
 
 class SparkJobHandle:
-    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks and metrics."""
+    """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks and metrics.
+
+    On a Spark Connect session (``client`` given, see :mod:`.connect`) the driver runs in the server's Python: this
+    handle's ``driver`` is the client's copy, which never runs; the client sinks' values and the progress come through
+    the checkpoint's outbox, delivered by a thread while the query runs and completely before
+    :meth:`process_all_available`, :meth:`await_termination` and :meth:`stop` return.
+    """
 
     def __init__(
         self,
@@ -22,12 +29,40 @@ class SparkJobHandle:
         driver: Optional[ForeachBatchDriver],
         stateful_delay: Optional[int] = None,
         spark: Any = None,
+        client: Optional[ClientDelivery] = None,
     ) -> None:
         self.query = query
         self.driver = driver
+        self.client = client
         self._stateful_delay = stateful_delay  # applyInPandasWithState: Spark's watermark delay (ms)
         self._spark: Any = spark if spark is not None else (driver.spark if driver is not None else None)
         self._listeners: List[Any] = []
+        if client is not None:
+            client.start(lambda: bool(query.isActive), on_failure=self._stop_query)
+
+    def _stop_query(self) -> None:
+        """A client sink failed on Connect: the job stops, as it does when a sink fails on a classic session."""
+        try:
+            self.query.stop()
+        except Exception:
+            _log.exception("could not stop the query after a client sink failed")
+
+    def _drain(self) -> None:
+        """Connect: hand the client sinks every complete batch (raises a client sink's error, stopping the job)."""
+        if self.client is None:
+            return
+        try:
+            self.client.drain()
+        except BaseException:
+            self._stop_query()
+            raise
+
+    @property
+    def batches_run(self) -> int:
+        """Micro-batches this run completed (on Connect: delivered to the client)."""
+        if self.client is not None:
+            return self.client.batches_delivered
+        return self.driver.batches_run if self.driver is not None else len(self.query.recentProgress or [])
 
     def await_termination(self, timeout: Optional[float] = None) -> Optional[bool]:
         """Wait for the query; a failed query raises the package error that stopped it (e.g. a
@@ -35,10 +70,14 @@ class SparkJobHandle:
         try:
             result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
         except Exception as exc:
+            self._drain()  # the batches before the failure were delivered on a classic session too
             self._remove_listeners()
             self._raise_failure(exc)
             raise
+        self._drain()
         if not self.query.isActive:
+            if self.client is not None:
+                self.client.stop()
             self._remove_listeners()
         if self.driver is not None:
             self.driver.raise_if_failed()
@@ -48,8 +87,10 @@ class SparkJobHandle:
         try:
             self.query.processAllAvailable()
         except Exception as exc:
+            self._drain()
             self._raise_failure(exc)
             raise
+        self._drain()
         if self.driver is not None:
             self.driver.raise_if_failed()
 
@@ -63,6 +104,9 @@ class SparkJobHandle:
 
     def stop(self) -> None:
         self.query.stop()
+        if self.client is not None:
+            self.client.stop()
+        self._drain()
         self._remove_listeners()
 
     @property
@@ -75,7 +119,16 @@ class SparkJobHandle:
 
     def watermarks(self) -> Dict[str, int]:
         """Each operator's current watermark after the last completed micro-batch (foreachBatch executor)."""
+        if self.client is not None and self.driver is not None:
+            history = self._history()
+            return dict(history[-1].get("watermarks", {})) if history else {}
         return self.driver.operator_watermarks() if self.driver is not None else {}
+
+    def _history(self) -> List[Dict[str, Any]]:
+        """The package's progress of the recent batches: the driver's, or on Connect what the client received."""
+        if self.client is not None:
+            return list(self.client.history)
+        return list(self.driver.history) if self.driver is not None else []
 
     def progress(self, batch_id: Optional[int] = None) -> Optional[Dict[str, Any]]:
         """The combined progress of the last micro-batch (or of ``batch_id``, if still among the recent ones): this
@@ -136,7 +189,9 @@ class SparkJobHandle:
         if self.driver is None:
             return stateful_progress(spark_progress, self._stateful_delay)
         batch_id = spark_progress.get("batchId")
-        ours = next((p for p in reversed(self.driver.history) if p["batch_id"] == batch_id), {"batch_id": batch_id})
+        if self.client is not None and not any(p["batch_id"] == batch_id for p in self.client.history):
+            self.client.drain()  # Spark reports a batch after the server-side driver finished it: it is in the outbox
+        ours = next((p for p in reversed(self._history()) if p["batch_id"] == batch_id), {"batch_id": batch_id})
         return {**ours, "spark": spark_progress}
 
     def _remove_listeners(self) -> None:
@@ -154,7 +209,7 @@ class SparkJobHandle:
         spark = {p.get("batchId"): p for p in (self.query.recentProgress or [])}
         if self.driver is None:
             return [stateful_progress(p, self._stateful_delay) for p in spark.values()]
-        return [{**p, "spark": spark.get(p["batch_id"])} for p in list(self.driver.history)]
+        return [{**p, "spark": spark.get(p["batch_id"])} for p in self._history()]
 
 
 __all__ = [

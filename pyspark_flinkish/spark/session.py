@@ -98,14 +98,25 @@ def configure(
     return builder
 
 
+#: Environment variable: a Spark Connect address for :func:`session` (``local[2]`` starts a local Connect server,
+#: ``sc://host:port`` connects to one) when its ``remote`` argument is not given.
+REMOTE_ENV = "PYSPARK_FLINKISH_REMOTE"
+
+
 def session(
     app_name: str = "pyspark_flinkish",
     master: str = "local[2]",
     shuffle_partitions: int = 4,
     connectors: bool = True,
+    remote: Optional[str] = None,
     **conf: str,
 ) -> Any:
     """Get or create a SparkSession for pyspark_flinkish (``master`` is ignored when a session exists).
+
+    ``remote`` (default: ``$PYSPARK_FLINKISH_REMOTE``) gives a Spark Connect session instead:
+    ``"local[2]"`` starts a local Spark Connect server with this package's settings (``master`` is then unused),
+    ``"sc://host:port"`` connects to a running server (only runtime SQL settings can be set then). It needs the
+    Connect client packages (``pip install pyspark_flinkish[connect]``). See ``docs/databricks-and-spark-connect.md``.
 
     On Databricks this returns the notebook's session unchanged apart from the shuffle partitions.
     """
@@ -115,6 +126,9 @@ def session(
         spark = SparkSession.builder.getOrCreate()
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
         return spark
+    remote = remote if remote is not None else (os.environ.get(REMOTE_ENV) or None)
+    if remote is not None:
+        return _connect_session(remote, app_name, shuffle_partitions, connectors, conf)
     builder = configure(
         SparkSession.builder.appName(app_name).master(master).config("spark.ui.enabled", "false"),
         shuffle_partitions,
@@ -124,7 +138,38 @@ def session(
     return builder.getOrCreate()
 
 
+def _connect_session(
+    remote: str, app_name: str, shuffle_partitions: int, connectors: bool, conf: Dict[str, str]
+) -> Any:
+    """A Spark Connect session: a local server started with :func:`configure`'s settings, or a remote one."""
+    from pyspark.sql import SparkSession
+
+    extra = {k.replace("__", "."): v for k, v in conf.items()}
+    if remote.startswith("sc://"):
+        # pyspark's generic builder: it also switches this process to Connect mode (pyspark.sql.functions then build
+        # Connect columns), as a Databricks notebook is
+        builder = SparkSession.builder.remote(remote)
+        settings = {
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.shuffle.partitions": str(shuffle_partitions),
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+            **extra,
+        }
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        return builder.getOrCreate()
+    # a local server: this process starts its JVM, so static settings (jars, extensions) apply
+    builder = configure(
+        SparkSession.builder.remote(remote).appName(app_name).config("spark.ui.enabled", "false"),
+        shuffle_partitions,
+        extra,
+        connectors,
+    )
+    return builder.getOrCreate()
+
+
 __all__ = [
+    "REMOTE_ENV",
     "on_databricks",
     "spark_path",
     "local_temp_dir",

@@ -13,7 +13,8 @@ Fixtures:
   Flink's operator test harnesses; no JVM. Harnesses are closed (the user function's ``close()``) at teardown.
 * ``flinkish_spark`` -- one local SparkSession for the test session, from :func:`pyspark_flinkish.spark.session`
   (UTC, few shuffle partitions, Delta Lake and the Kafka connector configured); an active SparkSession is
-  reused instead (and then not stopped). Override ``flinkish_spark_options`` to change its settings.
+  reused instead (and then not stopped). With ``PYSPARK_FLINKISH_REMOTE`` set (``local[2]``, ``sc://...``) it is
+  a Spark Connect session. Override ``flinkish_spark_options`` to change its settings.
 * ``kafka_broker`` / ``kafka_topic`` -- a single-node Kafka broker per test session and a topic factory
   (:mod:`pyspark_flinkish.testing.fixtures`).
 
@@ -161,7 +162,8 @@ def flinkish_spark(flinkish_spark_options: Dict[str, Any]) -> Iterator[SparkSess
     from ..spark import session
 
     spark = session(**flinkish_spark_options)
-    spark.sparkContext.setLogLevel("ERROR")
+    from ..spark.connect import set_log_level
+    set_log_level(spark, "ERROR")
     try:
         yield spark
     finally:

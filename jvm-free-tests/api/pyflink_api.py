@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
 PYFLINK_NAMES: dict[str, list[str]] = {
-    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation"],
+    "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation", "Row", "RowKind"],
+    "common.types": ["Row", "RowKind"],
+    "common.typeinfo": [
+        "TypeInformation", "Types", "BasicType", "BasicTypeInfo", "InstantTypeInfo", "SqlTimeTypeInfo",
+        "PrimitiveArrayTypeInfo", "BasicArrayTypeInfo", "ObjectArrayTypeInfo", "PickledBytesTypeInfo", "RowTypeInfo",
+        "TupleTypeInfo", "DateTypeInfo", "TimeTypeInfo", "TimestampTypeInfo", "ListTypeInfo", "MapTypeInfo",
+    ],
     "datastream": [
         "StreamExecutionEnvironment", "DataStream", "KeyedStream", "WindowedStream", "DataStreamSink", "OutputTag",
         "TimeDomain", "MapFunction", "FlatMapFunction", "FilterFunction", "KeySelector", "ReduceFunction",
@@ -183,7 +189,12 @@ PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "process", "assign_timestamps_and_watermarks",
                               "get_side_output", "execute_and_collect", "add_sink", "sink_to", "print", "name", "uid",
                               "set_parallelism", "get_name", "get_type", "get_execution_environment"],
-    "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter"],
+    "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter", "sum", "min",
+                               "max", "min_by", "max_by"],
+    "common.Row": ["as_dict", "get_row_kind", "set_row_kind", "set_field_names", "get_fields_by_names", "of_kind"],
+    "common.Types": ["STRING", "BYTE", "BOOLEAN", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "CHAR", "BIG_INT", "BIG_DEC",
+                     "INSTANT", "SQL_DATE", "SQL_TIME", "SQL_TIMESTAMP", "PICKLED_BYTE_ARRAY", "ROW", "ROW_NAMED", "TUPLE",
+                     "PRIMITIVE_ARRAY", "BASIC_ARRAY", "OBJECT_ARRAY", "MAP", "LIST"],
     "datastream.WindowedStream": ["trigger", "evictor", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
                                   "process", "apply"],
     "common.WatermarkStrategy": ["for_bounded_out_of_orderness", "for_monotonous_timestamps", "no_watermarks",

@@ -35,7 +35,8 @@ from ..core.operators import (
     ProcessOperator,
     TimestampsAndWatermarksOperator,
 )
-from ..core.records import OutputTag
+from ..core.records import OutputTag, StreamRecord
+from ..core.rows import Row, as_declared, needs_conversion
 from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
@@ -137,6 +138,8 @@ class DataStream:
     def _one_input(
         self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
     ) -> Transformation:
+        if needs_conversion(output_type):
+            factory = _declared_output(factory, output_type)
         return Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
 
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
@@ -252,8 +255,14 @@ class DataStream:
         return self.add_sink(write if callable(write) else sink)
 
     def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
+        """Write every element to stdout as PyFlink's ``print()`` does for the stream's type: ``+I[a,1]`` for a
+        ``ROW``, ``(a,1)`` for a ``TUPLE``, Java's form of basic types (``true``, ``null``), ``str(value)`` when no
+        type was declared; prefixed with ``"<sink_identifier>> "`` when given."""
+        from ..core.display import print_string
+
         prefix = f"{sink_identifier}> " if sink_identifier else ""
-        return self.add_sink(lambda v: print(f"{prefix}{v}"))
+        type_info = self._t.output_type
+        return self.add_sink(lambda v: print(f"{prefix}{print_string(v, type_info)}"))
 
     def execute_and_collect(self, job_execution_name: Optional[str] = None, limit: Optional[int] = None) -> CloseableIterator:
         """Run the job (every sink of the environment) and return this stream's elements."""
@@ -261,6 +270,42 @@ class DataStream:
         t = Transformation("sink", "Collect", [self._t], sink=collected.append)
         self._env._execute(job_execution_name, extra_sinks=[t])
         return CloseableIterator(collected if limit is None else collected[:limit])
+
+
+class _DeclaredOutput:
+    """An operator's output that hands on every record as its declared type (:func:`as_declared`), and every
+    side-output record as its tag's type: what Flink's serializers do between operators."""
+
+    def __init__(self, output: Any, type_info: TypeInformation) -> None:
+        self._output = output
+        self._type_info = type_info
+
+    def collect(self, record: StreamRecord) -> None:
+        self._output.collect(StreamRecord(as_declared(record.value, self._type_info), record.timestamp))
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        if needs_conversion(tag.type_info):
+            record = StreamRecord(as_declared(record.value, tag.type_info), record.timestamp)
+        self._output.collect_side(tag, record)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._output, name)
+
+
+def _declared_output(factory: Callable[[], Any], type_info: TypeInformation) -> Callable[[], Any]:
+    """``factory`` whose operators send their results as ``type_info`` (Rows for a ``ROW`` type, ...)."""
+
+    def make() -> Any:
+        op = factory()
+        open_operator = op.open
+
+        def open(output: Any, clock: Any) -> None:
+            open_operator(_DeclaredOutput(output, type_info), clock)
+
+        op.open = open
+        return op
+
+    return make
 
 
 class DataStreamSink:
@@ -339,29 +384,178 @@ class KeyedStream(DataStream):
             return ws.trigger(PurgingTrigger.of(CountTrigger.of(size)))
         return ws.trigger(CountTrigger.of(slide)).evictor(CountEvictor.of(size))
 
+    # ------------------------------------------------------------------ PyFlink refuses these on a KeyedStream
+    def name(self, name: str) -> DataStream:
+        """Refused, as in PyFlink: name the operator that follows ``key_by`` instead."""
+        raise Exception("Set name for KeyedStream is not supported.")  # noqa: TRY002 - PyFlink's exception
+
+    def get_name(self) -> str:
+        raise Exception("Get name of KeyedStream is not supported.")  # noqa: TRY002
+
+    def uid(self, uid: str) -> DataStream:
+        raise Exception("Set uid for KeyedStream is not supported.")  # noqa: TRY002
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        raise Exception("Set parallelism for KeyedStream is not supported.")  # noqa: TRY002
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        raise Exception("Set max parallelism for KeyedStream is not supported.")  # noqa: TRY002
+
+    # ------------------------------------------------------------------ simple functions with keyed state
+    def _keyed_function(self, name: str, adapter: KeyedProcessFunction, output_type: Any) -> DataStream:  # type: ignore[type-arg]
+        stream = self.process(adapter, output_type)
+        stream._t.name = name
+        return stream
+
     def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
-        return DataStream(self._env, self._t).map(func, output_type)
+        """Map per key: a ``MapFunction`` whose ``open(runtime_context)`` gets keyed state (``get_state``, ...)
+        runs as a keyed operator, as in PyFlink; a plain callable, which cannot reach keyed state, as a map."""
+        if not _has_open(func):
+            return DataStream(self._env, self._t).map(func, output_type)
+        fn = _method(func, "map", "map()'s function", "MapFunction")
+        return self._keyed_function("Map", _KeyedAdapter(func, lambda v: [fn(v)]), output_type)
 
     def flat_map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
-        return DataStream(self._env, self._t).flat_map(func, output_type)
+        """Flat map per key; keyed state in ``open()`` as for :meth:`map`."""
+        if not _has_open(func):
+            return DataStream(self._env, self._t).flat_map(func, output_type)
+        fn = _method(func, "flat_map", "flat_map()'s function", "FlatMapFunction")
+        return self._keyed_function("FlatMap", _KeyedAdapter(func, fn), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        return DataStream(self._env, self._t).filter(func)
+        """Filter per key; keyed state in ``open()`` as for :meth:`map`."""
+        if not _has_open(func):
+            return DataStream(self._env, self._t).filter(func)
+        fn = _method(func, "filter", "filter()'s function", "FilterFunction")
+        return self._keyed_function("Filter", _KeyedAdapter(func, lambda v: [v] if fn(v) else []), self._t.output_type)
 
     def reduce(self, func: Union[ReduceFunction, Callable[[Any, Any], Any]]) -> DataStream:
-        """Rolling reduce per key: emits the running reduction after every element."""
+        """Rolling reduce per key: emits the running reduction after every element (the first element of a key
+        as it is), typed as the input stream. A ``ReduceFunction``'s ``open(runtime_context)`` and ``close()``
+        are called, as in PyFlink."""
         fn = _method(func, "reduce", "reduce()'s function", "ReduceFunction")
-        return self.process(_RollingReduce(fn))
+        # named "KeyedProcess" (PyFlink: "Reduce"): the name is part of the state's uid in existing checkpoints
+        return self.process(_RollingReduce(fn, func), self._t.output_type)
+
+    # ------------------------------------------------------------------ rolling aggregations
+    def _accumulate(self, position: Union[int, str], how: str) -> DataStream:
+        if isinstance(position, bool) or not isinstance(position, (int, str)):
+            msg = (
+                "The field position must be of int or str type to locate the value to calculate for min, max, "
+                f"min_by, max_by and sum.The given type is: {type(position)}"
+            )
+            raise TypeError(msg)
+        return self.reduce(RollingAggregation(position, how))
+
+    def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
+        """Rolling sum of the field at ``position_to_sum`` (index, or name for a Row) per key; the other fields
+        are those of the key's first element. A plain value (not a tuple, list or Row) takes position 0."""
+        return self._accumulate(position_to_sum, "sum")
+
+    def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
+        """Rolling minimum of one field per key; the other fields are those of the key's first element (use
+        :meth:`min_by` for the whole element holding the minimum)."""
+        return self._accumulate(position_to_min, "min")
+
+    def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
+        """Rolling maximum of one field per key; the other fields are those of the key's first element (use
+        :meth:`max_by` for the whole element holding the maximum)."""
+        return self._accumulate(position_to_max, "max")
+
+    def min_by(self, position_to_min_by: Union[int, str] = 0) -> DataStream:
+        """Rolling element with the smallest value in one field per key; on ties the earlier element stays."""
+        return self._accumulate(position_to_min_by, "min_by")
+
+    def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
+        """Rolling element with the largest value in one field per key; on ties the earlier element stays."""
+        return self._accumulate(position_to_max_by, "max_by")
+
+
+def _has_open(func: Any) -> bool:
+    """Whether ``func`` is a Function object with its own ``open()`` (the only place it can get keyed state)."""
+    return isinstance(func, Function) and type(func).open is not Function.open
+
+
+class _KeyedAdapter(KeyedProcessFunction):  # type: ignore[type-arg]
+    """A map/flat_map/filter function run as a KeyedProcessFunction (PyFlink's adapters): its ``open()`` gets
+    the keyed runtime context."""
+
+    def __init__(self, function: Any, results: Callable[[Any], Iterable[Any]]) -> None:
+        self.function = function
+        self.results = results
+
+    def open(self, runtime_context: Any) -> None:
+        self.function.open(runtime_context)
+
+    def close(self) -> None:
+        self.function.close()
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        return self.results(value)
+
+
+class RollingAggregation(ReduceFunction):  # type: ignore[type-arg]
+    """The reduce behind ``KeyedStream.sum/min/max/min_by/max_by`` (``how``), with PyFlink's semantics: on a
+    tuple, list or Row, ``sum``/``min``/``max`` replace the field at ``position`` of the running value (the other
+    fields stay those of the key's first element); ``min_by``/``max_by`` keep the whole element whose field is
+    smallest/largest, the earlier one on ties. A plain value is its own field 0. A new value is built each time
+    (a Row keeps its names and kind), so emitted elements never change afterwards."""
+
+    def __init__(self, position: Union[int, str], how: str) -> None:
+        self.position = position
+        self.how = how
+
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        pos, how = self.position, self.how
+        composite = isinstance(value2, (tuple, list, Row))
+        if how in ("min_by", "max_by"):
+            a, b = (value1[pos], value2[pos]) if composite else (value1, value2)
+            return value2 if (b < a if how == "min_by" else b > a) else value1
+        if not composite:
+            if pos != 0:
+                msg = (
+                    f"The {pos} field selected on a basic type. A field expression on a basic type can only select "
+                    "the 0th field (which means selecting the entire basic type)."
+                )
+                raise TypeError(msg)
+            if how == "sum":
+                return value1 + value2
+            return value2 if (value2 < value1 if how == "min" else value2 > value1) else value1
+        a, b = value1[pos], value2[pos]
+        if how == "sum":
+            field = a + b
+        else:
+            field = b if (b < a if how == "min" else b > a) else a
+        if isinstance(value1, Row):
+            row = Row(*value1)
+            if hasattr(value1, "_fields"):
+                row.set_field_names(list(value1._fields))
+            row.set_row_kind(value1.get_row_kind())
+            row[pos] = field
+            return row
+        items = list(value1)
+        items[pos] = field
+        return tuple(items) if isinstance(value1, tuple) else items
+
+    def __repr__(self) -> str:
+        return f"RollingAggregation({self.how}, {self.position!r})"
 
 
 class _RollingReduce(KeyedProcessFunction):  # type: ignore[type-arg]
-    def __init__(self, fn: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, fn: Callable[[Any, Any], Any], function: Any = None) -> None:
         self.fn = fn
+        self.function = function if isinstance(function, Function) else None
 
     def open(self, runtime_context: Any) -> None:
         from ..core.state_descriptors import ValueStateDescriptor
 
+        if self.function is not None:
+            self.function.open(runtime_context)
         self.state = runtime_context.get_state(ValueStateDescriptor("__rolling_reduce"))
+
+    def close(self) -> None:
+        if self.function is not None:
+            self.function.close()
 
     def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
         current = self.state.value()
@@ -531,4 +725,4 @@ class WindowedStream:
         return self._build("Window(apply)", WindowContents("list"), wf, [wf], output_type)
 
 
-__all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream", "WindowedStream"]
+__all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream", "RollingAggregation", "WindowedStream"]

@@ -10,6 +10,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Union
 
 from ..core.assigners import GlobalWindows, WindowAssigner
+from ..core.declared_output import declaring
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from ..core.evictors import CountEvictor, Evictor
@@ -35,8 +36,8 @@ from ..core.operators import (
     ProcessOperator,
     TimestampsAndWatermarksOperator,
 )
-from ..core.records import OutputTag, StreamRecord
-from ..core.rows import Row, as_declared, needs_conversion
+from ..core.records import OutputTag
+from ..core.rows import Row
 from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
@@ -138,8 +139,7 @@ class DataStream:
     def _one_input(
         self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
     ) -> Transformation:
-        if needs_conversion(output_type):
-            factory = _declared_output(factory, output_type)
+        factory = declaring(factory, output_type)
         return Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
 
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
@@ -270,42 +270,6 @@ class DataStream:
         t = Transformation("sink", "Collect", [self._t], sink=collected.append)
         self._env._execute(job_execution_name, extra_sinks=[t])
         return CloseableIterator(collected if limit is None else collected[:limit])
-
-
-class _DeclaredOutput:
-    """An operator's output that hands on every record as its declared type (:func:`as_declared`), and every
-    side-output record as its tag's type: what Flink's serializers do between operators."""
-
-    def __init__(self, output: Any, type_info: TypeInformation) -> None:
-        self._output = output
-        self._type_info = type_info
-
-    def collect(self, record: StreamRecord) -> None:
-        self._output.collect(StreamRecord(as_declared(record.value, self._type_info), record.timestamp))
-
-    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
-        if needs_conversion(tag.type_info):
-            record = StreamRecord(as_declared(record.value, tag.type_info), record.timestamp)
-        self._output.collect_side(tag, record)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._output, name)
-
-
-def _declared_output(factory: Callable[[], Any], type_info: TypeInformation) -> Callable[[], Any]:
-    """``factory`` whose operators send their results as ``type_info`` (Rows for a ``ROW`` type, ...)."""
-
-    def make() -> Any:
-        op = factory()
-        open_operator = op.open
-
-        def open(output: Any, clock: Any) -> None:
-            open_operator(_DeclaredOutput(output, type_info), clock)
-
-        op.open = open
-        return op
-
-    return make
 
 
 class DataStreamSink:

@@ -98,7 +98,7 @@ class Row:
         missing = list(set(names).difference(set(self._fields)))
         if missing:
             msg = f"Field names {missing} not exist in {self._fields}."
-            raise Exception(msg)  # noqa: TRY002 - PyFlink raises a plain Exception
+            raise Exception(msg)
         return [self._values[self._fields.index(name)] for name in names]
 
     @staticmethod
@@ -160,8 +160,10 @@ class Row:
 
     def __repr__(self) -> str:
         if hasattr(self, "_fields"):
-            return "Row(%s)" % ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, tuple(self)))
-        return "<Row(%s)>" % ", ".join(repr(v) for v in self)
+            fields = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, tuple(self)))
+            return f"Row({fields})"
+        values = ", ".join(repr(v) for v in self)
+        return f"<Row({values})>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Row) or self.__class__ != other.__class__:
@@ -198,9 +200,9 @@ def needs_conversion(type_info: Any) -> bool:
 def as_declared(value: Any, type_info: Any) -> Any:
     """``value`` as Flink hands it on after serializing it with ``type_info`` (PyFlink's coders): a ``ROW`` is a
     :class:`Row` with the type's field names (its kind kept; from a named ``Row``, a ``pyspark.sql.Row``, a dict or
-    an object's attributes by name, from a positional ``Row``, a tuple or list by position), a ``TUPLE`` a tuple, a ``LIST``/array a list, a ``MAP`` a dict, nested
-    types converted likewise; other values are left as they are. A value that does not fit a ``ROW`` or
-    ``TUPLE`` raises ``ValueError``, as PyFlink's serializer does."""
+    an object's attributes by name, from a positional ``Row``, a tuple or list by position), a ``TUPLE`` a tuple,
+    a ``LIST``/array a list, a ``MAP`` a dict, nested types converted likewise; other values are left as they are.
+    A value that does not fit a ``ROW`` or ``TUPLE`` raises ``ValueError``, as PyFlink's serializer does."""
     if value is None or type_info is None:
         return value
     name = type_info.name

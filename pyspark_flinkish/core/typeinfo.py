@@ -22,7 +22,7 @@ class TypeInformation:
     """A declared type. ``name`` is Flink's type name; ``children`` the nested types, if any; ``field_names``
     the names of a row's fields (``f0``, ``f1``, ... for ``Types.ROW``)."""
 
-    __slots__ = ("name", "children", "field_names")
+    __slots__ = ("children", "field_names", "name")
 
     name: str
     children: Tuple[TypeInformation, ...]

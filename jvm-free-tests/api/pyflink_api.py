@@ -110,7 +110,6 @@ _CLUSTER = Why(
         "datastream.StreamExecutionEnvironment.enable_checkpointing",
         "datastream.StreamExecutionEnvironment.get_checkpoint_config",
         "datastream.StreamExecutionEnvironment.set_state_backend",
-        "datastream.DataStream.slot_sharing_group",
     ),
     proof=_spark_checkpointing_takes_the_role,
 )
@@ -122,11 +121,6 @@ _KAFKA_SINK = Why(
     "no Kafka sink yet: Spark's Kafka sink is at-least-once; write results with foreach_batch",
     absent=("datastream.connectors.kafka.KafkaSink", "datastream.connectors.kafka.KafkaSinkBuilder"),
     instead=("datastream.DataStream.foreach_batch",),
-)
-_PARTITIONER = Why(
-    "custom partitioning: Spark shuffles by key hash",
-    absent=("datastream.DataStream.partition_custom",),
-    instead=("datastream.DataStream.key_by",),
 )
 _SOURCE_FUNCTION = Why(
     "legacy source API; sources are MicroBatchSource here (Kafka and Delta on Spark)",
@@ -142,7 +136,6 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
         "KeyedBroadcastProcessFunction": _TWO_INPUT,
         "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
-        "Partitioner": _PARTITIONER,
         "SourceFunction": _SOURCE_FUNCTION,
         "CheckpointConfig": _CLUSTER, "CheckpointingMode": _CLUSTER, "StateBackend": _CLUSTER,
         "HashMapStateBackend": _CLUSTER, "EmbeddedRocksDBStateBackend": _CLUSTER, "CheckpointStorage": _CLUSTER,
@@ -165,7 +158,6 @@ EXCLUDED: dict[str, dict[str, Why]] = {
         "KeyedBroadcastProcessFunction": _TWO_INPUT, "AllWindowFunction": _WINDOW_ALL,
         "ProcessAllWindowFunction": _WINDOW_ALL,
         "SourceFunction": _SOURCE_FUNCTION,
-        "Partitioner": _PARTITIONER,
     },
     "datastream.connectors.kafka": {
         "KafkaSink": _KAFKA_SINK, "KafkaSinkBuilder": _KAFKA_SINK, "KafkaRecordSerializationSchema": _KAFKA_SINK,
@@ -188,7 +180,13 @@ PYFLINK_METHODS: dict[str, list[str]] = {
                                               "set_parallelism", "get_parallelism"],
     "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "process", "assign_timestamps_and_watermarks",
                               "get_side_output", "execute_and_collect", "add_sink", "sink_to", "print", "name", "uid",
-                              "set_parallelism", "get_name", "get_type", "get_execution_environment"],
+                              "set_parallelism", "get_name", "get_type", "get_execution_environment",
+                              "shuffle", "rebalance", "rescale", "forward", "partition_custom", "set_max_parallelism",
+                              "set_uid_hash", "force_non_parallel", "set_buffer_timeout", "start_new_chain",
+                              "disable_chaining", "slot_sharing_group", "set_description"],
+    "datastream.DataStreamSink": ["name", "uid", "set_uid_hash", "set_parallelism", "set_description", "disable_chaining",
+                                  "slot_sharing_group"],
+    "datastream.functions.Partitioner": ["partition", "open", "close"],
     "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter", "sum", "min",
                                "max", "min_by", "max_by"],
     "common.Row": ["as_dict", "get_row_kind", "set_row_kind", "set_field_names", "get_fields_by_names", "of_kind"],

@@ -7,7 +7,7 @@ Arguments are validated when the call is made, with errors naming the Flink conc
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, NoReturn, Optional, Union
 
 from ..core.assigners import GlobalWindows, WindowAssigner
 from ..core.declared_output import declaring
@@ -36,6 +36,7 @@ from ..core.operators import (
     ProcessOperator,
     TimestampsAndWatermarksOperator,
 )
+from ..core.partitioning import CustomPartitioning, Partitioner
 from ..core.records import OutputTag
 from ..core.rows import Row
 from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
@@ -48,6 +49,7 @@ from ..core.window_operator import (
     WindowOperator,
 )
 from .executors import require_spark
+from .operator_settings import OperatorSettings, SinkSettings
 from .plan import (
     ForeachBatchSpec,
     KeyedProcessSpec,
@@ -100,8 +102,9 @@ class CloseableIterator(Iterator[Any]):
         self.close()
 
 
-class DataStream:
-    """A stream of elements (PyFlink's ``DataStream``)."""
+class DataStream(OperatorSettings):
+    """A stream of elements (PyFlink's ``DataStream``). Flink's per-operator runtime settings
+    (``slot_sharing_group``, ``disable_chaining``, ...) are accepted as no-ops: see :mod:`.operator_settings`."""
 
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
         self._env = env
@@ -177,6 +180,38 @@ class DataStream:
     ) -> KeyedStream:
         fn = _method(key_selector, "get_key", "key_by()'s key selector", "KeySelector")
         return KeyedStream(self._env, self._t, fn, key_type)
+
+    # ------------------------------------------------------------------ partitioning (see core/partitioning.py)
+    def shuffle(self) -> DataStream:
+        """Flink: each record goes to a uniformly random instance of the next operator. Here, as every
+        partitioning: the same records reach the next operator, with the same results (see
+        :mod:`pyspark_flinkish.core.partitioning`); Spark keeps its own distribution of the work over tasks."""
+        return PartitionedStream(self._env, self._t)
+
+    def rebalance(self) -> DataStream:
+        """Flink: records go round-robin to the instances of the next operator. Here: as :meth:`shuffle`."""
+        return PartitionedStream(self._env, self._t)
+
+    def rescale(self) -> DataStream:
+        """Flink: records go round-robin to a local subset of the next operator's instances. Here: as
+        :meth:`shuffle`."""
+        return PartitionedStream(self._env, self._t)
+
+    def forward(self) -> DataStream:
+        """Flink: each instance sends its records to the next operator's instance of the same index (equal
+        parallelism). Here: as :meth:`shuffle`."""
+        return PartitionedStream(self._env, self._t)
+
+    def partition_custom(self, partitioner: Union[Partitioner, Callable[[Any, int], int]], key_selector: Any) -> DataStream:  # type: ignore[type-arg]
+        """Flink: each record goes to the instance ``partitioner(key_selector(record), n)`` of the next operator,
+        ``n`` its parallelism (here the environment's parallelism when this is called). Here the key selector and
+        the partitioner run on every record as in PyFlink (``open``/``close`` of function objects included), a
+        partition outside ``[0, n)`` fails the job, and the record goes on unchanged: the next operator's results
+        are Flink's. Spark does not place records by it (its tasks are not Flink's operator instances)."""
+        fn = CustomPartitioning(partitioner, key_selector, self._env.get_parallelism())
+        make = lambda: ProcessOperator("PartitionCustom", fn)  # noqa: E731
+        t = self._one_input("PartitionCustom", make, self._t.output_type, StatelessSpec("process"))
+        return DataStream(self._env, t)
 
     def union(self, *streams: DataStream) -> DataStream:
         for s in streams:
@@ -272,8 +307,56 @@ class DataStream:
         return CloseableIterator(collected if limit is None else collected[:limit])
 
 
-class DataStreamSink:
-    """Returned by ``add_sink``; lets the sink be named."""
+class PartitionedStream(DataStream):
+    """What ``shuffle``/``rebalance``/``rescale``/``forward`` return: the same stream, partitioned. In Flink it has
+    no operator of its own, so PyFlink fails (a Py4J error) on every operator setting of it; so does this."""
+
+    def _no_operator(self, call: str) -> Any:
+        msg = (
+            f"{call}() on a partitioned stream (shuffle/rebalance/rescale/forward): it has no operator of its own, "
+            "as in Flink; set it on the operator before the partitioning call or after it"
+        )
+        raise InvalidPipelineError(msg)
+
+    def get_name(self) -> str:
+        return self._no_operator("get_name")  # type: ignore[no-any-return]
+
+    def name(self, name: str) -> DataStream:
+        return self._no_operator("name")  # type: ignore[no-any-return]
+
+    def uid(self, uid: str) -> DataStream:
+        return self._no_operator("uid")  # type: ignore[no-any-return]
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        return self._no_operator("set_parallelism")  # type: ignore[no-any-return]
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        return self._no_operator("set_max_parallelism")  # type: ignore[no-any-return]
+
+    def set_uid_hash(self, uid_hash: str) -> DataStream:
+        return self._no_operator("set_uid_hash")  # type: ignore[no-any-return]
+
+    def set_description(self, description: str) -> DataStream:
+        return self._no_operator("set_description")  # type: ignore[no-any-return]
+
+    def disable_chaining(self) -> DataStream:
+        return self._no_operator("disable_chaining")  # type: ignore[no-any-return]
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        return self._no_operator("slot_sharing_group")  # type: ignore[no-any-return]
+
+    def force_non_parallel(self) -> DataStream:
+        return self._no_operator("force_non_parallel")  # type: ignore[no-any-return]
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        return self._no_operator("set_buffer_timeout")  # type: ignore[no-any-return]
+
+    def start_new_chain(self) -> DataStream:
+        return self._no_operator("start_new_chain")  # type: ignore[no-any-return]
+
+
+class DataStreamSink(SinkSettings):
+    """Returned by ``add_sink``; lets the sink be named (Flink's runtime settings are no-ops, as on a stream)."""
 
     def __init__(self, transformation: Transformation) -> None:
         self._t = transformation
@@ -349,21 +432,54 @@ class KeyedStream(DataStream):
         return ws.trigger(CountTrigger.of(slide)).evictor(CountEvictor.of(size))
 
     # ------------------------------------------------------------------ PyFlink refuses these on a KeyedStream
+    # (a plain Exception with PyFlink's message: name or set them on the operator that follows key_by)
     def name(self, name: str) -> DataStream:
-        """Refused, as in PyFlink: name the operator that follows ``key_by`` instead."""
-        raise Exception("Set name for KeyedStream is not supported.")  # noqa: TRY002 - PyFlink's exception
+        _refuse("Set name for KeyedStream is not supported.")
 
     def get_name(self) -> str:
-        raise Exception("Get name of KeyedStream is not supported.")  # noqa: TRY002
+        _refuse("Get name of KeyedStream is not supported.")
 
     def uid(self, uid: str) -> DataStream:
-        raise Exception("Set uid for KeyedStream is not supported.")  # noqa: TRY002
+        _refuse("Set uid for KeyedStream is not supported.")
+
+    def set_uid_hash(self, uid_hash: str) -> DataStream:
+        _refuse("Set uid hash for KeyedStream is not supported.")
 
     def set_parallelism(self, parallelism: int) -> DataStream:
-        raise Exception("Set parallelism for KeyedStream is not supported.")  # noqa: TRY002
+        _refuse("Set parallelism for KeyedStream is not supported.")
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
-        raise Exception("Set max parallelism for KeyedStream is not supported.")  # noqa: TRY002
+        _refuse("Set max parallelism for KeyedStream is not supported.")
+
+    def force_non_parallel(self) -> DataStream:
+        _refuse("Set force non-parallel for KeyedStream is not supported.")
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        _refuse("Set buffer timeout for KeyedStream is not supported.")
+
+    def start_new_chain(self) -> DataStream:
+        _refuse("Start new chain for KeyedStream is not supported.")
+
+    def disable_chaining(self) -> DataStream:
+        _refuse("Disable chaining for KeyedStream is not supported.")
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        _refuse("Setting slot sharing group for KeyedStream is not supported.")
+
+    def shuffle(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def rebalance(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def rescale(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def forward(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
 
     # ------------------------------------------------------------------ simple functions with keyed state
     def _keyed_function(self, name: str, adapter: KeyedProcessFunction, output_type: Any) -> DataStream:  # type: ignore[type-arg]
@@ -433,6 +549,11 @@ class KeyedStream(DataStream):
     def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
         """Rolling element with the largest value in one field per key; on ties the earlier element stays."""
         return self._accumulate(position_to_max_by, "max_by")
+
+
+def _refuse(message: str) -> NoReturn:
+    """What PyFlink's ``KeyedStream`` raises for calls it refuses: a plain ``Exception`` with its message."""
+    raise Exception(message)  # PyFlink's exception type, so that code catching it runs unchanged
 
 
 def _has_open(func: Any) -> bool:
@@ -689,4 +810,12 @@ class WindowedStream:
         return self._build("Window(apply)", WindowContents("list"), wf, [wf], output_type)
 
 
-__all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream", "RollingAggregation", "WindowedStream"]
+__all__ = [
+    "CloseableIterator",
+    "DataStream",
+    "DataStreamSink",
+    "KeyedStream",
+    "PartitionedStream",
+    "RollingAggregation",
+    "WindowedStream",
+]

@@ -20,6 +20,7 @@ from ..core.functions import (
     TimerService,
     WindowFunction,
 )
+from ..core.partitioning import Partitioner
 
 __all__ = [
     "AggregateFunction",
@@ -30,6 +31,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStateStore",
     "MapFunction",
+    "Partitioner",
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",

@@ -8,7 +8,8 @@ The foreachBatch executor computes, for every micro-batch, a *progress* dict (JS
 * ``operators``: ``{operator uid: {"name": ..., "currentInputWatermark": ms, "currentOutputWatermark": ms,
   "watermarkLag": ms, ...}}`` (``watermarkLag``: :func:`watermark_lag` of the batch's ``processing_time``) with,
   for keyed operators, the counters of :data:`OPERATOR_COUNTERS` and the gauges of
-  :data:`OPERATOR_GAUGES` (summed over the operator's state partitions).
+  :data:`OPERATOR_GAUGES` (summed over the operator's state partitions), for async I/O operators those of
+  :data:`ASYNC_METRICS`.
 
 Metric names are Flink's where Flink has one (``numLateRecordsDropped``, ``currentOutputWatermark``,
 ``numRecordsIn``); the others follow the same style. Nothing here imports pyspark.
@@ -98,6 +99,26 @@ def merge_partitions(parts: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
         values = [p.get(name) for p in parts]
         present: List[float] = [v for v in values if v is not None]
         out[name] = (round(sum(present), 1) if name == "busyTimeMs" else sum(present)) if present else None
+    return out
+
+
+ASYNC_METRICS = {
+    "async_requests": "numAsyncRequests",
+    "async_retries": "numAsyncRetries",
+    "async_timeouts": "numAsyncTimeouts",
+    "async_in_flight_max": "asyncInFlightMax",
+}
+"""An async I/O operator's counters (``core/async_operator.py``) -> the published names: requests started,
+retries, timeouts (per micro-batch, summed over the tasks) and the most requests one task had in flight at once."""
+
+
+def async_metrics(parts: Iterable[Mapping[str, Any]]) -> Dict[str, int]:
+    """One async I/O operator's published metrics from its tasks' counters (:data:`ASYNC_METRICS`)."""
+    parts = list(parts)
+    out = {}
+    for core, published in ASYNC_METRICS.items():
+        values = [int(p.get(core, 0)) for p in parts]
+        out[published] = max(values, default=0) if core == "async_in_flight_max" else sum(values)
     return out
 
 
@@ -340,6 +361,8 @@ __all__ = [
     "log",
     "OPERATOR_COUNTERS",
     "OPERATOR_GAUGES",
+    "ASYNC_METRICS",
+    "async_metrics",
     "partition_metrics",
     "merge_partitions",
     "format_time",

@@ -11,9 +11,16 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from pyspark_flinkish.common import Row, RowKind
 from pyspark_flinkish.core.clock import ManualClock
+from pyspark_flinkish.core.interval_join import IntervalJoinOperator
 from pyspark_flinkish.core.state import VOID_NAMESPACE, TtlValue
+from pyspark_flinkish.core.tagged_union import UnionKeySelector, tag_left, tag_right
 from pyspark_flinkish.core.windows import CountWindow, GlobalWindow, TimeWindow
-from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProcessFunction, ProcessWindowFunction
+from pyspark_flinkish.datastream.functions import (
+    AggregateFunction,
+    KeyedProcessFunction,
+    ProcessJoinFunction,
+    ProcessWindowFunction,
+)
 from pyspark_flinkish.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -151,6 +158,11 @@ def keyed_operators() -> Dict[str, OneInputHarness]:
     for h in (tumbling, reduce, aggregate, session, sliding_count):
         _drive(h, pairs)
     session.process_element(("a", 3), 3)  # merges the sessions of ts 1 and 4
+    interval = OneInputHarness(
+        IntervalJoinOperator("IntervalJoin", UnionKeySelector(key, key), -2, 3, _Joined()), ManualClock(0)
+    )
+    for (value, ts), tag in zip(pairs + [(("a", 9), 3)], (tag_left, tag_right, tag_left, tag_right)):
+        interval.process_element(tag(value), ts)
     return {
         "keyed_process_every_state_kind": every,
         "tumbling_process_count_trigger_window_and_global_state": tumbling,
@@ -158,7 +170,13 @@ def keyed_operators() -> Dict[str, OneInputHarness]:
         "tumbling_aggregate": aggregate,
         "session_merging_window_set": session,
         "global_window_count_trigger": sliding_count,
+        "interval_join_buffers_and_cleanup_timers": interval,
     }
+
+
+class _Joined(ProcessJoinFunction):  # type: ignore[type-arg]
+    def process_element(self, left: Any, right: Any, ctx: Any) -> Iterator[Any]:
+        yield (left, right)
 
 
 class _Pairs(AggregateFunction):  # type: ignore[type-arg]

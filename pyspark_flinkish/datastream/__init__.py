@@ -1,7 +1,8 @@
 """PyFlink's ``pyflink.datastream``: the environment, streams, output tags and the replay source.
 
 Swap ``pyflink.datastream`` for ``pyspark_flinkish.datastream`` and ``pyflink.common`` for
-``pyspark_flinkish.common``; submodules ``window``, ``functions`` and ``state`` sit where PyFlink has them.
+``pyspark_flinkish.common``; submodules ``window``, ``functions``, ``state``, ``async_data_stream``,
+``async_retry_strategies`` and ``async_retry_predicates`` sit where PyFlink has them.
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import ManualClock, SystemClock
 from ..core.functions import TimeDomain
 from ..core.records import OutputTag
+from .async_data_stream import AsyncDataStream
 from .data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream, WindowedStream
 from .functions import (
     AggregateFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     FilterFunction,
     FlatMapFunction,
     KeyedProcessFunction,
@@ -33,6 +38,10 @@ from .window import CountWindow, MergingWindowAssigner, TimeWindow, Trigger, Tri
 
 __all__ = [
     "AggregateFunction",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "CountWindow",
     "FilterFunction",
     "FlatMapFunction",

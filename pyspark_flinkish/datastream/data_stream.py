@@ -62,6 +62,7 @@ from .plan import (
 )
 
 if TYPE_CHECKING:
+    from .join import CoGroupedStreams, IntervalJoin, JoinedStreams
     from .stream_execution_environment import StreamExecutionEnvironment
 
 
@@ -223,6 +224,20 @@ class DataStream(OperatorSettings):
                 raise InvalidPipelineError(msg)
         t = Transformation("union", "Union", [self._t] + [s._t for s in streams], output_type=self._t.output_type)
         return DataStream(self._env, t)
+
+    def join(self, other_stream: DataStream) -> JoinedStreams:
+        """Window join (Flink Java's ``join``): ``.where(key).equal_to(key).window(assigner)...apply(function)``,
+        see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import JoinedStreams
+
+        return JoinedStreams(self, other_stream)
+
+    def co_group(self, other_stream: DataStream) -> CoGroupedStreams:
+        """Window co-group (Flink Java's ``coGroup``): ``.where(key).equal_to(key).window(assigner)...apply(function)``,
+        see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import CoGroupedStreams
+
+        return CoGroupedStreams(self, other_stream)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
         if not isinstance(watermark_strategy, WatermarkStrategy):
@@ -400,6 +415,13 @@ class KeyedStream(DataStream):
             keyed=True,
         )
         return DataStream(self._env, t)
+
+    def interval_join(self, other_stream: KeyedStream) -> IntervalJoin:
+        """Interval join (Flink Java's ``intervalJoin``) with another keyed stream: ``.between(lower, upper)...process(
+        ProcessJoinFunction)``, see :mod:`pyspark_flinkish.datastream.join`."""
+        from .join import IntervalJoin
+
+        return IntervalJoin(self, other_stream)
 
     def window(self, window_assigner: WindowAssigner) -> WindowedStream:  # type: ignore[type-arg]
         if not isinstance(window_assigner, WindowAssigner):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.async_functions import AsyncFunction, AsyncFunctionDescriptor, AsyncRetryPredicate, AsyncRetryStrategy
 from ..core.functions import (
     AggregateFunction,
     FilterFunction,
@@ -20,19 +21,28 @@ from ..core.functions import (
     TimerService,
     WindowFunction,
 )
+from ..core.join_functions import CoGroupFunction, FlatJoinFunction, JoinFunction, ProcessJoinFunction
 from ..core.partitioning import Partitioner
 
 __all__ = [
     "AggregateFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
+    "CoGroupFunction",
     "FilterFunction",
+    "FlatJoinFunction",
     "FlatMapFunction",
     "Function",
-    "KeySelector",
+    "JoinFunction",
     "KeyedProcessFunction",
     "KeyedStateStore",
+    "KeySelector",
     "MapFunction",
     "Partitioner",
     "ProcessFunction",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",

@@ -73,6 +73,15 @@ class WindowSpec(NodeSpec):
 
 
 @dataclass(eq=False)
+class AsyncWaitSpec(NodeSpec):
+    """``AsyncDataStream.ordered_wait`` / ``unordered_wait`` (``*_with_retry``): the operator's settings as PyFlink
+    records them (an ``AsyncFunctionDescriptor``)."""
+
+    descriptor: Any
+    op: ClassVar[str] = "async_wait"
+
+
+@dataclass(eq=False)
 class SinkFunctionSpec(NodeSpec):
     """``add_sink(function)``: the user's ``SinkFunction`` or callable, called once per record."""
 
@@ -154,6 +163,7 @@ def topological(sinks: List[Transformation]) -> List[Transformation]:
 
 
 __all__ = [
+    "AsyncWaitSpec",
     "BatchWriterSinkSpec",
     "DeadLetterRouteSpec",
     "DeltaSinkSpec",

@@ -63,7 +63,8 @@ class _Node:
         self.operator = operator
         self.main: List[Tuple[_Node, int]] = []
         self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
-        self.valve = StatusWatermarkValve(max(1, len(t.inputs)))
+        make_valve = getattr(t.spec, "make_valve", None)  # a two-input operator's inputs (``datastream/join.py``)
+        self.valve = make_valve() if callable(make_valve) else StatusWatermarkValve(max(1, len(t.inputs)))
         self.sink_fn = t.sink
 
     # -- Output protocol (the operator's output goes to the downstream edges)
@@ -285,8 +286,14 @@ class LocalExecutor:
                 if self.restore_every_batch:
                     self._restore_watermarks_from_json()
                     operators = self._restart_keyed_operators()
-            for op in operators:
-                op.end_input()
+            for t in self.order:
+                node = self.nodes[t.id]
+                if node.operator is None:
+                    continue
+                try:
+                    node.operator.end_input()
+                except UserFunctionError as exc:
+                    raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
         finally:
             for op in operators:
                 try:
@@ -332,7 +339,7 @@ class LocalExecutor:
             raise StateError(msg)
         for t, saved in zip(self.order, nodes):
             n = self.nodes[t.id]
-            n.valve = StatusWatermarkValve.from_dict(saved["valve"])
+            n.valve = type(n.valve).from_dict(saved["valve"])
             op, saved_op = n.operator, saved["operator"]
             if op is None or saved_op is None:
                 continue
@@ -409,7 +416,10 @@ class LocalExecutor:
             if runner is not None:
                 runner.periodic_emit(index)
             elif node.operator is not None:
-                node.operator.on_periodic_emit()
+                try:
+                    node.operator.on_periodic_emit()
+                except UserFunctionError as exc:  # e.g. an async I/O request of the batch failed
+                    raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
         for runner in self.sources:
             runner.finish_if_done(index)
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
+from ..core.async_operator import AsyncWaitOperator
 from ..core.errors import UserFunctionError
 from ..core.operators import KeyedOperator, StreamOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from .error_transport import reported_to_driver
 from .keys import encode_key, state_partition
 from .plan import ExecPlan
-from .rows import FUTURE_SAMPLES, dumps, loads, row_frame
+from .rows import FUTURE_SAMPLES, dumps, loads, metric_row, row_frame
 from .ticks import TICK_SOURCE
 
 
@@ -123,6 +124,27 @@ class ChainRunner:
                 self.stat(index, "", rec)
             out.assigned.clear()
 
+    def finish(self) -> None:
+        """The task's input is done: every async operator (``AsyncDataStream``) it ran runs its requests and emits
+        their results (in plan order, so that one feeding another finishes first; results ordered after the
+        operator's last input), then closes. The task, and so the micro-batch, ends with no request in flight."""
+        done: set = set()  # type: ignore[type-arg]
+        while True:
+            pending = [i for i in sorted(self._ops) if i not in done and isinstance(self._ops[i], AsyncWaitOperator)]
+            if not pending:
+                return
+            index = pending[0]
+            done.add(index)
+            op = self._ops[index]
+            try:
+                op.end_input()
+            except UserFunctionError as exc:
+                node = self.plan.nodes[index]
+                raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+            finally:
+                op.close()
+            self.rows.append(metric_row(index, -1, dict(op.metrics)))  # collected with the sinks' rows
+
     def forward(self, index: int, record: StreamRecord, order: List[int]) -> None:
         for consumer in self.plan.nodes[index].main:
             self.push(consumer, record, order)
@@ -201,6 +223,7 @@ def route_partition(
     runner = ChainRunner(plan, watermarks, now, partitions)
     with reported_to_driver():
         _route_frames(runner, frames, source_index)
+        runner.finish()
     yield _routed_frame(runner)
 
 
@@ -240,6 +263,7 @@ def route_records(
         for element, ts, part, order in records:
             runner.stat(node, "" if part is None else part, ts, -1, order)
             runner.forward(node, StreamRecord(element, ts), [1, *order])
+        runner.finish()
     yield _routed_frame(runner)
 
 

@@ -307,6 +307,7 @@ def run_partition(
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
+    runner.finish()
     path = save_window_table(batch, state_root, node.uid, sp, batch_id)
     metrics = partition_metrics(op, None, out.emitted, path, started, batch.open_windows(), batch.num_keys())
     return row_frame([*runner.rows, metric_row(cw.window, sp, metrics)])

@@ -435,7 +435,7 @@ class ForeachBatchDriver:
             batch_index = self._advance_watermarks(stats)
         wm_new = self._wm_now()
 
-        outputs = [routed.filter(F.col("kind") == "rec")]
+        outputs = [routed.filter(F.col("kind").isin("rec", "metric"))]  # metric: async I/O operators
         return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id, version_in) + (
             batch_index,
         )

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..monitoring import OPERATOR_COUNTERS, merge_partitions, watermark_lag
+from ..datastream.plan import AsyncWaitSpec
+from ..monitoring import OPERATOR_COUNTERS, async_metrics, merge_partitions, watermark_lag
 from .dead_letters import dead_letter_counts
 
 
@@ -25,7 +26,7 @@ def operator_metrics(driver: Any, processing_time: Optional[int] = None) -> Dict
     """Per operator (by uid): its name, input and output watermark after the batch, its ``watermarkLag``
     (``processing_time`` minus its output watermark; None without a processing time), and for keyed operators
     the merged metric rows of their state partitions (counters over all steps of the batch, gauges of the
-    last step)."""
+    last step), for async I/O operators their tasks' counters (``monitoring.ASYNC_METRICS``)."""
     g = driver.watermark_graph
     out: Dict[str, Dict[str, Any]] = {}
     for i, t in enumerate(driver.plan.transformations):
@@ -48,6 +49,8 @@ def operator_metrics(driver: Any, processing_time: Optional[int] = None) -> Dict
             if driver.columnar is not None and i == driver.columnar.window:  # Spark pre-aggregated its input
                 source = driver.plan.transformations[driver.columnar.source].name
                 entry["numRecordsIn"] = sum(driver.input_counts.get(source, {}).values())
+        if isinstance(t.spec, AsyncWaitSpec):  # its tasks' counters (one metric row per task that ran it)
+            entry.update(async_metrics(m for _, dest, m in driver.metric_rows if dest == i))
         out[driver.plan.nodes[i].uid] = entry
     return out
 

@@ -46,6 +46,7 @@ def run_keyed_partition(
     if node.batched:
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
         metrics = _run_batched(op, out, pdf, wm_prev, wm_new, state_root, node.uid, sp, batch_id, prev_version)
+        runner.finish()
         return row_frame([*runner.rows, metric_row(index, sp, metrics)])
     for key_bytes, snapshot in state_store.read(state_root, node.uid, sp, prev_version):
         op.restore_key(decode_key(key_bytes), decode_snapshot(snapshot))
@@ -73,6 +74,7 @@ def run_keyed_partition(
     if watermarks_new[index] > watermarks_prev[index]:
         op.process_watermark(watermarks_new[index])
     op.close()
+    runner.finish()
 
     rows = []
     for key in op.active_keys():

@@ -13,7 +13,7 @@ from ..core.batch_window import batch_eligibility
 from ..core.errors import UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
-from ..datastream.plan import KeyedProcessSpec, TimestampsSpec, Transformation, WindowSpec, node_uid, topological
+from ..datastream.plan import TimestampsSpec, Transformation, WindowSpec, node_uid, topological
 from . import state_store
 
 
@@ -79,7 +79,7 @@ class ExecPlan:
                     uid=uid,
                     factory=t.factory,
                     keyed=t.keyed,
-                    key_selector=t.spec.key_selector if isinstance(t.spec, (KeyedProcessSpec, WindowSpec)) else None,
+                    key_selector=getattr(t.spec, "key_selector", None) if t.keyed else None,
                     generates_watermarks=isinstance(t.spec, TimestampsSpec),
                     batched=vectorize and isinstance(t.spec, WindowSpec) and batch_eligibility(t.factory()) is None,
                     name=t.name,

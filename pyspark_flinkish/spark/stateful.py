@@ -51,7 +51,8 @@ from ..core.errors import InvalidPipelineError, StateError, UnsupportedFeatureEr
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.records import StreamRecord
 from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger, ProcessingTimeTrigger, PurgingTrigger
-from ..datastream.plan import TimestampsSpec, Transformation, WindowSpec
+from ..datastream.join import IntervalJoinSpec
+from ..datastream.plan import AsyncWaitSpec, TimestampsSpec, Transformation, WindowSpec
 from ..datastream.sources import MicroBatchSource
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
@@ -116,8 +117,18 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
                           "Spark's watermark is global")
     for i in ancestors:
         t = plan.transformations[i]
+        if isinstance(t.spec, AsyncWaitSpec):
+            raise _reject(
+                "async I/O (AsyncDataStream): it has no step where a partition's requests run concurrently (up to "
+                "the capacity) and all complete before Spark commits the micro-batch"
+            )
         if isinstance(t.spec, TimestampsSpec):
             raise _reject("assign_timestamps_and_watermarks (give the WatermarkStrategy to the source)")
+        if isinstance(t.spec, IntervalJoinSpec):
+            raise _reject(
+                "an interval join (Flink's two-input watermark and its per-element cleanup timers are not mapped onto "
+                "Spark's watermark and one timeout per key)"
+            )
         if isinstance(t.spec, WindowSpec):
             assigner, trigger = t.spec.assigner, t.spec.trigger
             if isinstance(

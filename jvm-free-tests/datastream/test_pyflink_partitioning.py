@@ -95,6 +95,13 @@ def test_keyed_stream_refuses_partitioning_and_operator_settings_as_pyflink(call
     assert f"{type(info.value).__name__}: {info.value}" == expected
 
 
+def test_keyed_stream_has_no_description_to_set() -> None:
+    """PyFlink fails too (a Py4J error: Java's KeyedStream has no setDescription)."""
+    keyed = _env().from_collection(INPUT, type_info=ROW).key_by(lambda v: v[0])
+    with pytest.raises(Exception, match="Set description for KeyedStream is not supported"):
+        keyed.set_description("d")
+
+
 def test_operator_settings_are_accepted_on_operators_sources_and_sinks_and_checked_as_flink_does() -> None:
     env = _env()
     source = env.from_collection(INPUT, type_info=ROW)

@@ -488,6 +488,10 @@ class KeyedStream(DataStream):
     def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
         _refuse("Setting slot sharing group for KeyedStream is not supported.")
 
+    def set_description(self, description: str) -> DataStream:
+        # PyFlink fails here too (a Py4J error: Java's KeyedStream has no setDescription)
+        _refuse("Set description for KeyedStream is not supported: describe the operator that follows key_by.")
+
     def shuffle(self) -> DataStream:
         _refuse("Cannot override partitioning for KeyedStream.")
 

@@ -10,7 +10,14 @@ from typing import Callable, Optional, Tuple
 
 PYFLINK_NAMES: dict[str, list[str]] = {
     "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation",
-               "ExecutionConfig", "JobClient", "JobID", "JobStatus", "CompletableFuture", "JobExecutionResult"],
+               "ExecutionConfig", "JobClient", "JobID", "JobStatus", "CompletableFuture", "JobExecutionResult",
+               "Row", "RowKind"],
+    "common.types": ["Row", "RowKind"],
+    "common.typeinfo": [
+        "TypeInformation", "Types", "BasicType", "BasicTypeInfo", "InstantTypeInfo", "SqlTimeTypeInfo",
+        "PrimitiveArrayTypeInfo", "BasicArrayTypeInfo", "ObjectArrayTypeInfo", "PickledBytesTypeInfo", "RowTypeInfo",
+        "TupleTypeInfo", "DateTypeInfo", "TimeTypeInfo", "TimestampTypeInfo", "ListTypeInfo", "MapTypeInfo",
+    ],
     "datastream": [
         "StreamExecutionEnvironment", "DataStream", "KeyedStream", "WindowedStream", "DataStreamSink", "OutputTag",
         "TimeDomain", "MapFunction", "FlatMapFunction", "FilterFunction", "KeySelector", "ReduceFunction",
@@ -105,7 +112,6 @@ _CLUSTER = Why(
     absent=(
         "datastream.StreamExecutionEnvironment.get_checkpoint_config",
         "datastream.StreamExecutionEnvironment.set_state_backend",
-        "datastream.DataStream.slot_sharing_group",
     ),
     proof=_spark_checkpointing_takes_the_role,
 )
@@ -118,11 +124,6 @@ _KAFKA_SINK = Why(
     absent=("datastream.connectors.kafka.KafkaSink", "datastream.connectors.kafka.KafkaSinkBuilder"),
     instead=("datastream.DataStream.foreach_batch",),
 )
-_PARTITIONER = Why(
-    "custom partitioning: Spark shuffles by key hash",
-    absent=("datastream.DataStream.partition_custom",),
-    instead=("datastream.DataStream.key_by",),
-)
 _SOURCE_FUNCTION = Why(
     "legacy source API; sources are MicroBatchSource here (Kafka and Delta on Spark)",
     absent=("datastream.StreamExecutionEnvironment.add_source",),
@@ -133,6 +134,11 @@ _SOURCE_FUNCTION = Why(
 EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream": {
         "Partitioner": _PARTITIONER,
+        "ConnectedStreams": _TWO_INPUT, "BroadcastStream": _TWO_INPUT, "BroadcastConnectedStream": _TWO_INPUT,
+        "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
+        "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
+        "KeyedBroadcastProcessFunction": _TWO_INPUT,
+        "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
         "SourceFunction": _SOURCE_FUNCTION,
         "CheckpointConfig": _CLUSTER, "StateBackend": _CLUSTER,
         "HashMapStateBackend": _CLUSTER, "EmbeddedRocksDBStateBackend": _CLUSTER, "CheckpointStorage": _CLUSTER,
@@ -147,7 +153,6 @@ EXCLUDED: dict[str, dict[str, Why]] = {
     },
     "datastream.functions": {
         "SourceFunction": _SOURCE_FUNCTION,
-        "Partitioner": _PARTITIONER,
     },
     "datastream.connectors.kafka": {
         "KafkaSink": _KAFKA_SINK, "KafkaSinkBuilder": _KAFKA_SINK, "KafkaRecordSerializationSchema": _KAFKA_SINK,
@@ -182,8 +187,15 @@ PYFLINK_METHODS: dict[str, list[str]] = {
     "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "connect", "broadcast", "process",
                               "assign_timestamps_and_watermarks",
                               "get_side_output", "execute_and_collect", "add_sink", "sink_to", "print", "name", "uid",
-                              "set_parallelism", "get_name", "get_type", "get_execution_environment"],
-    "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter", "connect"],
+                              "set_parallelism", "get_name", "get_type", "get_execution_environment",
+                              "shuffle", "rebalance", "rescale", "forward", "partition_custom", "set_max_parallelism",
+                              "set_uid_hash", "force_non_parallel", "set_buffer_timeout", "start_new_chain",
+                              "disable_chaining", "slot_sharing_group", "set_description"],
+    "datastream.DataStreamSink": ["name", "uid", "set_uid_hash", "set_parallelism", "set_description", "disable_chaining",
+                                  "slot_sharing_group"],
+    "datastream.functions.Partitioner": ["partition", "open", "close"],
+    "datastream.KeyedStream": ["window", "count_window", "process", "reduce", "map", "flat_map", "filter", "connect",
+                               "sum", "min", "max", "min_by", "max_by"],
     "datastream.ConnectedStreams": ["key_by", "map", "flat_map", "process"],
     "datastream.BroadcastConnectedStream": ["process"],
     "datastream.functions.CoMapFunction": ["map1", "map2", "open", "close"],
@@ -208,6 +220,10 @@ PYFLINK_METHODS: dict[str, list[str]] = {
                                    "unordered_wait_with_retry"],
     "datastream.AsyncRetryStrategy": ["no_restart", "fixed_delay", "exponential_backoff"],
     "datastream.AsyncFunction": ["async_invoke", "timeout", "open", "close"],
+    "common.Row": ["as_dict", "get_row_kind", "set_row_kind", "set_field_names", "get_fields_by_names", "of_kind"],
+    "common.Types": ["STRING", "BYTE", "BOOLEAN", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "CHAR", "BIG_INT", "BIG_DEC",
+                     "INSTANT", "SQL_DATE", "SQL_TIME", "SQL_TIMESTAMP", "PICKLED_BYTE_ARRAY", "ROW", "ROW_NAMED", "TUPLE",
+                     "PRIMITIVE_ARRAY", "BASIC_ARRAY", "OBJECT_ARRAY", "MAP", "LIST"],
     "datastream.WindowedStream": ["trigger", "evictor", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",
                                   "process", "apply"],
     "datastream.AllWindowedStream": ["trigger", "allowed_lateness", "side_output_late_data", "reduce", "aggregate",

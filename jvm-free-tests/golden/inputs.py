@@ -9,6 +9,7 @@ from __future__ import annotations
 import decimal
 from typing import Any, Dict, Iterator, List, Tuple
 
+from pyspark_flinkish.common import Row, RowKind
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.interval_join import IntervalJoinOperator
 from pyspark_flinkish.core.state import VOID_NAMESPACE, TtlValue
@@ -62,6 +63,8 @@ VALUES: Dict[str, Any] = {
     "set": {3},
     "frozenset": frozenset({"x"}),
     "pickled_user_object": decimal.Decimal("1.50"),
+    "row_named": Row(name="a", count=2, nested=Row("x", [1])),
+    "row_positional_update_before": Row.of_kind(RowKind.UPDATE_BEFORE, "a", 1.5),
 }
 
 # keys as the Spark executors encode them (``key`` column of the state store, crc32 state partition)

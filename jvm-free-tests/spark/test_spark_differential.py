@@ -63,6 +63,7 @@ from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 EXAMPLES = int(os.environ.get("FLINKISH_DIFFERENTIAL_EXAMPLES", "15"))
 COUNT = ValueStateDescriptor("count", Types.INT())
+ELEMENT_TYPE = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
 TOTAL = ValueStateDescriptor("total", Types.LONG())
 
 
@@ -180,7 +181,7 @@ class Pipeline:
     partitions: int
     second: Optional[Tuple[Tuple[Tuple[str, int, int], ...], ...]]  # a second source's batches (union)
     strategy: Tuple[Any, ...]  # ("bounded", ms) | ("monotonous",) | ("custom", "punctuated" | "per_element")
-    pre: Optional[str]  # None | "map" | "filter"
+    pre: Optional[str]  # None | "map" | "filter" | "typed_flat_map" (a declared output type)
     restamp: Optional[Tuple[Any, ...]]  # assign_timestamps_and_watermarks: a strategy as above
     operator: Dict[str, Any]
     proc_times: Optional[Tuple[int, ...]] = None  # MicroBatch.processing_time per batch (replayed processing time)
@@ -221,6 +222,8 @@ def build(p: Pipeline, out: Dict[str, List[Any]]) -> Any:
             ds = ds.union(env.from_micro_batches([list(b) for b in p.second], strategy, source_name="Second"))
         if p.pre == "map":
             ds = ds.map(lambda e: (e[0], e[1], e[2] * 2))
+        elif p.pre == "typed_flat_map":  # its lists are handed on as the declared TUPLE, as Flink's serializers do
+            ds = ds.flat_map(lambda e: [] if e[2] % 3 == 0 else [[e[0], e[1], e[2] * 2]], output_type=ELEMENT_TYPE)
         elif p.pre == "filter":
             ds = ds.filter(lambda e: e[2] % 3 != 0)
         if p.restamp is not None:
@@ -367,7 +370,7 @@ def pipelines(draw: Any) -> Pipeline:
         partitions=partitions,
         second=second,
         strategy=strategy,
-        pre=draw(st.sampled_from([None, "map", "filter"])),
+        pre=draw(st.sampled_from([None, "map", "filter", "typed_flat_map"])),
         restamp=restamp,
         operator=operator,
     )
@@ -471,9 +474,28 @@ PROCESSING_WINDOW = Pipeline(
     proc_times=(1, 5, 12),
 )
 
+# an operator with a declared output type (its records handed on as that type, PyFlink's serializers' rule) before a
+# session window with allowed lateness, its input routed by two Spark tasks: the order of a key's late records
+# decides what its late firings hold (the shape of the Kafka -> Delta end-to-end test, whose from_kafka source is
+# followed by a ROW-typed process function routing malformed records)
+TYPED_FLAT_MAP_ORDER = Pipeline(
+    batches=(
+        ((("a", 1, 1), 0), (("a", 2, 2), 0), (("b", 3, 4), 0)),
+        ((("a", 30, 4), 0),),
+        ((("a", 3, 3), 0), (("a", 5, 5), 0), (("a", 6, 1), 0), (("a", 4, 8), 0), (("b", 40, 1), 0)),
+    ),
+    partitions=1,
+    second=None,
+    strategy=("bounded", 0),
+    pre="typed_flat_map",
+    restamp=None,
+    operator=_window(assigner=("session", 5), lateness=60, function="process", mode="none"),
+)
+
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(pipelines())
+@example(TYPED_FLAT_MAP_ORDER)
 @example(PROCESSING_TIMERS)
 @example(PROCESSING_WINDOW)
 @example(COUNT_THROUGH_HELPER)
@@ -516,7 +538,7 @@ def test_the_generator_covers_every_feature() -> None:
     stopped generating one)."""
     seen: set = set()  # type: ignore[type-arg]
 
-    @settings(max_examples=500, deadline=None, database=None, derandomize=True)
+    @settings(max_examples=1000, deadline=None, database=None, derandomize=True)
     @given(pipelines())
     def collect(p: Pipeline) -> None:
         op = p.operator
@@ -526,6 +548,8 @@ def test_the_generator_covers_every_feature() -> None:
             if p.proc_times and any(t is not None and t > 0 for t in p.proc_times):
                 seen.add("replayed-processing-time")
         seen.add(p.strategy[0])
+        if p.pre is not None:
+            seen.add("pre-" + p.pre)
         if p.restamp is not None:
             seen.add("restamp-" + p.restamp[0])
         if p.second is not None:
@@ -545,7 +569,7 @@ def test_the_generator_covers_every_feature() -> None:
         "aggregate_process", "mode-none", "mode-window", "mode-global", "mode-global_helper", "trigger-default",
         "trigger-purging", "trigger-count", "trigger-continuous", "evictor-count", "evictor-time",
         "lateness+late_output", "proc_tumbling", "trigger-continuous_proc", "processing-time-process",
-        "processing-time-window", "replayed-processing-time",
+        "processing-time-window", "replayed-processing-time", "pre-map", "pre-filter", "pre-typed_flat_map",
     }
     assert wanted <= seen, wanted - seen
 

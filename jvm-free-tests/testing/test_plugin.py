@@ -141,3 +141,14 @@ def test_assert_stream_output_equal_shows_a_diff_without_a_session() -> None:
         assert_stream_output_equal([("a", 1)], [("a", 2)])
     with pytest.raises(DataFramesNotEqualError):
         assert_stream_output_equal([("a", 1), ("b", 2)], [("b", 2), ("a", 1)], ignore_order=False)
+
+
+def test_assert_stream_output_equal_compares_pyflink_rows_by_field() -> None:
+    from chispa import DataFramesNotEqualError
+
+    from pyspark_flinkish.common import Row
+
+    assert_stream_output_equal([Row(k="a", n=1), Row(k="b", n=2)], [Row(k="b", n=2), Row(k="a", n=1)])
+    assert_stream_output_equal([Row("a", 1)], [("a", 1)])
+    with pytest.raises(DataFramesNotEqualError, match="n=2"):
+        assert_stream_output_equal([Row(k="a", n=1)], [Row(k="a", n=2)])

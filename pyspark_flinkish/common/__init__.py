@@ -1,9 +1,10 @@
-"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``SimpleStringSchema``,
+"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``Row``, ``SimpleStringSchema``,
 ``JobExecutionResult``."""
 
 from __future__ import annotations
 
 from ..core.durations import Duration, Time
+from ..core.rows import Row, RowKind
 from ..core.typeinfo import TypeInformation, Types
 from ..core.watermarks import (
     TimestampAssigner,
@@ -25,6 +26,8 @@ __all__ = [
     "JobID",
     "JobStatus",
     "JobExecutionResult",
+    "Row",
+    "RowKind",
     "SimpleStringSchema",
     "Time",
     "TimestampAssigner",

@@ -8,7 +8,8 @@ Delta files). The encoding is JSON with type tags, so it can be read without run
   ``{"W": [start, end]}`` TimeWindow, ``{"G": 1}`` GlobalWindow, ``{"C": id}`` CountWindow, ``{"V": 1}`` the void namespace,
   ``{"t": [value, last_access]}`` a TTL-wrapped value, ``{"B": "<base64>"}`` bytes,
   ``{"F": "nan"|"inf"|"-inf"}`` non-finite floats, ``{"S": [...]}`` set (or frozenset; decoded as a set),
-  ``{"P": "<base64>"}`` a pickled user object (any other type, e.g. a Row).
+  ``{"R": [kind, names or null, [values]]}`` a PyFlink ``Row`` (kind: ``RowKind`` value; null names: positional),
+  ``{"P": "<base64>"}`` a pickled user object (any other type).
 
 These tags are pinned by golden files (``jvm-free-tests/golden/``, see ``docs/state-snapshots.md``).
 
@@ -30,6 +31,7 @@ import pickle
 from typing import Any, Dict, Hashable, List, Tuple
 
 from .errors import StateError
+from .rows import Row, RowKind
 from .state import VOID_NAMESPACE
 from .state_ttl import TtlValue
 from .windows import CountWindow, GlobalWindow, TimeWindow
@@ -69,6 +71,10 @@ def encode_value(value: Any, allow_pickle: bool = True) -> Any:
         return {"B": base64.b64encode(value).decode("ascii")}
     if t in (set, frozenset):
         return {"S": [encode_value(v, allow_pickle) for v in value]}
+    if t is Row:
+        names = getattr(value, "_fields", None)
+        values = [encode_value(v, allow_pickle) for v in value]
+        return {"R": [value.get_row_kind().value, None if names is None else list(names), values]}
     if allow_pickle:
         return {"P": base64.b64encode(pickle.dumps(value, protocol=4)).decode("ascii")}
     msg = (
@@ -108,6 +114,12 @@ def decode_value(data: Any, allow_pickle: bool = True) -> Any:
         return float(body)
     if tag == "S":
         return {_hashable(decode_value(v, allow_pickle)) for v in body}
+    if tag == "R":
+        row = Row(*(decode_value(v, allow_pickle) for v in body[2]))
+        if body[1] is not None:
+            row.set_field_names(list(body[1]))
+        row.set_row_kind(RowKind(body[0]))
+        return row
     if tag == "P":
         if not allow_pickle:
             msg = "this keyed snapshot holds pickled user objects, but unpickling is not allowed here"

@@ -25,6 +25,7 @@ OUT = TypeVar("OUT")
 KEY = TypeVar("KEY")
 ACC = TypeVar("ACC")
 W = TypeVar("W", bound=Window)
+W2 = TypeVar("W2", bound=Window)
 
 
 class KeyedStateStore(ABC):
@@ -207,9 +208,10 @@ class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
 
     ``context.window_state()`` lives per key and window until cleanup (not with merging windows);
     ``context.global_state()`` per key. ``clear(context)`` runs once, when the window is cleaned up.
+    ``ProcessWindowFunction.Context[TimeWindow]`` is subscriptable, as in PyFlink.
     """
 
-    class Context(ABC):
+    class Context(ABC, Generic[W2]):
         @abstractmethod
         def window(self) -> Any: ...
 

@@ -14,6 +14,7 @@ import traceback
 from typing import Any, Callable, Dict, Hashable, List, Optional, Union
 
 from .clock import Clock
+from .declared_output import DeclaredOutput
 from .errors import BadInputError, InvalidTypeError, UserFunctionError
 from .functions import (
     KeyedProcessFunction,
@@ -35,6 +36,7 @@ from .state_descriptors import (
     ValueStateDescriptor,
 )
 from .timers import InternalTimerService
+from .typeinfo import TypeInformation
 
 
 def call_user(fn: Callable[..., Any], where: Union[str, Callable[[], str]], *args: Any) -> Any:
@@ -76,17 +78,23 @@ def in_node(exc: UserFunctionError, name: str, uid: str) -> UserFunctionError:
 
 
 class StreamOperator:
-    """Base class: forwards watermarks and idleness; subclasses handle records."""
+    """Base class: forwards watermarks and idleness; subclasses handle records.
+
+    ``declared_type``: the operator's declared output type; ``open()`` puts a
+    :class:`~pyspark_flinkish.core.declared_output.DeclaredOutput` in front of the executor's output, so that
+    records are handed on as Flink's serializers would (side outputs as their tag's type). ``self.output`` is
+    that wrapper: executors keep their own reference to the output they open the operator with."""
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.declared_type: Optional[TypeInformation] = None
         self.output: Output = None  # type: ignore[assignment]
         self.clock: Clock = None  # type: ignore[assignment]
         self.current_watermark = LONG_MIN
         self.metrics: Dict[str, int] = {}
 
     def open(self, output: Output, clock: Clock) -> None:
-        self.output = output
+        self.output = DeclaredOutput(output, self.declared_type)
         self.clock = clock
 
     def process_element(self, record: StreamRecord) -> None:

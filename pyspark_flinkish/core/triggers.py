@@ -73,7 +73,12 @@ class OnMergeContext(TriggerContext):
 
 
 class Trigger(ABC, Generic[T, W]):
-    """Decides when a window fires. Must not keep per-window state in attributes: use the context."""
+    """Decides when a window fires. Must not keep per-window state in attributes: use the context.
+
+    ``Trigger.TriggerContext`` and ``Trigger.OnMergeContext`` name the contexts, as in PyFlink."""
+
+    TriggerContext = TriggerContext
+    OnMergeContext = OnMergeContext
 
     @abstractmethod
     def on_element(self, element: T, timestamp: int, window: W, ctx: TriggerContext) -> TriggerResult:

@@ -7,10 +7,11 @@ Arguments are validated when the call is made, with errors naming the Flink conc
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, NoReturn, Optional, Union
 
 from ..core.all_window_functions import NullByteKeySelector
 from ..core.assigners import GlobalWindows, WindowAssigner
+from ..core.declared_output import declaring
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
 from ..core.evictors import CountEvictor, Evictor
@@ -36,7 +37,9 @@ from ..core.operators import (
     ProcessOperator,
     TimestampsAndWatermarksOperator,
 )
+from ..core.partitioning import CustomPartitioning, Partitioner
 from ..core.records import OutputTag
+from ..core.rows import Row
 from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
@@ -48,6 +51,7 @@ from ..core.window_operator import (
 )
 from .connected_streams import BroadcastConnectedStream, BroadcastStream, ConnectedStreams, broadcast_stream, connect
 from .executors import require_spark
+from .operator_settings import OperatorSettings, SinkSettings
 from .plan import (
     ForeachBatchSpec,
     KeyedProcessSpec,
@@ -102,8 +106,9 @@ class CloseableIterator(Iterator[Any]):
         self.close()
 
 
-class DataStream:
-    """A stream of elements (PyFlink's ``DataStream``)."""
+class DataStream(OperatorSettings):
+    """A stream of elements (PyFlink's ``DataStream``). Flink's per-operator runtime settings
+    (``slot_sharing_group``, ``disable_chaining``, ...) are accepted as no-ops: see :mod:`.operator_settings`."""
 
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
         self._env = env
@@ -145,6 +150,7 @@ class DataStream:
     def _one_input(
         self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
     ) -> Transformation:
+        factory = declaring(factory, output_type)
         return Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
 
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
@@ -195,6 +201,38 @@ class DataStream:
         from .all_window import AllWindowedStream
 
         return AllWindowedStream.count(self, size, slide)
+
+    # ------------------------------------------------------------------ partitioning (see core/partitioning.py)
+    def shuffle(self) -> DataStream:
+        """Flink: each record goes to a uniformly random instance of the next operator. Here, as every
+        partitioning: the same records reach the next operator, with the same results (see
+        :mod:`pyspark_flinkish.core.partitioning`); Spark keeps its own distribution of the work over tasks."""
+        return PartitionedStream(self._env, self._t)
+
+    def rebalance(self) -> DataStream:
+        """Flink: records go round-robin to the instances of the next operator. Here: as :meth:`shuffle`."""
+        return PartitionedStream(self._env, self._t)
+
+    def rescale(self) -> DataStream:
+        """Flink: records go round-robin to a local subset of the next operator's instances. Here: as
+        :meth:`shuffle`."""
+        return PartitionedStream(self._env, self._t)
+
+    def forward(self) -> DataStream:
+        """Flink: each instance sends its records to the next operator's instance of the same index (equal
+        parallelism). Here: as :meth:`shuffle`."""
+        return PartitionedStream(self._env, self._t)
+
+    def partition_custom(self, partitioner: Union[Partitioner, Callable[[Any, int], int]], key_selector: Any) -> DataStream:  # type: ignore[type-arg]
+        """Flink: each record goes to the instance ``partitioner(key_selector(record), n)`` of the next operator,
+        ``n`` its parallelism (here the environment's parallelism when this is called). Here the key selector and
+        the partitioner run on every record as in PyFlink (``open``/``close`` of function objects included), a
+        partition outside ``[0, n)`` fails the job, and the record goes on unchanged: the next operator's results
+        are Flink's. Spark does not place records by it (its tasks are not Flink's operator instances)."""
+        fn = CustomPartitioning(partitioner, key_selector, self._env.get_parallelism())
+        make = lambda: ProcessOperator("PartitionCustom", fn)  # noqa: E731
+        t = self._one_input("PartitionCustom", make, self._t.output_type, StatelessSpec("process"))
+        return DataStream(self._env, t)
 
     def union(self, *streams: DataStream) -> DataStream:
         for s in streams:
@@ -299,8 +337,14 @@ class DataStream:
         return self.add_sink(write if callable(write) else sink)
 
     def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
+        """Write every element to stdout as PyFlink's ``print()`` does for the stream's type: ``+I[a,1]`` for a
+        ``ROW``, ``(a,1)`` for a ``TUPLE``, Java's form of basic types (``true``, ``null``), ``str(value)`` when no
+        type was declared; prefixed with ``"<sink_identifier>> "`` when given."""
+        from ..core.display import print_string
+
         prefix = f"{sink_identifier}> " if sink_identifier else ""
-        return self.add_sink(lambda v: print(f"{prefix}{v}"))
+        type_info = self._t.output_type
+        return self.add_sink(lambda v: print(f"{prefix}{print_string(v, type_info)}"))
 
     def execute_and_collect(self, job_execution_name: Optional[str] = None, limit: Optional[int] = None) -> CloseableIterator:
         """Run the job (every sink of the environment) and return this stream's elements."""
@@ -310,8 +354,56 @@ class DataStream:
         return CloseableIterator(collected if limit is None else collected[:limit])
 
 
-class DataStreamSink:
-    """Returned by ``add_sink``; lets the sink be named."""
+class PartitionedStream(DataStream):
+    """What ``shuffle``/``rebalance``/``rescale``/``forward`` return: the same stream, partitioned. In Flink it has
+    no operator of its own, so PyFlink fails (a Py4J error) on every operator setting of it; so does this."""
+
+    def _no_operator(self, call: str) -> Any:
+        msg = (
+            f"{call}() on a partitioned stream (shuffle/rebalance/rescale/forward): it has no operator of its own, "
+            "as in Flink; set it on the operator before the partitioning call or after it"
+        )
+        raise InvalidPipelineError(msg)
+
+    def get_name(self) -> str:
+        return self._no_operator("get_name")  # type: ignore[no-any-return]
+
+    def name(self, name: str) -> DataStream:
+        return self._no_operator("name")  # type: ignore[no-any-return]
+
+    def uid(self, uid: str) -> DataStream:
+        return self._no_operator("uid")  # type: ignore[no-any-return]
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        return self._no_operator("set_parallelism")  # type: ignore[no-any-return]
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        return self._no_operator("set_max_parallelism")  # type: ignore[no-any-return]
+
+    def set_uid_hash(self, uid_hash: str) -> DataStream:
+        return self._no_operator("set_uid_hash")  # type: ignore[no-any-return]
+
+    def set_description(self, description: str) -> DataStream:
+        return self._no_operator("set_description")  # type: ignore[no-any-return]
+
+    def disable_chaining(self) -> DataStream:
+        return self._no_operator("disable_chaining")  # type: ignore[no-any-return]
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        return self._no_operator("slot_sharing_group")  # type: ignore[no-any-return]
+
+    def force_non_parallel(self) -> DataStream:
+        return self._no_operator("force_non_parallel")  # type: ignore[no-any-return]
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        return self._no_operator("set_buffer_timeout")  # type: ignore[no-any-return]
+
+    def start_new_chain(self) -> DataStream:
+        return self._no_operator("start_new_chain")  # type: ignore[no-any-return]
+
+
+class DataStreamSink(SinkSettings):
+    """Returned by ``add_sink``; lets the sink be named (Flink's runtime settings are no-ops, as on a stream)."""
 
     def __init__(self, transformation: Transformation) -> None:
         self._t = transformation
@@ -398,32 +490,223 @@ class KeyedStream(DataStream):
             return ws.trigger(PurgingTrigger.of(CountTrigger.of(size)))
         return ws.trigger(CountTrigger.of(slide)).evictor(CountEvictor.of(size))
 
+    # ------------------------------------------------------------------ PyFlink refuses these on a KeyedStream
+    # (a plain Exception with PyFlink's message: name or set them on the operator that follows key_by)
+    def name(self, name: str) -> DataStream:
+        _refuse("Set name for KeyedStream is not supported.")
+
+    def get_name(self) -> str:
+        _refuse("Get name of KeyedStream is not supported.")
+
+    def uid(self, uid: str) -> DataStream:
+        _refuse("Set uid for KeyedStream is not supported.")
+
+    def set_uid_hash(self, uid_hash: str) -> DataStream:
+        _refuse("Set uid hash for KeyedStream is not supported.")
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        _refuse("Set parallelism for KeyedStream is not supported.")
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        _refuse("Set max parallelism for KeyedStream is not supported.")
+
+    def force_non_parallel(self) -> DataStream:
+        _refuse("Set force non-parallel for KeyedStream is not supported.")
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        _refuse("Set buffer timeout for KeyedStream is not supported.")
+
+    def start_new_chain(self) -> DataStream:
+        _refuse("Start new chain for KeyedStream is not supported.")
+
+    def disable_chaining(self) -> DataStream:
+        _refuse("Disable chaining for KeyedStream is not supported.")
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        _refuse("Setting slot sharing group for KeyedStream is not supported.")
+
+    def set_description(self, description: str) -> DataStream:
+        # PyFlink fails here too (a Py4J error: Java's KeyedStream has no setDescription)
+        _refuse("Set description for KeyedStream is not supported: describe the operator that follows key_by.")
+
+    def shuffle(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def rebalance(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def rescale(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def forward(self) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        _refuse("Cannot override partitioning for KeyedStream.")
+
+    # ------------------------------------------------------------------ simple functions with keyed state
+    def _keyed_function(self, name: str, adapter: KeyedProcessFunction, output_type: Any) -> DataStream:  # type: ignore[type-arg]
+        stream = self.process(adapter, output_type)
+        stream._t.name = name
+        return stream
+
     def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
-        return DataStream(self._env, self._t).map(func, output_type)
+        """Map per key: a ``MapFunction`` whose ``open(runtime_context)`` gets keyed state (``get_state``, ...)
+        runs as a keyed operator, as in PyFlink; a plain callable, which cannot reach keyed state, as a map."""
+        if not _has_open(func):
+            return DataStream(self._env, self._t).map(func, output_type)
+        fn = _method(func, "map", "map()'s function", "MapFunction")
+        return self._keyed_function("Map", _KeyedAdapter(func, lambda v: [fn(v)]), output_type)
 
     def flat_map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
-        return DataStream(self._env, self._t).flat_map(func, output_type)
+        """Flat map per key; keyed state in ``open()`` as for :meth:`map`."""
+        if not _has_open(func):
+            return DataStream(self._env, self._t).flat_map(func, output_type)
+        fn = _method(func, "flat_map", "flat_map()'s function", "FlatMapFunction")
+        return self._keyed_function("FlatMap", _KeyedAdapter(func, fn), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        return DataStream(self._env, self._t).filter(func)
+        """Filter per key; keyed state in ``open()`` as for :meth:`map`."""
+        if not _has_open(func):
+            return DataStream(self._env, self._t).filter(func)
+        fn = _method(func, "filter", "filter()'s function", "FilterFunction")
+        return self._keyed_function("Filter", _KeyedAdapter(func, lambda v: [v] if fn(v) else []), self._t.output_type)
 
     def reduce(self, func: Union[ReduceFunction, Callable[[Any, Any], Any]]) -> DataStream:
-        """Rolling reduce per key: emits the running reduction after every element."""
+        """Rolling reduce per key: emits the running reduction after every element (the first element of a key
+        as it is), typed as the input stream. A ``ReduceFunction``'s ``open(runtime_context)`` and ``close()``
+        are called, as in PyFlink."""
         fn = _method(func, "reduce", "reduce()'s function", "ReduceFunction")
-        return self.process(_RollingReduce(fn))
+        # named "KeyedProcess" (PyFlink: "Reduce"): the name is part of the state's uid in existing checkpoints
+        return self.process(_RollingReduce(fn, func), self._t.output_type)
+
+    # ------------------------------------------------------------------ rolling aggregations
+    def _accumulate(self, position: Union[int, str], how: str) -> DataStream:
+        if isinstance(position, bool) or not isinstance(position, (int, str)):
+            msg = (
+                "The field position must be of int or str type to locate the value to calculate for min, max, "
+                f"min_by, max_by and sum.The given type is: {type(position)}"
+            )
+            raise TypeError(msg)
+        return self.reduce(RollingAggregation(position, how))
+
+    def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
+        """Rolling sum of the field at ``position_to_sum`` (index, or name for a Row) per key; the other fields
+        are those of the key's first element. A plain value (not a tuple, list or Row) takes position 0."""
+        return self._accumulate(position_to_sum, "sum")
+
+    def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
+        """Rolling minimum of one field per key; the other fields are those of the key's first element (use
+        :meth:`min_by` for the whole element holding the minimum)."""
+        return self._accumulate(position_to_min, "min")
+
+    def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
+        """Rolling maximum of one field per key; the other fields are those of the key's first element (use
+        :meth:`max_by` for the whole element holding the maximum)."""
+        return self._accumulate(position_to_max, "max")
+
+    def min_by(self, position_to_min_by: Union[int, str] = 0) -> DataStream:
+        """Rolling element with the smallest value in one field per key; on ties the earlier element stays."""
+        return self._accumulate(position_to_min_by, "min_by")
+
+    def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
+        """Rolling element with the largest value in one field per key; on ties the earlier element stays."""
+        return self._accumulate(position_to_max_by, "max_by")
+
+
+def _refuse(message: str) -> NoReturn:
+    """What PyFlink's ``KeyedStream`` raises for calls it refuses: a plain ``Exception`` with its message."""
+    raise Exception(message)  # PyFlink's exception type, so that code catching it runs unchanged
+
+
+def _has_open(func: Any) -> bool:
+    """Whether ``func`` is a Function object with its own ``open()`` (the only place it can get keyed state)."""
+    return isinstance(func, Function) and type(func).open is not Function.open
+
+
+class _KeyedAdapter(KeyedProcessFunction):  # type: ignore[type-arg]
+    """A map/flat_map/filter function run as a KeyedProcessFunction (PyFlink's adapters): its ``open()`` gets
+    the keyed runtime context."""
+
+    def __init__(self, function: Any, results: Callable[[Any], Iterable[Any]]) -> None:
+        self.function = function
+        self.results = results
+
+    def open(self, runtime_context: Any) -> None:
+        self.function.open(runtime_context)
+
+    def close(self) -> None:
+        self.function.close()
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        return self.results(value)
+
+
+class RollingAggregation(ReduceFunction):  # type: ignore[type-arg]
+    """The reduce behind ``KeyedStream.sum/min/max/min_by/max_by`` (``how``), with PyFlink's semantics: on a
+    tuple, list or Row, ``sum``/``min``/``max`` replace the field at ``position`` of the running value (the other
+    fields stay those of the key's first element); ``min_by``/``max_by`` keep the whole element whose field is
+    smallest/largest, the earlier one on ties. A plain value is its own field 0. A new value is built each time
+    (a Row keeps its names and kind), so emitted elements never change afterwards."""
+
+    def __init__(self, position: Union[int, str], how: str) -> None:
+        self.position = position
+        self.how = how
+
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        pos, how = self.position, self.how
+        composite = isinstance(value2, (tuple, list, Row))
+        if how in ("min_by", "max_by"):
+            a, b = (value1[pos], value2[pos]) if composite else (value1, value2)
+            return value2 if (b < a if how == "min_by" else b > a) else value1
+        if not composite:
+            if pos != 0:
+                msg = (
+                    f"The {pos} field selected on a basic type. A field expression on a basic type can only select "
+                    "the 0th field (which means selecting the entire basic type)."
+                )
+                raise TypeError(msg)
+            if how == "sum":
+                return value1 + value2
+            return value2 if (value2 < value1 if how == "min" else value2 > value1) else value1
+        a, b = value1[pos], value2[pos]
+        if how == "sum":
+            field = a + b
+        else:
+            field = b if (b < a if how == "min" else b > a) else a
+        if isinstance(value1, Row):
+            row = Row(*value1)
+            if hasattr(value1, "_fields"):
+                row.set_field_names(list(value1._fields))
+            row.set_row_kind(value1.get_row_kind())
+            row[pos] = field
+            return row
+        items = list(value1)
+        items[pos] = field
+        return tuple(items) if isinstance(value1, tuple) else items
+
+    def __repr__(self) -> str:
+        return f"RollingAggregation({self.how}, {self.position!r})"
 
 
 class _RollingReduce(KeyedProcessFunction):  # type: ignore[type-arg]
     rolling_aggregation = True
     """BATCH mode emits only each key's final value (``datastream.runtime_mode``)."""
 
-    def __init__(self, fn: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, fn: Callable[[Any, Any], Any], function: Any = None) -> None:
         self.fn = fn
+        self.function = function if isinstance(function, Function) else None
 
     def open(self, runtime_context: Any) -> None:
         from ..core.state_descriptors import ValueStateDescriptor
 
+        if self.function is not None:
+            self.function.open(runtime_context)
         self.state = runtime_context.get_state(ValueStateDescriptor("__rolling_reduce"))
+
+    def close(self) -> None:
+        if self.function is not None:
+            self.function.close()
 
     def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
         current = self.state.value()
@@ -593,4 +876,12 @@ class WindowedStream:
         return self._build("Window(apply)", WindowContents("list"), wf, [wf], output_type)
 
 
-__all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream", "WindowedStream"]
+__all__ = [
+    "CloseableIterator",
+    "DataStream",
+    "DataStreamSink",
+    "KeyedStream",
+    "PartitionedStream",
+    "RollingAggregation",
+    "WindowedStream",
+]

@@ -32,6 +32,7 @@ from ..core.functions import (
     WindowFunction,
 )
 from ..core.join_functions import CoGroupFunction, FlatJoinFunction, JoinFunction, ProcessJoinFunction
+from ..core.partitioning import Partitioner
 
 __all__ = [
     "BaseBroadcastProcessFunction",
@@ -58,6 +59,7 @@ __all__ = [
     "KeySelector",
     "MapFunction",
     "ProcessAllWindowFunction",
+    "Partitioner",
     "ProcessFunction",
     "ProcessJoinFunction",
     "ProcessWindowFunction",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, List, Optional, Seque
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..core.errors import InvalidTypeError, UnsupportedFeatureError
+from ..core.rows import as_declared, needs_conversion
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
@@ -119,11 +120,16 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
         return self.from_source(source, strategy, source_name)
 
     def from_collection(self, collection: Sequence[Any], type_info: Optional[TypeInformation] = None) -> DataStream:
-        """A bounded stream of ``collection`` without timestamps, in one micro-batch."""
+        """A bounded stream of ``collection`` without timestamps, in one micro-batch. With ``type_info``, every
+        element is that type as PyFlink hands it on: a ``Types.ROW``/``ROW_NAMED`` element (a tuple, list, dict or
+        ``Row``) becomes a :class:`~pyspark_flinkish.common.Row` whose fields are reachable by name."""
+        elements = list(collection)
+        if needs_conversion(type_info):
+            elements = [as_declared(e, type_info) for e in elements]
         t = Transformation(
             "source",
             "Collection",
-            source=CollectionSource(list(collection)),
+            source=CollectionSource(elements),
             watermark_strategy=WatermarkStrategy.no_watermarks(),
             output_type=type_info,
         )

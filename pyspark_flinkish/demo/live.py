@@ -339,7 +339,7 @@ def _start_query(
     streams["late"].sink_to(DeltaSink.for_path(tables["late-events"])).uid("late-events")
     streams["alerts"].sink_to(DeltaSink.for_path(tables["alerts"])).uid("alerts")
     # driver-side views for the chart (at-least-once: a replayed batch shows twice; the Delta tables do not)
-    streams["sessions"].add_sink(lambda row: seen.firings.append((clock.now(), dict(row)))).uid("chart-sessions")
+    streams["sessions"].add_sink(lambda row: seen.firings.append((clock.now(), row.as_dict()))).uid("chart-sessions")
     streams["late"].add_sink(lambda row: seen.late.append((clock.now(), row))).uid("chart-late")
 
     if not args.quiet:

@@ -41,19 +41,24 @@ class ChainRunner:
         self.rows: List[Dict[str, Any]] = []
         self.stats: Dict[Tuple[int, Optional[str]], List[int]] = {}
         self._ops: Dict[int, StreamOperator] = {}
+        self._outputs: Dict[int, ChainOutput] = {}  # the output each operator was opened with (never op.output)
         horizon = getattr(plan, "future_horizon_ms", None)
         self.future_after = None if horizon is None else now + horizon
         self.future: Dict[Tuple[int, Optional[str]], List[Any]] = {}  # [count, max ts, [(ts, order), ...]]
 
-    def _operator(self, index: int) -> StreamOperator:
+    def _operator(self, index: int) -> Tuple[StreamOperator, ChainOutput]:
+        """The node's operator, opened on first use, and the output it was opened with: the operator's own
+        ``output`` may stand in front of it (a declared output type, ``core/declared_output.py``), and the
+        processing order of what it emits is numbered here, below the input record's."""
         op = self._ops.get(index)
         if op is None:
             node = self.plan.nodes[index]
             op = node.factory()  # type: ignore[misc]
-            op.open(ChainOutput(self, index), FixedClock(self.now))
+            self._outputs[index] = ChainOutput(self, index)
+            op.open(self._outputs[index], FixedClock(self.now))
             op.current_watermark = self.watermarks.get(index, op.current_watermark)
             self._ops[index] = op
-        return op
+        return op, self._outputs[index]
 
     def stat(
         self, node: int, part: Optional[str], ts: Optional[int], batch: int = -1, order: Optional[List[int]] = None
@@ -113,8 +118,7 @@ class ChainRunner:
         if node.kind in ("union", "side_output"):
             self.forward(index, record, order)
             return
-        op = self._operator(index)
-        out: ChainOutput = op.output  # type: ignore[assignment]
+        op, out = self._operator(index)
         out.base, out.n = order, 0
         if node.two_input:
             op.process_input(channel, record)  # type: ignore[attr-defined]

@@ -1,10 +1,17 @@
-"""PyFlink type information -> Spark SQL types, and Python values -> rows of that type."""
+"""PyFlink type information -> Spark SQL types, and Python values -> rows of that type.
+
+``CHAR`` is a string, ``BIG_INT`` ``DECIMAL(38, 0)`` and ``BIG_DEC`` ``DECIMAL(38, 18)`` (Flink's own mapping of
+these to SQL types), ``SQL_DATE`` a date; ``SQL_TIME`` and ``INSTANT`` have no Spark column type here and are
+refused up front. A ``Row`` value fills a struct by field name when it has names, else by position.
+"""
 
 from __future__ import annotations
 
+import decimal
 from typing import Any, List, Optional
 
 from ..core.errors import InvalidTypeError
+from ..core.rows import Row
 from ..core.typeinfo import TypeInformation
 
 _BASIC = {
@@ -18,6 +25,12 @@ _BASIC = {
     "DOUBLE": "DoubleType",
     "SQL_TIMESTAMP": "TimestampType",
     "PICKLED_BYTE_ARRAY": "BinaryType",
+    "CHAR": "StringType",
+    "SQL_DATE": "DateType",
+}
+_NO_SPARK_TYPE = {
+    "SQL_TIME": "Spark has no time-of-day column type; declare Types.STRING() or Types.INT() (e.g. milliseconds of the day)",
+    "INSTANT": "declare Types.SQL_TIMESTAMP() and give datetime values, or Types.LONG() epoch milliseconds",
 }
 
 
@@ -26,13 +39,20 @@ def _type(t: TypeInformation) -> Any:
 
     if t.name in _BASIC:
         return getattr(T, _BASIC[t.name])()
-    if t.name in ("LIST", "BASIC_ARRAY", "PRIMITIVE_ARRAY"):
+    if t.name == "BIG_INT":
+        return T.DecimalType(38, 0)
+    if t.name == "BIG_DEC":
+        return T.DecimalType(38, 18)
+    if t.name in ("LIST", "BASIC_ARRAY", "PRIMITIVE_ARRAY", "OBJECT_ARRAY"):
         return T.ArrayType(_type(t.children[0]))
     if t.name == "MAP":
         return T.MapType(_type(t.children[0]), _type(t.children[1]))
     if t.name in ("ROW", "TUPLE"):
         names = t.field_names or tuple(f"f{i}" for i in range(len(t.children)))
         return T.StructType([T.StructField(n, _type(c)) for n, c in zip(names, t.children)])
+    if t.name in _NO_SPARK_TYPE:
+        msg = f"no Spark column type for Types.{t.name}(): {_NO_SPARK_TYPE[t.name]}"
+        raise InvalidTypeError(msg)
     msg = f"no Spark type for {t!r}"
     raise InvalidTypeError(msg)
 
@@ -58,7 +78,9 @@ def _convert(value: Any, t: TypeInformation) -> Any:
         return None
     if t.name in ("ROW", "TUPLE"):
         names = t.field_names or tuple(f"f{i}" for i in range(len(t.children)))
-        if isinstance(value, dict):
+        if isinstance(value, Row):
+            items = [value[n] for n in names] if hasattr(value, "_fields") else list(value)
+        elif isinstance(value, dict):
             items = [value.get(n) for n in names]
         elif hasattr(value, "asDict"):
             d = value.asDict()
@@ -69,8 +91,10 @@ def _convert(value: Any, t: TypeInformation) -> Any:
             msg = f"value {value!r} does not match {t!r}"
             raise InvalidTypeError(msg)
         return tuple(_convert(v, c) for v, c in zip(items, t.children))
-    if t.name in ("LIST", "BASIC_ARRAY", "PRIMITIVE_ARRAY"):
+    if t.name in ("LIST", "BASIC_ARRAY", "PRIMITIVE_ARRAY", "OBJECT_ARRAY"):
         return [_convert(v, t.children[0]) for v in value]
+    if t.name == "BIG_INT":
+        return decimal.Decimal(value)
     if t.name == "MAP":
         return {_convert(k, t.children[0]): _convert(v, t.children[1]) for k, v in value.items()}
     return value

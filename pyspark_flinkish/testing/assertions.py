@@ -17,12 +17,18 @@ def _is_dataframe(value: Any) -> bool:
 
 def _as_rows(values: Iterable[Any]) -> List[Any]:
     """Each value as a ``pyspark.sql.Row`` with field names (chispa's diff table shows ``field=value``):
-    a Row stays as it is, a tuple becomes ``Row(_1=..., _2=...)``, anything else ``Row(value=...)``."""
+    a Row stays as it is, a PyFlink ``Row`` keeps its names (its kind is not compared), a tuple or positional
+    PyFlink ``Row`` becomes ``Row(_1=..., _2=...)``, anything else ``Row(value=...)``."""
     from pyspark.sql import Row
+
+    from ..core.rows import Row as FlinkRow
 
     rows = []
     for value in values:
-        if isinstance(value, Row) and hasattr(value, "__fields__"):
+        if isinstance(value, FlinkRow):
+            names = getattr(value, "_fields", None) or [f"_{i + 1}" for i in range(len(value))]
+            rows.append(Row(**dict(zip(names, value))))
+        elif isinstance(value, Row) and hasattr(value, "__fields__"):
             rows.append(value)
         elif isinstance(value, tuple) and not isinstance(value, Row):
             rows.append(Row(**{f"_{i + 1}": v for i, v in enumerate(value)}))

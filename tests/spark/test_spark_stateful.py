@@ -82,7 +82,7 @@ def _pipeline(env):  # type: ignore[no-untyped-def]
 
 
 def test_to_dataframe_writes_anywhere_and_equals_the_local_engine(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    expected = list(_pipeline(StreamExecutionEnvironment.get_execution_environment()).execute_and_collect())
+    expected = [tuple(r) for r in _pipeline(StreamExecutionEnvironment.get_execution_environment()).execute_and_collect()]
     env = StreamExecutionEnvironment.get_execution_environment(spark, backend=BACKEND)
     df = _pipeline(env).to_dataframe()
     assert df.isStreaming and df.columns == ["key", "at", "total"]

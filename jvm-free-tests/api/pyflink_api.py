@@ -133,12 +133,6 @@ _SOURCE_FUNCTION = Why(
 
 EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream": {
-        "Partitioner": _PARTITIONER,
-        "ConnectedStreams": _TWO_INPUT, "BroadcastStream": _TWO_INPUT, "BroadcastConnectedStream": _TWO_INPUT,
-        "CoMapFunction": _TWO_INPUT, "CoFlatMapFunction": _TWO_INPUT, "CoProcessFunction": _TWO_INPUT,
-        "KeyedCoProcessFunction": _TWO_INPUT, "BroadcastProcessFunction": _TWO_INPUT,
-        "KeyedBroadcastProcessFunction": _TWO_INPUT,
-        "AllWindowedStream": _WINDOW_ALL, "ProcessAllWindowFunction": _WINDOW_ALL, "AllWindowFunction": _WINDOW_ALL,
         "SourceFunction": _SOURCE_FUNCTION,
         "CheckpointConfig": _CLUSTER, "StateBackend": _CLUSTER,
         "HashMapStateBackend": _CLUSTER, "EmbeddedRocksDBStateBackend": _CLUSTER, "CheckpointStorage": _CLUSTER,

@@ -49,6 +49,16 @@ def test_other_uris_are_refused_naming_the_location(location: str, names: str) -
         local_checkpoint_path(location)
 
 
+@pytest.mark.parametrize("location", ["/tmp/ck", "ck/run1"])
+def test_a_path_without_a_scheme_is_refused_when_fs_default_fs_is_another_file_system(location: str) -> None:
+    # Spark resolves it against fs.defaultFS (HDFS on YARN/EMR): its offsets would go there, the package's files
+    # to the local disk -- a silently split checkpoint; file:/... names the local disk for both
+    with pytest.raises(UnsupportedFeatureError, match=f"checkpoint_location '{location}' has no scheme.*'hdfs://nn:8020'.*file:/"):
+        local_checkpoint_path(location, "hdfs://nn:8020")
+    assert local_checkpoint_path("/tmp/ck", "file:///") == "/tmp/ck"
+    assert local_checkpoint_path("file:/tmp/ck", "hdfs://nn:8020") == "/tmp/ck"
+
+
 def test_the_scheme_is_what_precedes_a_colon_before_any_slash() -> None:
     assert [scheme_of(p) for p in ("dbfs:/x", "File:/x", "/x", "x/y:z", "a:b", ":x")] == ["dbfs", "file", "", "", "a", ""]
 

@@ -151,8 +151,8 @@ class _ConnectSession:
 
     class conf:  # noqa: N801 (Spark's attribute name)
         @staticmethod
-        def get(key: str) -> str:
-            return "2"
+        def get(key: str, default: object = None) -> object:
+            return default if key.startswith("spark.hadoop.") else "2"
 
 
 _ConnectSession.__module__ = "pyspark.sql.connect.session"

@@ -7,13 +7,41 @@ import os
 
 import pytest
 
-from pyspark_flinkish.spark.session import local_temp_dir, spark_path
+from pyspark_flinkish.spark.session import default_file_system, local_temp_dir, spark_path
 
 
-def test_spark_path_is_unchanged_outside_databricks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spark_path_names_the_local_file_system_outside_databricks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a session whose fs.defaultFS is hdfs:// would otherwise resolve a bare path there (Spark's offsets on HDFS,
+    # the package's files on the local disk)
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
-    assert spark_path("/dbfs/tmp/ck/spark") == "/dbfs/tmp/ck/spark"
-    assert spark_path("/tmp/ck") == "/tmp/ck"
+    assert spark_path("/dbfs/tmp/ck/spark") == "file:/dbfs/tmp/ck/spark"
+    assert spark_path("/tmp/ck") == "file:/tmp/ck"
+    assert spark_path("file:/tmp/ck") == "file:/tmp/ck"
+
+
+class _Conf:
+    def __init__(self, values: dict) -> None:
+        self.values = values
+
+    def get(self, key: str, default: object = None) -> object:
+        return self.values.get(key, default)
+
+
+class _ConnectLikeSession:
+    """A session with no JVM in reach (``sparkContext`` raises, as on Spark Connect) and a Spark conf."""
+
+    def __init__(self, values: dict) -> None:
+        self.conf = _Conf(values)
+
+    @property
+    def sparkContext(self) -> object:  # noqa: N802 (Spark's name)
+        raise RuntimeError("no sparkContext on Spark Connect")
+
+
+def test_default_file_system_from_the_spark_conf_without_a_jvm() -> None:
+    assert default_file_system(_ConnectLikeSession({})) == "file:///"
+    hdfs = _ConnectLikeSession({"spark.hadoop.fs.defaultFS": "hdfs://nn:8020"})
+    assert default_file_system(hdfs) == "hdfs://nn:8020"
 
 
 def test_spark_path_maps_the_dbfs_mount_to_dbfs_uris_on_databricks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ relative directory named ``dbfs:``.
 
 This package writes keyed state and its watermark bookkeeping with local file APIs, so a location must name the
 local file system: ``file:`` forms map to their local path, paths without a scheme are made absolute on the driver
+(and refused when the session's ``fs.defaultFS`` is another file system, where Spark would resolve them)
 (executors resolve relative paths against their own working directories); other schemes are refused with an
 error naming the location and the alternative (a path every node sees as local, such as ``/dbfs/...``).
 """
@@ -31,15 +32,26 @@ def scheme_of(location: str) -> str:
     return ""
 
 
-def local_checkpoint_path(location: str) -> str:
+def local_checkpoint_path(location: str, default_fs: str = "file:///") -> str:
     """The absolute local directory that the checkpoint location ``location`` names.
 
     ``/x`` and ``x`` (made absolute against the working directory), ``file:/x``, ``file:///x`` and
     ``file://localhost/x`` are local; any other scheme (``dbfs:/x``, ``s3a://bucket/x``, ``hdfs://nn/x``), a
     ``file:`` URI of another host and a relative path after a scheme (``file:x``, which Hadoop refuses too) raise
-    :class:`UnsupportedFeatureError` naming ``location``."""
+    :class:`UnsupportedFeatureError` naming ``location``. A path without a scheme is resolved by Spark against the
+    session's ``default_fs`` (``fs.defaultFS``): when that is not the local file system (``hdfs://`` on YARN/EMR) it
+    is refused too, naming both, since Spark's offsets would go there and the package's files to the local disk."""
     scheme = scheme_of(location)
     if not scheme:
+        fs_scheme = scheme_of(default_fs) or "file"
+        if fs_scheme != "file":
+            msg = (
+                f"checkpoint_location {location!r} has no scheme, and this session's fs.defaultFS is {default_fs!r}: "
+                "Spark would keep its offsets and commits there, while this package keeps keyed state and its "
+                f"documents with local file APIs. Give file:{os.path.abspath(location)} (a directory every executor "
+                "sees as a local path, e.g. a shared mount); cluster file systems are not supported yet"
+            )
+            raise UnsupportedFeatureError(msg)
         return os.path.abspath(location)
     rest = location[len(scheme) + 1 :]
     if scheme == "file":

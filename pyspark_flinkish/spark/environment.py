@@ -43,7 +43,7 @@ from .job_client import SparkJobClient
 from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
 from .rows import loads
-from .session import local_temp_dir, spark_path
+from .session import default_file_system, local_temp_dir, spark_path
 from .source_rows import DataFrameSource
 
 
@@ -284,7 +284,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             trigger = {"processingTime": f"{self.get_checkpoint_interval()} milliseconds"}
         # read as Spark's Path reads it (file:/x, file:///x, /x, relative; other schemes refused, naming the URI);
         # executors resolve relative paths against their own working directories: pinned down here
-        checkpoint = local_checkpoint_path(checkpoint_location)
+        checkpoint = local_checkpoint_path(checkpoint_location, default_file_system(self.spark))
         return self._start(job_name, list(self._sinks), checkpoint, trigger, progress)
 
     def execute_async(self, job_name: str = "pyspark_flinkish job") -> SparkJobClient:  # type: ignore[override]

@@ -13,16 +13,35 @@ def on_databricks() -> bool:
     return "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
+def default_file_system(spark: Any) -> str:
+    """The session's ``fs.defaultFS`` (Hadoop's default file system, against which Spark resolves a path without a
+    scheme): the JVM's Hadoop configuration on a classic session (it holds ``core-site.xml``), else
+    ``spark.hadoop.fs.defaultFS`` (a Spark Connect session), else ``file:///``."""
+    try:
+        value = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS")
+    except Exception:  # Spark Connect: no JVM in reach
+        value = None
+    if not value and spark is not None:
+        value = spark.conf.get("spark.hadoop.fs.defaultFS", None)
+    return str(value or "file:///")
+
+
 def spark_path(path: str) -> str:
     """A local path as Spark's readers and writers must be given it.
 
     On Databricks a path without a scheme means the DBFS root, not the local file system, and the DBFS FUSE mount
     ``/dbfs/X`` is ``dbfs:/X`` there: ``/dbfs/tmp/ck`` becomes ``dbfs:/tmp/ck``, so that Spark's checkpoint and
     files written with local file APIs (keyed state, replayed micro-batches) are the same directory. Any other path
-    is returned unchanged.
+    is named as a ``file:`` URI (a path without a scheme would be resolved against ``fs.defaultFS``).
     """
-    if on_databricks() and (path == "/dbfs" or path.startswith("/dbfs/")):
-        return "dbfs:/" + path[len("/dbfs/") :]
+    if on_databricks():
+        if path == "/dbfs" or path.startswith("/dbfs/"):
+            return "dbfs:/" + path[len("/dbfs/") :]
+        return path
+    if path.startswith("/"):
+        # the local file system by name: a session whose fs.defaultFS is another file system (hdfs:// on YARN/EMR)
+        # would otherwise put Spark's offsets and commits there while the package's files stay on the local disk
+        return "file:" + path
     return path
 
 
@@ -170,6 +189,7 @@ def _connect_session(
 
 __all__ = [
     "REMOTE_ENV",
+    "default_file_system",
     "on_databricks",
     "spark_path",
     "local_temp_dir",

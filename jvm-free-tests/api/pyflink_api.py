@@ -176,6 +176,7 @@ PYFLINK_METHODS: dict[str, list[str]] = {
                                               "set_runtime_mode"],
     "common.ExecutionConfig": ["set_auto_watermark_interval", "get_auto_watermark_interval", "set_parallelism",
                                "get_parallelism", "set_max_parallelism", "get_max_parallelism"],
+    "common.JobExecutionResult": ["get_job_id", "get_net_runtime"],
     "common.JobClient": ["get_job_id", "get_job_status", "cancel", "get_job_execution_result", "stop_with_savepoint",
                          "trigger_savepoint"],
     "datastream.DataStream": ["map", "flat_map", "filter", "key_by", "union", "connect", "broadcast", "process",

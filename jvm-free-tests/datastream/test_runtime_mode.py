@@ -107,12 +107,14 @@ def test_automatic_is_streaming_with_an_unbounded_source() -> None:
 def test_batch_leaves_the_users_plan_and_sources_as_they_are() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     out: List[Any] = []
-    _stream(env).key_by(lambda e: e[0]).process(Timers()).add_sink(out.append)
+    processed = _stream(env).key_by(lambda e: e[0]).process(Timers())
+    processed.add_sink(out.append)
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     env.execute()
     batch = list(out)
     out.clear()
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    processed.add_sink(out.append)  # the same plan again: execute() cleared the environment's sinks, as Flink's does
     env.execute()
     assert [r[2] for r in out if r[0] == "element"] == [e[1] for e in EVENTS]
     assert out != batch

@@ -81,8 +81,10 @@ def test_execute_reads_spark_uri_forms_on_every_executor(backend: str, tmp_path:
     env = _env_capturing_checkpoints(captured)
     env.backend = backend
     env.execute("job", checkpoint_location="file:/tmp/flinkish-ck")
+    env.from_collection([1]).add_sink(lambda v: None)  # execute() cleared the pipeline, as Flink's does
     env.execute("job", checkpoint_location="file:///tmp/flinkish-ck")
     assert captured == ["/tmp/flinkish-ck", "/tmp/flinkish-ck"]
+    env.from_collection([1]).add_sink(lambda v: None)
     with pytest.raises(UnsupportedFeatureError, match=r"checkpoint_location 'dbfs:/tmp/ck'.*'dbfs' file system"):
         env.execute("job", checkpoint_location="dbfs:/tmp/ck")
     assert captured == ["/tmp/flinkish-ck", "/tmp/flinkish-ck"]

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 
 from ..common.execution_config import ExecutionConfig
 from ..common.job_client import JobClient
-from ..core.errors import InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
+from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from .checkpointing_mode import CheckpointingMode
 from .execution_mode import RuntimeExecutionMode
 from .plan import Transformation, topological
@@ -28,6 +28,13 @@ MAX_MAX_PARALLELISM = 1 << 15
 
 MIN_CHECKPOINT_INTERVAL_MS = 10
 """Flink refuses shorter checkpoint intervals (``CheckpointConfig.MINIMAL_CHECKPOINT_TIME``)."""
+
+
+NO_OPERATORS = (
+    "No operators defined in streaming topology. Cannot execute. (execute() runs the sinks added since the last "
+    "execute(), as in Flink: add_sink(...), print() or execute_and_collect() first)"
+)
+"""Flink's error for a job without sinks, e.g. a second ``execute()`` with nothing added since the first."""
 
 
 class EnvironmentConfiguration:
@@ -155,8 +162,11 @@ class EnvironmentConfiguration:
     def get_execution_plan(self) -> str:
         """The job's plan as JSON in Flink's shape (``{"nodes": [{"id", "type", "pact", "contents", "parallelism",
         "predecessors": [{"id", "ship_strategy", "side"}]}]}``): sources, operators and sinks of every sink added so
-        far; an edge into a keyed operator is ``HASH``, others ``FORWARD``."""
+        far (since the last ``execute``; as Flink's, it does not clear them, and raises when there are none); an edge into
+        a keyed operator is ``HASH``, others ``FORWARD``."""
         sinks: List[Transformation] = list(getattr(self, "_sinks", []))
+        if not sinks:  # Flink: the stream graph of an empty environment
+            raise InvalidPipelineError(NO_OPERATORS)
         nodes: List[Dict[str, Any]] = []
         for t in topological(sinks):
             pact = {"source": "Data Source", "sink": "Data Sink"}.get(t.kind, "Operator")
@@ -187,4 +197,4 @@ def _add_to_sys_path(file_path: str) -> None:
         sys.path.insert(0, entry)
 
 
-__all__ = ["EnvironmentConfiguration", "MAX_MAX_PARALLELISM", "MIN_CHECKPOINT_INTERVAL_MS"]
+__all__ = ["EnvironmentConfiguration", "NO_OPERATORS", "MAX_MAX_PARALLELISM", "MIN_CHECKPOINT_INTERVAL_MS"]

@@ -22,8 +22,10 @@ class LocalJobClient(JobClient):
 
     @staticmethod
     def start(env: Any, job_name: str) -> LocalJobClient:
-        """Run ``env.execute(job_name)`` in a daemon thread."""
+        """Run ``env.execute(job_name)`` in a daemon thread; the sinks are taken (and the environment cleared, as
+        Flink's ``executeAsync``) before this returns."""
         client = LocalJobClient(job_name)
+        sinks = env._take_sinks()
         cancel = client._cancel
 
         def check(progress: Any) -> None:
@@ -34,7 +36,7 @@ class LocalJobClient(JobClient):
         def run() -> None:
             client._status = JobStatus.RUNNING
             try:
-                result = env.execute(job_name, progress=check)
+                result = env._run(job_name, sinks, check, client._id)
             except JobCancelledError as exc:
                 client._status = JobStatus.CANCELED
                 client._result.set_exception(exc)

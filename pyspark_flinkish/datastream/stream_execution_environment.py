@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, List, Optional, Sequence, overload
 
+from ..common.job_client import JobID
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock, SystemClock
-from ..core.errors import InvalidTypeError, UnsupportedFeatureError
+from ..core.errors import InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..core.rows import as_declared, needs_conversion
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
-from .environment_config import EnvironmentConfiguration
+from .environment_config import NO_OPERATORS, EnvironmentConfiguration
 from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
 from .plan import Transformation
 from .runtime_mode import plan_for_mode
@@ -154,15 +155,27 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
     def _add_sink(self, t: Transformation) -> None:
         self._sinks.append(t)
 
+    def _take_sinks(self, extra_sinks: Sequence[Transformation] = ()) -> List[Transformation]:
+        """The sinks added since the last execution (and ``extra_sinks``), which the environment then forgets: as
+        Flink's ``getStreamGraph(clearTransformations=true)`` when a job is submitted (``execute``, ``execute_async``,
+        ``execute_and_collect``), a second ``execute()`` runs only the sinks added after the first. With none, Flink's
+        error: there is nothing to run."""
+        sinks = list(self._sinks) + list(extra_sinks)
+        self._sinks = []
+        if not sinks:
+            raise InvalidPipelineError(NO_OPERATORS)
+        return sinks
+
     def execute(
         self, job_name: str = "pyspark_flinkish job", progress: Optional[Callable[[Any], None]] = None
     ) -> JobExecutionResult:
-        """Run every sink's pipeline to the end of its sources.
+        """Run every sink's pipeline (those added since the last ``execute``) to the end of its sources.
 
-        ``progress``, if given, is called after every micro-batch with a
-        :class:`~pyspark_flinkish.local.executor.BatchProgress`.
+        As PyFlink's, it clears the pipeline: a later ``execute()`` runs only sinks added after this one, and raises
+        Flink's "No operators defined in streaming topology" when there are none. ``progress``, if given, is called
+        after every micro-batch with a :class:`~pyspark_flinkish.local.executor.BatchProgress`.
         """
-        return self._execute(job_name, progress=progress)
+        return self._run(job_name, self._take_sinks(), progress)
 
     def _execute(
         self,
@@ -170,14 +183,24 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
         extra_sinks: Sequence[Transformation] = (),
         progress: Optional[Callable[[Any], None]] = None,
     ) -> JobExecutionResult:
-        sinks = list(self._sinks) + list(extra_sinks)
-        if not sinks:
-            msg = "no sinks: add_sink(...), print() or execute_and_collect() before execute()"
-            raise InvalidTypeError(msg)
+        """``execute_and_collect``: the pending sinks and ``extra_sinks`` as one job (Flink's ``executeAsync``)."""
+        return self._run(job_name, self._take_sinks(extra_sinks), progress)
+
+    def _run(
+        self,
+        job_name: Optional[str],
+        sinks: List[Transformation],
+        progress: Optional[Callable[[Any], None]] = None,
+        job_id: Any = None,
+    ) -> JobExecutionResult:
         sinks = plan_for_mode(self.get_runtime_mode(), sinks)  # BATCH: datastream.runtime_mode
+        started = self.clock.now()  # the processing-time clock: a ManualClock makes the runtime deterministic
         result = executor_entry(LOCAL)(sinks, self.clock, progress, job_name or "pyspark_flinkish job")
+        result.net_runtime = max(0, self.clock.now() - started)
+        result.job_id = job_id if job_id is not None else JobID()
         self.last_result = result
         return result
+
 
 
 __all__ = ["JobExecutionResult", "StreamExecutionEnvironment"]

@@ -9,6 +9,7 @@ Kafka, Delta) are read here and built in :mod:`.source_rows`, :mod:`.kafka` and 
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence
 
@@ -39,7 +40,7 @@ from .delivery import deliver_values
 from .delta import with_delta_writers
 from .driver import ForeachBatchDriver
 from .far_future import DEFAULT_HORIZON_MS
-from .job_client import SparkJobClient
+from .job_client import SparkJobClient, query_job_id
 from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
 from .rows import loads
@@ -255,7 +256,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         trigger: Optional[Dict[str, Any]] = None,
         progress: Optional[Callable[[Any], None]] = None,
     ) -> Any:
-        """Run the pipeline as a streaming query.
+        """Run the pipeline (the sinks added since the last ``execute``/``execute_async``/``execute_and_collect``; as
+        PyFlink's, every one of them clears the pipeline) as a streaming query.
 
         **PyFlink's form**, ``execute("name")`` (no ``checkpoint_location``): the checkpoint location is
         ``<spark.sql.streaming.checkpointLocation>/<name>`` when the session sets that root (a later run of the same
@@ -274,10 +276,12 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         (the local file system); other schemes (``dbfs:/x``, ``s3a://...``) are refused up front, since keyed state
         is written with local file APIs (on Databricks give the mount, ``/dbfs/x``)."""
         if not checkpoint_location:
+            started = time.monotonic()
             handle = self._start_default(job_name, trigger, progress)
             handle.await_termination()
             batches = handle.batches_run
-            result = JobExecutionResult(job_name, batches, {})
+            runtime = int((time.monotonic() - started) * 1000)
+            result = JobExecutionResult(job_name, batches, {}, query_job_id(handle), runtime)
             self.last_result = result
             return result
         if trigger is None and self.get_checkpoint_interval() > 0:
@@ -285,7 +289,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         # read as Spark's Path reads it (file:/x, file:///x, /x, relative; other schemes refused, naming the URI);
         # executors resolve relative paths against their own working directories: pinned down here
         checkpoint = local_checkpoint_path(checkpoint_location, default_file_system(self.spark))
-        return self._start(job_name, list(self._sinks), checkpoint, trigger, progress)
+        return self._start(job_name, self._take_sinks(), checkpoint, trigger, progress)
 
     def execute_async(self, job_name: str = "pyspark_flinkish job") -> SparkJobClient:  # type: ignore[override]
         """Start the job as :meth:`execute` ``("name")`` does (default checkpoint location and trigger) and return at
@@ -296,7 +300,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
     def _start_default(
         self, job_name: str, trigger: Optional[Dict[str, Any]], progress: Optional[Callable[[Any], None]]
     ) -> SparkJobHandle:
-        sinks = list(self._sinks)
+        sinks = self._take_sinks()
         if trigger is None:
             trigger = default_trigger(sinks, self.get_checkpoint_interval())
         checkpoint = default_checkpoint_location(self.spark, job_name)
@@ -347,14 +351,13 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         checkpoint = local_temp_dir("flinkish-collect-")
         handle = self._start(
             job_name or "pyspark_flinkish job",
-            list(self._sinks) + list(extra_sinks),
+            self._take_sinks(extra_sinks),
             checkpoint,
             {"availableNow": True},
             progress,
         )
         handle.await_termination()
-        batches = handle.batches_run
-        return JobExecutionResult(job_name or "pyspark_flinkish job", batches, {})
+        return JobExecutionResult(job_name or "pyspark_flinkish job", handle.batches_run, {}, query_job_id(handle))
 
     def _to_dataframe(self, t: Transformation) -> Any:
         if self.backend != "apply_in_pandas_with_state":

@@ -10,6 +10,11 @@ from ..common.job_execution_result import JobExecutionResult
 from .job_handle import SparkJobHandle
 
 
+def query_job_id(handle: SparkJobHandle) -> JobID:
+    """The job id of a Spark job: its streaming query's id (a UUID, as 32 hex digits like Flink's)."""
+    return JobID(str(handle.query.id).replace("-", ""))
+
+
 class SparkJobClient(JobClient):
     """The job's ``StreamingQuery`` (:attr:`handle`, a :class:`SparkJobHandle`): its id is the query's id; the
     result future completes when the query terminates (a bounded job ends by itself; ``cancel()`` stops the query)."""
@@ -17,7 +22,7 @@ class SparkJobClient(JobClient):
     def __init__(self, handle: SparkJobHandle, job_name: str) -> None:
         self.handle = handle
         self.job_name = job_name
-        self._id = JobID(str(handle.query.id).replace("-", ""))
+        self._id = query_job_id(handle)
         self._cancelled = False
         self._result: concurrent.futures.Future = concurrent.futures.Future()  # type: ignore[type-arg]
         threading.Thread(target=self._wait, name=f"flinkish-job-{self._id}", daemon=True).start()
@@ -32,7 +37,7 @@ class SparkJobClient(JobClient):
             self._result.set_exception(JobCancelledError(f"job {self.job_name!r} was cancelled"))
             return
         batches = self.handle.batches_run
-        self._result.set_result(JobExecutionResult(self.job_name, batches, {}))
+        self._result.set_result(JobExecutionResult(self.job_name, batches, {}, self._id))
 
     def get_job_id(self) -> JobID:
         return self._id
@@ -63,4 +68,4 @@ class SparkJobClient(JobClient):
         return CompletableFuture(self._result)
 
 
-__all__ = ["SparkJobClient"]
+__all__ = ["SparkJobClient", "query_job_id"]

@@ -13,6 +13,7 @@ from typing import Any, Dict, List
 import pytest
 
 from pyspark_flinkish.common import JobExecutionResult, JobStatus
+from pyspark_flinkish.core.errors import InvalidPipelineError
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 
 pytestmark = pytest.mark.spark
@@ -63,6 +64,9 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
         else:
             spark.conf.set(key, before)
     assert isinstance(result, JobExecutionResult) and result.batches >= len(ORACLE["input"])
+    assert result.get_net_runtime() > 0 and len(result.get_job_id().to_hex_string()) == 32
+    with pytest.raises(InvalidPipelineError, match="^No operators defined in streaming topology"):
+        env.execute("all windows")  # PyFlink's execute cleared the pipeline: nothing added since
     assert os.path.isdir(tmp_path / "root" / "all_windows" / "spark")
     for name in SPARK_CASES:
         assert _split(got[name]) == _split(cases[name]["output"]), name
@@ -103,6 +107,7 @@ def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-
     assert isinstance(result, JobExecutionResult) and result.job_name == "all windows, batch"
     assert client.get_job_status().result() is JobStatus.FINISHED
     assert client.get_job_id().to_hex_string() == str(client.handle.query.id).replace("-", "")
+    assert result.get_job_id() == client.get_job_id()
     for case in batch:
         assert [list(r) for r in got[case["name"]]] == case["output"], case["name"]
     # a rolling reduce in BATCH: each key's final value only (Flink's BatchGroupedReduceOperator)

@@ -1,8 +1,10 @@
 """Two-input operators (connect + co-functions, keyed broadcast state) on Spark's foreachBatch executor, compared with
 real PyFlink 2.3.0's outputs (``jvm-free-tests/datastream/pyflink_two_input.json``): the jobs of
 ``two_input_jobs.py``, written against PyFlink's API, in one streaming query with their inputs split into micro-batches
-(keyed and broadcast state, timers and the two-input watermark cross batch boundaries). Outputs are compared as
-multisets: Flink does not order a two-input operator's inputs."""
+(keyed and broadcast state, timers and the two-input watermark cross batch boundaries). The same query runs issue 14's
+"done when" job (``pyflink_done_when_job.py``: Row, connect + KeyedCoProcessFunction, keyed broadcast state,
+window_all, KeyedStream.sum), against ``pyflink_done_when.json``. Outputs are compared as multisets: Flink does not
+order a two-input operator's inputs (nor a union's)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pyspark_flinkish.datastream import StreamExecutionEnvironment
 pytestmark = pytest.mark.spark
 CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
 sys.path.insert(0, str(CASES_DIR))
+import pyflink_done_when_job  # noqa: E402
 import two_input_jobs  # noqa: E402
 
 sys.path.remove(str(CASES_DIR))
@@ -25,7 +28,9 @@ sys.path.remove(str(CASES_DIR))
 from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(two_input_jobs)  # Spark's Python workers cannot import it
+cloudpickle.register_pickle_by_value(pyflink_done_when_job)
 ORACLE = json.loads((CASES_DIR / "pyflink_two_input.json").read_text())
+DONE_WHEN = json.loads((CASES_DIR / "pyflink_done_when.json").read_text())
 ON_SPARK = [c for c in two_input_jobs.CASES if c != "broadcast_process"]  # non-keyed broadcast state: refused
 
 
@@ -35,9 +40,12 @@ def test_two_input_jobs_on_foreach_batch_match_pyflink(spark, tmp_path) -> None:
     got: Dict[str, List[str]] = {}
     for case in ON_SPARK:
         two_input_jobs.build(env, api, case).add_sink(got.setdefault(case, []).append)
+    done_when: List[str] = []
+    pyflink_done_when_job.build(env, pyflink_done_when_job.pyspark_flinkish_api(2)).add_sink(done_when.append)
     handle = env.execute("two inputs", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
     handle.await_termination()
     expected = {c["name"]: c["output"] for c in ORACLE["cases"]}
     for case in ON_SPARK:
         assert two_input_jobs.decode(got[case]) == expected[case], case
+    assert pyflink_done_when_job.decode(done_when) == DONE_WHEN["output"]
 

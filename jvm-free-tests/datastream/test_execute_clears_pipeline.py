@@ -92,17 +92,20 @@ def test_a_failed_execute_clears_too() -> None:
 
 
 def test_spark_execute_clears_the_pipeline_in_every_form() -> None:
-    """On Spark (its query start replaced, so no JVM): ``execute(checkpoint_location=...)``, ``execute("name")`` and
-    ``execute_async`` each take the pending sinks."""
+    """On Spark (its query start replaced, so no JVM): ``execute("name")`` and ``execute_async`` (PyFlink's forms) take
+    the pending sinks; the package's restartable ``execute(checkpoint_location=...)`` keeps them, so that the same job
+    restarts from its checkpoint."""
     env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
     started: List[int] = []
     env._start = lambda job_name, sinks, *rest: started.append(len(sinks))  # type: ignore[method-assign,misc,assignment]
+    with pytest.raises(InvalidPipelineError, match=NO_OPERATORS):
+        env.execute("job", checkpoint_location="/tmp/flinkish-clears-ck")
     env.from_collection([1]).add_sink(lambda v: None)
     env.from_collection([2]).add_sink(lambda v: None)
     env.execute("job", checkpoint_location="/tmp/flinkish-clears-ck")
-    assert started == [2]
-    with pytest.raises(InvalidPipelineError, match=NO_OPERATORS):
-        env.execute("job", checkpoint_location="/tmp/flinkish-clears-ck")
+    env.execute("job", checkpoint_location="/tmp/flinkish-clears-ck")  # a restart of the same job
+    assert started == [2, 2]
+    assert len(env._take_sinks()) == 2  # what execute("name") / execute_async take (they need a session to start)
     with pytest.raises(InvalidPipelineError, match=NO_OPERATORS):
         env.execute_async("job")
     env.from_collection([3]).add_sink(lambda v: None)

@@ -166,6 +166,12 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
             raise InvalidPipelineError(NO_OPERATORS)
         return sinks
 
+    def _pending_sinks(self) -> List[Transformation]:
+        """The sinks added so far, kept (an executor's restartable form of ``execute``); with none, Flink's error."""
+        if not self._sinks:
+            raise InvalidPipelineError(NO_OPERATORS)
+        return list(self._sinks)
+
     def execute(
         self, job_name: str = "pyspark_flinkish job", progress: Optional[Callable[[Any], None]] = None
     ) -> JobExecutionResult:

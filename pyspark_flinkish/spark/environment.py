@@ -256,8 +256,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         trigger: Optional[Dict[str, Any]] = None,
         progress: Optional[Callable[[Any], None]] = None,
     ) -> Any:
-        """Run the pipeline (the sinks added since the last ``execute``/``execute_async``/``execute_and_collect``; as
-        PyFlink's, every one of them clears the pipeline) as a streaming query.
+        """Run the pipeline (the sinks added since the last ``execute("name")``/``execute_async``/``execute_and_collect``;
+        as PyFlink's, each of those clears the pipeline) as a streaming query.
 
         **PyFlink's form**, ``execute("name")`` (no ``checkpoint_location``): the checkpoint location is
         ``<spark.sql.streaming.checkpointLocation>/<name>`` when the session sets that root (a later run of the same
@@ -268,7 +268,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         runs until it fails or is stopped (use :meth:`execute_async` to get a client that can cancel it).
 
         **With** ``checkpoint_location`` (it holds Spark's offsets and this package's keyed state and watermarks):
-        starts the query and returns at once with its :class:`SparkJobHandle`. ``trigger`` is passed to Spark's
+        starts the query and returns at once with its :class:`SparkJobHandle`. This form (the package's, not PyFlink's)
+        keeps the pipeline, so that another ``execute(checkpoint_location=...)`` restarts the same job from its
+        checkpoint, as a Spark query is restarted. ``trigger`` is passed to Spark's
         ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``); without
         one, the interval of ``enable_checkpointing`` is the processing-time trigger.
 
@@ -289,7 +291,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         # read as Spark's Path reads it (file:/x, file:///x, /x, relative; other schemes refused, naming the URI);
         # executors resolve relative paths against their own working directories: pinned down here
         checkpoint = local_checkpoint_path(checkpoint_location, default_file_system(self.spark))
-        return self._start(job_name, self._take_sinks(), checkpoint, trigger, progress)
+        # the package's restartable form keeps the pipeline: the same job is started again from its checkpoint
+        # with another execute(checkpoint_location=...) (PyFlink's forms, without one, clear it as Flink does)
+        return self._start(job_name, self._pending_sinks(), checkpoint, trigger, progress)
 
     def execute_async(self, job_name: str = "pyspark_flinkish job") -> SparkJobClient:  # type: ignore[override]
         """Start the job as :meth:`execute` ``("name")`` does (default checkpoint location and trigger) and return at

@@ -538,7 +538,7 @@ def test_the_generator_covers_every_feature() -> None:
     stopped generating one)."""
     seen: set = set()  # type: ignore[type-arg]
 
-    @settings(max_examples=1000, deadline=None, database=None, derandomize=True)
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
     @given(pipelines())
     def collect(p: Pipeline) -> None:
         op = p.operator

@@ -53,7 +53,7 @@ test-jvm-free: setup
 
 # The notebooks in notebooks/, top to bottom in a fresh kernel each (notebooks/conftest.py: nbmake runs them, outputs
 # are not written back, and a notebook whose outputs hold no image fails). Notebooks 1-4
-# run on the JVM-free engine, 5 and 6 start a local SparkSession (Delta from `make jars`). A cell may take 5 minutes
+# and 7 run on the JVM-free engine, 5 and 6 start a local SparkSession (Delta from `make jars`). A cell may take 5 minutes
 # and a notebook 10 (pytest-timeout): a wedged Spark query fails the run instead of hanging it.
 test-notebooks: setup jars
 	$(VPY) -m pytest -q -p no:cacheprovider --nbmake-timeout=300 --timeout=600 notebooks

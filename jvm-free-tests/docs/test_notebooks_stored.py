@@ -26,7 +26,7 @@ def _code(nb: Dict[str, Any]) -> List[str]:
 
 
 def test_one_notebook_per_feature_area() -> None:
-    assert [p.stem[:3] for p in PATHS] == ["01_", "02_", "03_", "04_", "05_", "06_"]
+    assert [p.stem[:3] for p in PATHS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_"]
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)

@@ -11,7 +11,16 @@ from __future__ import annotations
 from ..datastream.executors import SPARK, register_executor
 from .environment import SparkJobHandle, SparkStreamExecutionEnvironment
 from .session import configure, session
+from .state_reader import read_state, read_timers, read_windows
 
 register_executor(SPARK, SparkStreamExecutionEnvironment)
 
-__all__ = ["SparkJobHandle", "SparkStreamExecutionEnvironment", "configure", "session"]
+__all__ = [
+    "SparkJobHandle",
+    "SparkStreamExecutionEnvironment",
+    "configure",
+    "read_state",
+    "read_timers",
+    "read_windows",
+    "session",
+]

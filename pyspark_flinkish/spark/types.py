@@ -100,6 +100,16 @@ def _convert(value: Any, t: TypeInformation) -> Any:
     return value
 
 
+def spark_type(t: TypeInformation) -> Any:
+    """The Spark SQL type of one value of type ``t`` (a struct for ``ROW``/``TUPLE``)."""
+    return _type(t)
+
+
+def to_spark_value(value: Any, t: TypeInformation) -> Any:
+    """One Python value as a value of :func:`spark_type` ``(t)`` (rows become tuples, ``BIG_INT`` a decimal)."""
+    return _convert(value, t)
+
+
 def to_rows(values: List[Any], t: Optional[TypeInformation]) -> List[tuple]:  # type: ignore[type-arg]
     assert t is not None
     if t.name in ("ROW", "TUPLE"):
@@ -108,6 +118,8 @@ def to_rows(values: List[Any], t: Optional[TypeInformation]) -> List[tuple]:  # 
 
 
 __all__ = [
+    "spark_type",
     "to_spark_type",
+    "to_spark_value",
     "to_rows",
 ]

@@ -14,12 +14,18 @@ from pathlib import Path
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
-from pyspark_flinkish.core.errors import UnsupportedFeatureError
+from pyspark_flinkish.core.errors import StateError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
+from pyspark_flinkish.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.spark import read_state, read_timers, read_windows
 
 pytestmark = pytest.mark.spark
+TOTAL = ValueStateDescriptor("total", Types.LONG())
+VALUES = ListStateDescriptor("values", Types.LONG())
+AT = MapStateDescriptor("at", Types.LONG(), Types.LONG())
+EVENT = Types.ROW_NAMED(["k", "t", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,23 +46,27 @@ def test_readme_example_runs_on_spark_with_only_the_environment_line_changed(spa
 
 
 class Alert(KeyedProcessFunction):  # type: ignore[type-arg]
-    """Sums values per key and emits the sum 5 ms (event time) after the key's first event."""
+    """Sums values per key and emits the sum 5 ms (event time) after the key's first event; keeps the values
+    (list state) and the value per timestamp (map state) until then, for ``read_state``."""
 
     def open(self, runtime_context):  # type: ignore[no-untyped-def]
-        from pyspark_flinkish.datastream.state import ValueStateDescriptor
-
-        self.total = runtime_context.get_state(ValueStateDescriptor("total"))
+        self.total = runtime_context.get_state(TOTAL)
+        self.values = runtime_context.get_list_state(VALUES)
+        self.at = runtime_context.get_map_state(AT)
 
     def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
         if self.total.value() is None:
             ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5)
         self.total.update((self.total.value() or 0) + value["v"])
+        self.values.add(value["v"])
+        self.at.put(value["t"], value["v"])
         if value["v"] < 0:
             yield OutputTag("negative"), value
 
     def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
         yield {"key": ctx.get_current_key(), "at": timestamp, "total": self.total.value()}
-        self.total.clear()
+        for state in (self.total, self.values, self.at):
+            state.clear()
 
 
 def _pipeline(env):  # type: ignore[no-untyped-def]
@@ -70,7 +80,7 @@ def _pipeline(env):  # type: ignore[no-untyped-def]
     events = env.from_source(MicroBatchSource(batches, partitions=[0, 1]), strategy, "events")
     alerts = events.key_by(lambda e: e["k"]).process(
         Alert(), output_type=Types.ROW_NAMED(["key", "at", "total"], [Types.STRING(), Types.LONG(), Types.LONG()])
-    )
+    ).uid("alerts")
     sums = (
         events.key_by(lambda e: e["k"])
         .window(TumblingEventTimeWindows.of(Duration.of_millis(10)))
@@ -173,6 +183,37 @@ def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spa
     lines = [r.getMessage() for r in caplog.records if r.name == "pyspark_flinkish.progress"]
     assert len(lines) == 5 and lines[3].split()[0] == "3" and "late=1+1" in lines[3], lines
     assert re.search(r" wm=6 lag=\d+d\d\dh ", lines[3]), lines  # wall clock minus watermark 6 (ms since 1970)
+
+    # read_state (docs/state-snapshots.md#reading-state-as-tables), worked out by hand from the batches above.
+    # After batch 3 (watermark 6): a's timer at 6 fired in batch 2 and cleared its state, then a@1 v=8 came (a new
+    # timer at 6, not fired: the watermark did not advance); b holds 2@2 and 5@4 (timer at 7); c holds 6@30 (35)
+    ck, key = str(checkpoint), Types.STRING()
+    assert sorted(tuple(r) for r in read_state(spark, ck, "alerts", TOTAL, key_type=key, batch_id=3).collect()) == [
+        ("a", 8), ("b", 7), ("c", 6)
+    ]
+    assert sorted(tuple(r) for r in read_state(spark, ck, "alerts", VALUES, key_type=key, batch_id=3).collect()) == [
+        ("a", 8), ("b", 2), ("b", 5), ("c", 6)
+    ]
+    lists = read_state(spark, ck, "alerts", VALUES, key_type=key, batch_id=3, flatten=False)
+    assert lists.columns == ["key", "values"] and sorted(map(tuple, lists.collect())) == [("a", [8]), ("b", [2, 5]), ("c", [6])]
+    entries = read_state(spark, ck, "alerts", AT, key_type=key, batch_id=3)
+    assert entries.columns == ["key", "map_key", "value"]
+    assert sorted(map(tuple, entries.collect())) == [("a", 1, 8), ("b", 2, 2), ("b", 4, 5), ("c", 30, 6)]
+    timers = read_timers(spark, ck, "alerts", key_type=key, batch_id=3)
+    assert sorted(map(tuple, timers.collect())) == [
+        ("a", 6, "event", None, None), ("b", 7, "event", None, None), ("c", 35, "event", None, None)
+    ]
+    # w5-side (batch-wise, 5 ms): [0, 5) of a and b fired and were cleaned up at watermark 6; a@9 and c@30 are open
+    windows = read_windows(spark, ck, "w5-side", EVENT, key_type=key, batch_id=3)
+    assert sorted(map(tuple, windows.collect())) == [("a", 5, 10, ("a", 9, 4)), ("c", 30, 35, ("c", 30, 6))]
+    # the newest committed batch (4, the end of input) fired every timer: no state left; a half-written newer
+    # version (no driver commit) is never read
+    stray = checkpoint / "flinkish" / "state" / "op=alerts" / "sp=00000" / f"v={5:012d}.parquet"
+    stray.write_bytes(b"half-written")
+    assert read_state(spark, ck, "alerts", TOTAL, key_type=key).count() == 0
+    assert read_windows(spark, ck, "w5-side", EVENT, key_type=key).count() == 0
+    with pytest.raises(StateError, match=r"no state named 'sum'.*'at', 'total', 'values'"):
+        read_state(spark, ck, "alerts", ValueStateDescriptor("sum", Types.LONG()), key_type=key)
 
 
 def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

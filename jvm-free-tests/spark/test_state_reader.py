@@ -14,7 +14,7 @@ import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.core.codec import encode_snapshot
-from pyspark_flinkish.core.errors import StateError, UnsupportedFeatureError
+from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidTypeError, StateError, UnsupportedFeatureError
 from pyspark_flinkish.core.state import VOID_NAMESPACE
 from pyspark_flinkish.core.state_ttl import TtlValue
 from pyspark_flinkish.core.windows import CountWindow, TimeWindow
@@ -29,6 +29,9 @@ from pyspark_flinkish.spark.state_reader import (
     committed_state,
     declared_key_type,
     declared_states,
+    read_state,
+    read_timers,
+    read_windows,
     state_names,
     state_values,
     timer_values,
@@ -169,3 +172,22 @@ def test_signature_parts() -> None:
     assert batch_window_size("window:SlidingEventTimeWindows(10, 5, 0) EventTimeTrigger() None") == 10
     with pytest.raises(StateError, match="window size"):
         batch_window_size("window:EventTimeSessionWindows(50) EventTimeTrigger()")
+
+
+def test_what_cannot_be_read_as_asked_is_refused_before_any_spark_job(checkpoint: Path) -> None:
+    """These refusals come from the checkpoint's files and the arguments alone (no session is needed to raise)."""
+    ck, key = str(checkpoint), Types.STRING()
+    with pytest.raises(InvalidTypeError, match=r"state 'total' of operator 'keep' is value state; read it with a value"):
+        read_state(None, ck, "keep", ListStateDescriptor("total", Types.LONG()), key_type=key)
+    with pytest.raises(InvalidTypeError, match=r"key type of operator 'keep' is not recorded .* key_type="):
+        read_state(None, ck, "keep", ValueStateDescriptor("total", Types.LONG()))
+    with pytest.raises(InvalidTypeError, match=r"ValueStateDescriptor\('total'\) has no type information"):
+        read_state(None, ck, "keep", ValueStateDescriptor("total"), key_type=key)
+    with pytest.raises(InvalidTypeError, match=r"map keys of MapStateDescriptor\('at'\) has no type information"):
+        read_state(None, ck, "keep", MapStateDescriptor("at", None, Types.LONG()), key_type=key)
+    with pytest.raises(InvalidArgumentError, match=r"needs a state descriptor"):
+        read_state(None, ck, "keep", "total", key_type=key)  # type: ignore[arg-type]
+    with pytest.raises(UnsupportedFeatureError, match=r"'tumbling' is a window run batch-wise: it keeps no timers.*read_windows"):
+        read_timers(None, ck, "tumbling", key_type=key)
+    with pytest.raises(InvalidArgumentError, match=r"'keep' is not a window operator; read its state with read_state"):
+        read_windows(None, ck, "keep", Types.LONG(), key_type=key)

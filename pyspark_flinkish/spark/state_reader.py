@@ -51,7 +51,7 @@ from ..core.windows import TimeWindow
 from .checkpoint import META_FILE, META_FORMAT, META_VERSION
 from .checkpoint_location import local_checkpoint_path
 from .keys import decode_key
-from .session import default_file_system
+from .session import default_file_system, spark_path
 from .types import spark_type, to_spark_value
 
 Row = Tuple[Any, ...]
@@ -265,10 +265,10 @@ def _need_type(t: Optional[TypeInformation], what: str) -> TypeInformation:
 def _frame(spark: Any, version: StateVersion) -> Any:
     """``(key, snapshot)`` rows of the version: keyed snapshots, or a batch-wise window's keyed-snapshot rows."""
     if version.snapshot_files:
-        df = spark.read.schema("key binary, snapshot binary").parquet(*(f"file://{p}" for p in version.snapshot_files))
+        df = spark.read.schema("key binary, snapshot binary").parquet(*map(spark_path, version.snapshot_files))
         # a broadcast operator's own state is the row with an empty key (``keyed_partition.OPERATOR_STATE_KEY``)
         return df.where("length(key) > 0")
-    df = spark.read.schema("key binary, window_start long, acc binary").parquet(*(f"file://{p}" for p in version.window_files))
+    df = spark.read.schema("key binary, window_start long, acc binary").parquet(*map(spark_path, version.window_files))
     return df.where("window_start is null").selectExpr("key", "acc as snapshot")
 
 
@@ -284,10 +284,18 @@ def _decoded(df: Any, schema: Any, types: Sequence[Optional[TypeInformation]], d
 
         for batch in batches:
             rows = decode(*(batch.column(c).to_pylist() for c in columns))
-            arrays = [
-                pa.array([r[i] if t is None else to_spark_value(r[i], t) for r in rows], type=field.type)
-                for i, (t, field) in enumerate(zip(types, arrow_schema))
-            ]
+            arrays = []
+            for i, (t, field) in enumerate(zip(types, arrow_schema)):
+                values = [r[i] if t is None else to_spark_value(r[i], t) for r in rows]
+                try:
+                    arrays.append(pa.array(values, type=field.type))
+                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+                    sample = next((v for v in values if v is not None), None)
+                    msg = (
+                        f"state column {field.name!r} is declared as {t!r} ({field.type}), but the state holds "
+                        f"values such as {sample!r}: declare the type the job keeps ({exc})"
+                    )
+                    raise InvalidTypeError(msg) from exc
             yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
     return df.mapInArrow(fn, schema)
@@ -343,36 +351,36 @@ def read_state(
         raise InvalidArgumentError(msg)
     version, key = _open(spark, checkpoint, uid, batch_id, key_type)
     name, kind = descriptor.name, descriptor.kind
+    value_type = _need_type(descriptor.type_info, repr(descriptor))
+    map_key = _need_type(getattr(descriptor, "key_type_info", None), f"the map keys of {descriptor!r}") if kind == "map" else None
     declared = declared_states(version.signature)
+    if declared is not None and name in declared and declared[name] != kind:
+        msg = (
+            f"state {name!r} of operator {uid!r} is {declared[name]} state; read it with a {declared[name]} state "
+            f"descriptor, not {descriptor!r}"
+        )
+        raise InvalidTypeError(msg)
     frame = _frame(spark, version)
-    if declared is not None and name in declared:
-        if declared[name] != kind:
-            msg = f"state {name!r} of operator {uid!r} is {declared[name]} state; read it with a {declared[name]} state descriptor, not {descriptor!r}"
-            raise InvalidTypeError(msg)
-    else:
-        present = set(declared or ()) | set(_names_present(frame))
-        present = {n for n in present if not _is_internal(n)}
+    if declared is None or name not in declared:  # state registered after open(): look for it in the snapshots
+        present = {n for n in set(declared or ()) | set(_names_present(frame)) if not _is_internal(n)}
         if name not in present:
             msg = (
                 f"operator {uid!r} has no state named {name!r} after batch {version.batch_id}; "
                 f"states present: {', '.join(map(repr, sorted(present))) or 'none'}"
             )
             raise StateError(msg)
-    value_type = _need_type(descriptor.type_info, repr(descriptor))
     key_field = T.StructField("key", spark_type(key))
     if kind == "list" and flatten:
         fields, types = [T.StructField("value", spark_type(value_type))], [value_type]
     elif kind == "list":
         array = TypeInformation("LIST", [value_type])
         fields, types = [T.StructField("values", spark_type(array))], [array]
-    elif kind == "map":
-        map_key = _need_type(getattr(descriptor, "key_type_info", None), f"the map keys of {descriptor!r}")
-        if flatten:
-            fields = [T.StructField("map_key", spark_type(map_key)), T.StructField("value", spark_type(value_type))]
-            types = [map_key, value_type]
-        else:
-            mapping = TypeInformation("MAP", [map_key, value_type])
-            fields, types = [T.StructField("value", spark_type(mapping))], [mapping]
+    elif kind == "map" and map_key is not None and flatten:
+        fields = [T.StructField("map_key", spark_type(map_key)), T.StructField("value", spark_type(value_type))]
+        types = [map_key, value_type]
+    elif kind == "map" and map_key is not None:
+        mapping = TypeInformation("MAP", [map_key, value_type])
+        fields, types = [T.StructField("value", spark_type(mapping))], [mapping]
     else:
         fields, types = [T.StructField("value", spark_type(value_type))], [value_type]
 
@@ -447,7 +455,7 @@ def read_windows(
     types = [key, None, None, contents_type]
     if version.window_files:
         size = batch_window_size(version.signature)
-        files = (f"file://{p}" for p in version.window_files)
+        files = map(spark_path, version.window_files)
         df = spark.read.schema("key binary, window_start long, acc binary").parquet(*files)
 
         def decode(keys: List[bytes], starts: List[Optional[int]], accs: List[bytes]) -> List[Row]:

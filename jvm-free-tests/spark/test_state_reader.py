@@ -108,6 +108,12 @@ def test_the_newest_committed_version_is_read_never_a_half_written_newer_one(che
 def test_a_wrong_checkpoint_uid_or_batch_is_a_clear_error(checkpoint: Path, tmp_path: Path) -> None:
     with pytest.raises(StateError, match=r"not a checkpoint of a pyspark_flinkish job"):
         committed_state(str(tmp_path), "keep")
+    (checkpoint / "spark").mkdir(exist_ok=True)  # where the job keeps Spark's own checkpoint
+    with pytest.raises(StateError, match=r"Spark's part of a job's checkpoint; give its parent"):
+        committed_state(str(checkpoint / "spark"), "keep")
+    (tmp_path / "offsets").mkdir()
+    with pytest.raises(StateError, match=r"apply_in_pandas_with_state.*spark.read.format\('statestore'\)"):
+        committed_state(str(tmp_path), "keep")
     with pytest.raises(StateError, match=r"uid 'kept'; operators with keyed state: 'keep', 'sessions', 'tumbling'"):
         committed_state(str(checkpoint), "kept")
     with pytest.raises(StateError, match=r"batch 7 .* committed versions kept: 0, 1 "):

@@ -87,10 +87,16 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
     flinkish = os.path.join(root, "flinkish")
     meta_path = os.path.join(flinkish, META_FILE)
     if not os.path.exists(meta_path):
-        msg = (
-            f"{location!r} is not a checkpoint of a pyspark_flinkish job: {meta_path} is missing "
-            "(give the checkpoint_location the job was executed with)"
-        )
+        hint = "give the checkpoint_location the job was executed with"
+        if os.path.exists(os.path.join(os.path.dirname(root.rstrip("/")), "flinkish", META_FILE)):
+            hint = f"this is Spark's part of a job's checkpoint; give its parent, {os.path.dirname(root.rstrip('/'))!r}"
+        elif os.path.isdir(os.path.join(root, "offsets")):
+            hint = (
+                "this is a Spark streaming checkpoint without the package's state: a job with "
+                "backend='apply_in_pandas_with_state' keeps its keyed state in Spark's state store; read it with "
+                "Spark's state data source (spark.read.format('statestore'))"
+            )
+        msg = f"{location!r} is not a checkpoint of a pyspark_flinkish job: {meta_path} is missing ({hint})"
         raise StateError(msg)
     with open(meta_path, "rb") as f:
         meta = load_document(f.read(), META_FORMAT, META_VERSION, meta_path)

@@ -11,6 +11,7 @@ from typing import Any, List, Tuple
 
 import pyarrow.parquet as pq
 import pytest
+from foreach_batch_harness import run_foreach_batch
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.core.codec import encode_snapshot
@@ -38,7 +39,6 @@ from pyspark_flinkish.spark.state_reader import (
     window_values,
 )
 
-from foreach_batch_harness import run_foreach_batch
 
 
 class Keep(KeyedProcessFunction):  # type: ignore[type-arg]
@@ -67,7 +67,8 @@ BATCHES = [
 
 
 def _build(env: Any) -> None:
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(lambda e, _: e[1])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+    strategy = strategy.with_timestamp_assigner(lambda e, _: e[1])
     events = env.from_source(MicroBatchSource(BATCHES), strategy, "events")
     keep = events.key_by(lambda e: e[0]).process(Keep()).uid("keep")
     pairs = events.map(lambda e: (e[0], e[2]))

@@ -13,7 +13,9 @@ the last three batches; older ones are pruned.
 Decoding runs on the executors (``mapInArrow``): the state files are read by Spark, each key's snapshot decoded
 with the state codec (``core/codec.py``) and converted to the descriptor's Spark type (``spark/types.py``). The
 pure decoding functions (:func:`state_values`, :func:`timer_values`, :func:`window_values`) take the files'
-columns and give Python rows; :func:`committed_state` is the one function that knows the file layout.
+columns and give Python rows. Only :func:`committed_state` (which files hold a committed version) and
+:func:`snapshot_frame` / :func:`window_frame` (their columns) know the layout of ``spark/state_store.py``: a new
+storage layer replaces these three.
 
 Rows, as Spark's state data source gives them with its default ``flattenCollectionTypes=true``:
 
@@ -143,6 +145,23 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
     return StateVersion(uid, batch, tuple(snapshots), tuple(windows), signature)
 
 
+def snapshot_frame(spark: Any, version: StateVersion) -> Any:
+    """``(key, snapshot)`` rows of ``version`` (binary columns): the keyed snapshots of every key, or of a window
+    run batch-wise the keyed state its functions keep (the window contents are in :func:`window_frame`)."""
+    if version.snapshot_files:
+        df = spark.read.schema("key binary, snapshot binary").parquet(*map(spark_path, version.snapshot_files))
+        # a broadcast operator's own state is the row with an empty key (``keyed_partition.OPERATOR_STATE_KEY``)
+        return df.where("length(key) > 0")
+    df = spark.read.schema("key binary, window_start long, acc binary").parquet(*map(spark_path, version.window_files))
+    return df.where("window_start is null").selectExpr("key", "acc as snapshot")
+
+
+def window_frame(spark: Any, version: StateVersion) -> Any:
+    """``(key, window_start, acc)`` rows of a window run batch-wise: one per open window."""
+    df = spark.read.schema("key binary, window_start long, acc binary").parquet(*map(spark_path, version.window_files))
+    return df.where("window_start is not null")
+
+
 def declared_states(signature: Optional[str]) -> Optional[Dict[str, str]]:
     """``{state name: kind}`` of the state an operator registers when opened, from its signature (None: unknown)."""
     for part in (signature or "").split(" | ")[1:]:
@@ -268,17 +287,9 @@ def _need_type(t: Optional[TypeInformation], what: str) -> TypeInformation:
     return t
 
 
-def _frame(spark: Any, version: StateVersion) -> Any:
-    """``(key, snapshot)`` rows of the version: keyed snapshots, or a batch-wise window's keyed-snapshot rows."""
-    if version.snapshot_files:
-        df = spark.read.schema("key binary, snapshot binary").parquet(*map(spark_path, version.snapshot_files))
-        # a broadcast operator's own state is the row with an empty key (``keyed_partition.OPERATOR_STATE_KEY``)
-        return df.where("length(key) > 0")
-    df = spark.read.schema("key binary, window_start long, acc binary").parquet(*map(spark_path, version.window_files))
-    return df.where("window_start is null").selectExpr("key", "acc as snapshot")
-
-
-def _decoded(df: Any, schema: Any, types: Sequence[Optional[TypeInformation]], decode: Callable[..., List[Row]], columns: Sequence[str]) -> Any:
+def _decoded(
+    df: Any, schema: Any, types: Sequence[Optional[TypeInformation]], decode: Callable[..., List[Row]], columns: Sequence[str]
+) -> Any:
     """``df`` decoded on the executors: ``decode(*columns)`` gives Python rows, converted to ``schema``
     (``types[i]``: the declared type of column ``i``; None: kept as is)."""
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -307,7 +318,9 @@ def _decoded(df: Any, schema: Any, types: Sequence[Optional[TypeInformation]], d
     return df.mapInArrow(fn, schema)
 
 
-def _open(spark: Any, checkpoint: str, uid: str, batch_id: Optional[int], key_type: Optional[TypeInformation]) -> Tuple[StateVersion, TypeInformation]:
+def _open(
+    spark: Any, checkpoint: str, uid: str, batch_id: Optional[int], key_type: Optional[TypeInformation]
+) -> Tuple[StateVersion, TypeInformation]:
     version = committed_state(checkpoint, uid, batch_id, default_file_system(spark))
     key = key_type or declared_key_type(version.signature)
     if key is None:
@@ -366,7 +379,7 @@ def read_state(
             f"descriptor, not {descriptor!r}"
         )
         raise InvalidTypeError(msg)
-    frame = _frame(spark, version)
+    frame = snapshot_frame(spark, version)
     if declared is None or name not in declared:  # state registered after open(): look for it in the snapshots
         present = {n for n in set(declared or ()) | set(_names_present(frame)) if not _is_internal(n)}
         if name not in present:
@@ -431,7 +444,7 @@ def read_timers(
         T.StructField("window_start", T.LongType()),
         T.StructField("window_end", T.LongType()),
     ])
-    return _decoded(_frame(spark, version), schema, [key, None, None, None, None], timer_values, ["key", "snapshot"])
+    return _decoded(snapshot_frame(spark, version), schema, [key, None, None, None, None], timer_values, ["key", "snapshot"])
 
 
 def read_windows(
@@ -461,17 +474,14 @@ def read_windows(
     types = [key, None, None, contents_type]
     if version.window_files:
         size = batch_window_size(version.signature)
-        files = map(spark_path, version.window_files)
-        df = spark.read.schema("key binary, window_start long, acc binary").parquet(*files)
-
         def decode(keys: List[bytes], starts: List[Optional[int]], accs: List[bytes]) -> List[Row]:
             return batch_window_values(keys, starts, accs, size)
 
-        return _decoded(df.where("window_start is not null"), schema, types, decode, ["key", "window_start", "acc"])
+        return _decoded(window_frame(spark, version), schema, types, decode, ["key", "window_start", "acc"])
     if version.signature is not None and not version.signature.startswith("window:"):
         msg = f"operator {uid!r} is not a window operator; read its state with read_state"
         raise InvalidArgumentError(msg)
-    return _decoded(_frame(spark, version), schema, types, window_values, ["key", "snapshot"])
+    return _decoded(snapshot_frame(spark, version), schema, types, window_values, ["key", "snapshot"])
 
 
 __all__ = [
@@ -479,6 +489,8 @@ __all__ = [
     "batch_window_size",
     "batch_window_values",
     "committed_state",
+    "snapshot_frame",
+    "window_frame",
     "declared_key_type",
     "declared_states",
     "read_state",

@@ -8,7 +8,8 @@ Each file holds every key of one state partition after one micro-batch: columns 
 with :mod:`pyspark_flinkish.core.codec`, UTF-8 JSON) and ``snapshot`` (the key's encoded keyed snapshot).
 A file is written for every partition and batch, even when empty, so a missing file is corruption, never
 "no state". Batch ``N`` reads version ``N-1``'s files and writes version ``N``: replaying ``N`` after a crash
-starts from the same state and rewrites the same files.
+starts from the same state and rewrites the same files. ``spark/state_reader.py`` reads these files back as
+DataFrames (``read_state``); its ``committed_state``, ``snapshot_frame`` and ``window_frame`` follow this layout.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from .keys import decode_key
 from .session import default_file_system, spark_path
 from .types import spark_type, to_spark_value
 
-Row = Tuple[Any, ...]
+RowValues = Tuple[Any, ...]
 
 
 # ------------------------------------------------------------------------------------------- layout
@@ -209,10 +209,10 @@ def state_names(snapshots: Iterable[bytes]) -> Set[str]:
     return names
 
 
-def state_values(keys: Sequence[bytes], snapshots: Sequence[bytes], name: str, kind: str, flatten: bool = True) -> List[Row]:
+def state_values(keys: Sequence[bytes], snapshots: Sequence[bytes], name: str, kind: str, flatten: bool = True) -> List[RowValues]:
     """Rows of state ``name`` (of descriptor kind ``kind``) outside windows, Python values: ``(key, value)``; a
     list flattened gives one ``(key, element)`` per element, a map flattened ``(key, map_key, value)``."""
-    rows: List[Row] = []
+    rows: List[RowValues] = []
     for kb, data in zip(keys, snapshots):
         stored = decode_snapshot(data)["state"].get((name, VOID_NAMESPACE))
         if stored is None:
@@ -238,10 +238,10 @@ def _window_bounds(ns: Any) -> Tuple[Optional[int], Optional[int]]:
     raise UnsupportedFeatureError(msg)
 
 
-def timer_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[Row]:
+def timer_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[RowValues]:
     """Pending timers: ``(key, timestamp, kind, window_start, window_end)``, kind ``"event"`` or ``"processing"``;
     the window is the timer's namespace (null for a process function's timers)."""
-    rows: List[Row] = []
+    rows: List[RowValues] = []
     for kb, data in zip(keys, snapshots):
         snap = decode_snapshot(data)
         key = decode_key(kb)
@@ -251,11 +251,11 @@ def timer_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[Row]
     return rows
 
 
-def window_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[Row]:
+def window_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[RowValues]:
     """Open windows of a window operator's keyed snapshots: ``(key, window_start, window_end, contents)``;
     contents are the list of elements, the reduced value or the accumulator. A merging (session) window's
     contents live under its state window; the row names the window itself."""
-    rows: List[Row] = []
+    rows: List[RowValues] = []
     for kb, data in zip(keys, snapshots):
         state = decode_snapshot(data)["state"]
         merged = state.get((MERGING_SET, VOID_NAMESPACE))
@@ -268,7 +268,7 @@ def window_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[Row
     return rows
 
 
-def batch_window_values(keys: Sequence[bytes], starts: Sequence[Optional[int]], accs: Sequence[bytes], size: int) -> List[Row]:
+def batch_window_values(keys: Sequence[bytes], starts: Sequence[Optional[int]], accs: Sequence[bytes], size: int) -> List[RowValues]:
     """Open windows of a window run batch-wise (``w=`` files): ``(key, window_start, window_end, contents)``."""
     return [
         (decode_key(kb), s, s + size, decode_value(json.loads(a)))
@@ -288,7 +288,7 @@ def _need_type(t: Optional[TypeInformation], what: str) -> TypeInformation:
 
 
 def _decoded(
-    df: Any, schema: Any, types: Sequence[Optional[TypeInformation]], decode: Callable[..., List[Row]], columns: Sequence[str]
+    df: Any, schema: Any, types: Sequence[Optional[TypeInformation]], decode: Callable[..., List[RowValues]], columns: Sequence[str]
 ) -> Any:
     """``df`` decoded on the executors: ``decode(*columns)`` gives Python rows, converted to ``schema``
     (``types[i]``: the declared type of column ``i``; None: kept as is)."""
@@ -403,7 +403,7 @@ def read_state(
     else:
         fields, types = [T.StructField("value", spark_type(value_type))], [value_type]
 
-    def decode(keys: List[bytes], snapshots: List[bytes]) -> List[Row]:
+    def decode(keys: List[bytes], snapshots: List[bytes]) -> List[RowValues]:
         return state_values(keys, snapshots, name, kind, flatten)
 
     return _decoded(frame, T.StructType([key_field, *fields]), [key, *types], decode, ["key", "snapshot"])
@@ -415,7 +415,7 @@ def _names_present(frame: Any) -> List[str]:
 
     schema = T.StructType([T.StructField("name", T.StringType())])
 
-    def decode(keys: List[bytes], snapshots: List[bytes]) -> List[Row]:
+    def decode(keys: List[bytes], snapshots: List[bytes]) -> List[RowValues]:
         return [(n,) for n in sorted(state_names(snapshots))]
 
     return [r["name"] for r in _decoded(frame, schema, [None], decode, ["key", "snapshot"]).distinct().collect()]
@@ -474,7 +474,7 @@ def read_windows(
     types = [key, None, None, contents_type]
     if version.window_files:
         size = batch_window_size(version.signature)
-        def decode(keys: List[bytes], starts: List[Optional[int]], accs: List[bytes]) -> List[Row]:
+        def decode(keys: List[bytes], starts: List[Optional[int]], accs: List[bytes]) -> List[RowValues]:
             return batch_window_values(keys, starts, accs, size)
 
         return _decoded(window_frame(spark, version), schema, types, decode, ["key", "window_start", "acc"])

@@ -78,3 +78,16 @@ def test_settings_on_the_writers_own_session_leave_empty_commits_recorded() -> N
         session.sql("MERGE ...")
     assert session.conf.seen == [{SKIP_EMPTY_COMMITS_CONF: "false", USER_METADATA_CONF: "m"}]
     assert session.conf.values == {SKIP_EMPTY_COMMITS_CONF: "false"}
+
+
+def test_a_writer_travels_to_the_connect_server_without_its_session_and_lock() -> None:
+    """On Connect the driver, with its sinks' writers, is pickled to the server's Python: a writer that already has a
+    session (or a lock, which does not pickle) arrives without them and makes its own there."""
+    import pickle
+
+    writer = DeltaBatchWriter(DeltaSink.for_path("/lake/t"), Types.LONG())
+    writer._session, writer._shared = RecordingSession({}), True
+    copy = pickle.loads(pickle.dumps(writer))
+    assert copy._session is None and copy._shared is False and copy.sink.path == "/lake/t"
+    with copy._lock:  # a lock of its own
+        assert not writer._lock.locked()

@@ -337,7 +337,7 @@ def test_kafka_to_delta_with_a_late_side_output_dead_letters_and_a_restart_exact
 
     job = _kafka_delta_job()
     topic = kafka_topic(partitions=job.PARTITIONS)
-    events = job.events(2_000)
+    events = job.events(1_200)
     stored: Dict[Any, Any] = {}
 
     def produce(pairs: List[Any]) -> None:
@@ -353,7 +353,7 @@ def test_kafka_to_delta_with_a_late_side_output_dead_letters_and_a_restart_exact
     for attempt in range(2):
         env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
         source = env.from_kafka(topic, kafka_broker.bootstrap_servers, job.strategy(), schema=job.EVENT_TYPE,
-                                timestamp_field="t", max_offsets_per_trigger=1_100, partitions=list(range(job.PARTITIONS)))
+                                timestamp_field="t", max_offsets_per_trigger=650, partitions=list(range(job.PARTITIONS)))
         for name, stream in job.build(source).items():
             stream.sink_to(DeltaSink.for_path(str(lake / name), merge_keys=job.MERGE_KEYS.get(name, ()))).uid(name)
         handle = env.execute("kafka-delta", checkpoint_location=str(checkpoint), trigger={"availableNow": True})

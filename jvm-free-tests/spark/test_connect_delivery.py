@@ -225,18 +225,6 @@ def test_the_apply_in_pandas_with_state_backend_is_refused_on_connect() -> None:
         SparkStreamExecutionEnvironment(_ConnectSession(), backend="apply_in_pandas_with_state")
 
 
-def test_a_delta_sink_is_refused_on_connect_naming_the_alternative(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from pyspark_flinkish.common import Types
-    from pyspark_flinkish.datastream.connectors.delta import DeltaSink
-
-    env = SparkStreamExecutionEnvironment(_ConnectSession())
-    events = env.from_source(MicroBatchSource(BATCHES), WatermarkStrategy.no_watermarks(), "events")
-    row = Types.ROW_NAMED(["k", "t", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
-    events.map(lambda e: e, output_type=row).sink_to(DeltaSink.for_path(str(tmp_path / "table")))
-    with pytest.raises(UnsupportedFeatureError, match=r"DeltaSink cannot run on a Spark Connect session.*txnVersion"):
-        env.execute("delta", checkpoint_location=str(tmp_path / "ck"))
-
-
 def test_a_query_start_is_tried_again_only_when_the_worker_did_not_connect_back() -> None:
     from pyspark_flinkish.spark.connect import start_query
 

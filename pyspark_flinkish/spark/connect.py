@@ -81,34 +81,6 @@ def check_connect_job(env: Any) -> None:
         raise UnsupportedFeatureError(msg)
 
 
-def check_connect_writers(sinks: Sequence[Transformation]) -> None:
-    """Refuse, when the job is started, the Delta writers of the package (``DeltaSink``, the Kafka sources' dead-letter
-    tables) on a Connect session: they need ``SparkSession.newSession()`` and delta-spark's ``DeltaTable`` API, which a
-    Connect client does not have (``newSession`` is not in pyspark 4.2's Connect session; ``DeltaTable`` needs Delta
-    Connect on the server)."""
-    from .delta import DeltaBatchWriter
-
-    for t in sinks:
-        writer = getattr(t.spec, "writer", None)
-        if isinstance(writer, DeltaBatchWriter):
-            msg = (
-                f"{t.name}: DeltaSink cannot run on a Spark Connect session: its exactly-once writer needs "
-                "SparkSession.newSession() and delta-spark's DeltaTable API, which a Connect client does not have. "
-                "Write the stream with foreach_batch(lambda df, batch_id: df.write.format('delta')"
-                ".option('txnAppId', '<job>').option('txnVersion', batch_id).mode('append').save(path)) (Delta's "
-                "idempotent writes keep it exactly once), or use a classic SparkSession"
-            )
-            raise UnsupportedFeatureError(msg)
-        if isinstance(getattr(writer, "delta", None), DeltaBatchWriter):
-            msg = (
-                f"{t.name}: a Kafka source's dead-letter Delta table (malformed_records='dead_letter', the default) "
-                "cannot be written on a Spark Connect session (its writer needs SparkSession.newSession() and "
-                "delta-spark's DeltaTable API). Pass malformed_records='fail', or malformed_records_tag=OutputTag(...) "
-                "for a side output of undecodable records"
-            )
-            raise UnsupportedFeatureError(msg)
-
-
 class Outbox:
     """What the client must see of one run of a job, one file per micro-batch and client sink, under the checkpoint.
 
@@ -430,7 +402,6 @@ __all__ = [
     "Outbox",
     "RemoteBatchFunction",
     "check_connect_job",
-    "check_connect_writers",
     "is_client_sink",
     "is_connect",
     "package_zip",

@@ -15,7 +15,8 @@ replaces Delta's ``txnAppId``/``txnVersion`` write options, which give the same 
 look its transaction up in a reconstruction of the table's state: three Spark jobs per commit, which tripled the
 per-batch cost of a small micro-batch (``docs/benchmarks.md``, part 4). A MERGE (``merge_keys``) takes no write
 options: its ``userMetadata`` is set with Delta's session setting
-``spark.databricks.delta.commitInfo.userMetadata`` on a session of its own.
+``spark.databricks.delta.commitInfo.userMetadata`` on a session of its own (on Spark Connect, which has no
+``newSession()``, on the job's session for the MERGE: see :class:`DeltaBatchWriter`).
 An empty batch is committed too (an empty append): it carries the watermark.
 
 Commit metadata and reading the log: :mod:`.delta_commits`; reading a table as a source (``env.from_delta``):
@@ -24,12 +25,14 @@ Commit metadata and reading the log: :mod:`.delta_commits`; reading a table as a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from typing import Any, Dict, List, Optional, Sequence
+import uuid
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..datastream.plan import DeltaSinkSpec, Transformation
-from .delta_commits import app_id, commit_metadata, last_committed_batch
+from .delta_commits import app_id, commit_metadata, last_committed_batch, table_identifier
 
 _log = logging.getLogger("pyspark_flinkish.spark.delta")
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -47,51 +50,94 @@ def _last_wins(rows: List[tuple], names: Sequence[str], keys: Sequence[str]) -> 
 
 
 # ---------------------------------------------------------------------------------------------- writer
+SKIP_EMPTY_COMMITS_CONF = "spark.databricks.delta.skipRecordingEmptyCommits"
+
+# Spark Connect: the writers of this process share the job's session, whose settings they change for a write
+_SHARED_SESSION_LOCK = threading.Lock()
+
+
 class DeltaBatchWriter:
     """Writes one sink's micro-batches to a Delta table, exactly once per (query, sink, batch id).
 
     Called on the driver by both executors with the batch's values in Flink's order and a context
     (``checkpoint``, ``sink_uid``, ``watermark``). Lifecycle: one instance per sink of a pipeline; the table is
     created (with the change data feed on) at the first batch if it does not exist.
+
+    Everything goes through Spark SQL and the DataFrame writer (``CREATE TABLE IF NOT EXISTS``, ``MERGE INTO`` over a
+    temporary view, ``DESCRIBE HISTORY``), never delta-spark's ``DeltaTable`` API, so that the same code runs on a
+    Spark Connect session without Delta Connect. The Delta settings a write needs (``userMetadata`` of a MERGE,
+    recording an empty commit) are session settings: on a classic session they are set on a session of the
+    writer's own (``newSession()``); a Connect session has none, so they are set on the job's session for the
+    write and restored after it, under a lock shared by the writers of the process.
     """
 
     def __init__(self, sink: Any, output_type: Any) -> None:
         self.sink = sink
         self.output_type = output_type
         self._session: Any = None
+        self._shared = False  # True: self._session is the job's session (Spark Connect), not one of our own
         self._table_ready = False
         self._lock = threading.Lock()
         self._last: Dict[str, Optional[int]] = {}  # app id -> the newest batch id of it in the table (None: none)
         self.commits = 0  # commits made by this instance
         self.skipped = 0  # replayed batches found already committed and not written again
 
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_session=None, _shared=False, _lock=None)  # a session and a lock do not travel
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _own_session(self, spark: Any) -> Any:
-        # MERGE takes its transaction id from session settings: a session of its own keeps them from other queries
+        # MERGE takes its commit's userMetadata from session settings: a session of its own keeps them from other
+        # queries; Spark Connect has no newSession(): the settings go on the job's session for each write
         if self._session is None:
-            self._session = spark.newSession()
-            # an empty batch is still a commit: it carries the watermark (Delta elides empty commits by default)
-            self._session.conf.set("spark.databricks.delta.skipRecordingEmptyCommits", "false")
+            from .connect import is_connect
+
+            if is_connect(spark):
+                self._session, self._shared = spark, True
+            else:
+                self._session = spark.newSession()
+                # an empty batch is still a commit: it carries the watermark (Delta elides empty commits by default)
+                self._session.conf.set(SKIP_EMPTY_COMMITS_CONF, "false")
         return self._session
+
+    @contextlib.contextmanager
+    def _settings(self, spark: Any, settings: Dict[str, str]) -> Iterator[None]:
+        """``settings`` on ``spark`` for one write: unset after it on the writer's own session (which records empty
+        commits from its start); on the job's shared (Connect) session set under the process's lock and restored to
+        their previous values."""
+        if not self._shared:
+            settings = {k: v for k, v in settings.items() if k != SKIP_EMPTY_COMMITS_CONF}
+        if not settings:
+            yield
+            return
+        with _SHARED_SESSION_LOCK if self._shared else contextlib.nullcontext():
+            previous = {k: spark.conf.get(k, None) for k in settings} if self._shared else {}
+            for k, v in settings.items():
+                spark.conf.set(k, v)
+            try:
+                yield
+            finally:
+                for k in settings:
+                    if previous.get(k) is None:
+                        spark.conf.unset(k)
+                    else:
+                        spark.conf.set(k, previous[k])
 
     def _ensure_table(self, spark: Any, schema: Any) -> None:
         if self._table_ready:
             return
-        from delta.tables import DeltaTable
-
-        builder = DeltaTable.createIfNotExists(spark)
-        builder = builder.location(self.sink.path) if self.sink.path is not None else builder.tableName(self.sink.table)
-        builder = builder.addColumns(schema)
-        if self.sink.partition_by:
-            builder = builder.partitionedBy(*self.sink.partition_by)
-        builder.property("delta.enableChangeDataFeed", "true").execute()
+        columns = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
+        partitioned = f" PARTITIONED BY ({', '.join(_quote(c) for c in self.sink.partition_by)})" if self.sink.partition_by else ""
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {table_identifier(self.sink.path, self.sink.table)} ({columns}) USING delta"
+            f"{partitioned} TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+        )
         self._table_ready = True
-
-    def _table(self, spark: Any) -> Any:
-        from delta.tables import DeltaTable
-
-        if self.sink.path is not None:
-            return DeltaTable.forPath(spark, self.sink.path)
-        return DeltaTable.forName(spark, self.sink.table)
 
     def __call__(self, spark: Any, values: List[Any], batch_id: int, context: Dict[str, Any]) -> None:
         from .types import to_rows, to_spark_type
@@ -114,37 +160,40 @@ class DeltaBatchWriter:
                 if self.sink.merge_keys and rows:
                     self._merge(session, _last_wins(rows, schema.names, self.sink.merge_keys), schema, metadata)
                 else:
-                    self._append(session, session.createDataFrame(rows, schema), metadata)
+                    self._append(session, session.createDataFrame(rows, schema), metadata, empty=not rows)
             except BaseException:
                 del self._last[app]  # the commit may have happened: read the log again before the next write
                 raise
             self._last[app] = batch_id
             self.commits += 1
 
-    def _append(self, spark: Any, df: Any, metadata: str) -> None:
+    def _append(self, spark: Any, df: Any, metadata: str, empty: bool) -> None:
         writer = df.write.format("delta").mode("append").option("userMetadata", metadata)
         if self.sink.partition_by:
             writer = writer.partitionBy(*self.sink.partition_by)
-        if self.sink.path is not None:
-            writer.save(self.sink.path)
-        else:
-            writer.saveAsTable(self.sink.table)
+        # an empty batch is still a commit: it carries the watermark (Delta elides empty commits by default)
+        with self._settings(spark, {SKIP_EMPTY_COMMITS_CONF: "false"} if empty else {}):
+            if self.sink.path is not None:
+                writer.save(self.sink.path)
+            else:
+                writer.saveAsTable(self.sink.table)
 
     def _merge(self, spark: Any, rows: List[tuple], schema: Any, metadata: str) -> None:  # type: ignore[type-arg]
-        source = spark.createDataFrame(rows, schema)
-        condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in self.sink.merge_keys)
-        spark.conf.set(USER_METADATA_CONF, metadata)
+        view = f"flinkish_delta_merge_{uuid.uuid4().hex}"
+        spark.createDataFrame(rows, schema).createOrReplaceTempView(view)
+        condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in self.sink.merge_keys)
         try:
-            (
-                self._table(spark)
-                .alias("t")
-                .merge(source.alias("s"), condition)
-                .whenMatchedUpdateAll()
-                .whenNotMatchedInsertAll()
-                .execute()
-            )
+            with self._settings(spark, {USER_METADATA_CONF: metadata}):
+                spark.sql(
+                    f"MERGE INTO {table_identifier(self.sink.path, self.sink.table)} AS t USING {view} AS s ON {condition} "
+                    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+                )
         finally:
-            spark.conf.unset(USER_METADATA_CONF)
+            spark.catalog.dropTempView(view)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def with_delta_writers(sinks: List[Transformation]) -> List[Transformation]:
@@ -159,6 +208,7 @@ def with_delta_writers(sinks: List[Transformation]) -> List[Transformation]:
 
 __all__ = [
     "DeltaBatchWriter",
+    "SKIP_EMPTY_COMMITS_CONF",
     "USER_METADATA_CONF",
     "with_delta_writers",
 ]

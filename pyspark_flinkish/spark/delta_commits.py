@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 METADATA_KEY = "flinkish"
 
@@ -74,13 +74,49 @@ def local_path(path: Optional[str]) -> Optional[str]:
     return path.removeprefix("file:") if "://" not in path or path.startswith("file:") else None
 
 
+def table_identifier(path: Optional[str], table: Optional[str]) -> str:
+    """A Delta table in SQL: ``delta.`<path>``` for a path, else the table's name as given."""
+    if path is not None:
+        return "delta.`" + path.replace("`", "``") + "`"
+    return str(table)
+
+
+def table_detail(spark: Any, path: str) -> Any:
+    """``DESCRIBE DETAIL`` of the Delta table at ``path`` (a ``Row``: ``id``, ``properties``, ...), or None when no
+    Delta table is there. SQL, so that it works on a Spark Connect session without Delta Connect."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        detail = spark.sql(f"DESCRIBE DETAIL {table_identifier(path, None)}").first()
+    except AnalysisException as exc:
+        if _missing_table(exc):
+            return None
+        raise
+    return detail if detail is not None and str(detail["format"]).lower() == "delta" else None
+
+
+def _missing_table(exc: Exception) -> bool:
+    """True for Delta's and Spark's "no (Delta) table there" errors (not for, e.g., a permission error)."""
+    condition = str(getattr(exc, "getCondition", lambda: None)() or "")
+    if condition in ("DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_NOT_FOUND", "DELTA_PATH_DOES_NOT_EXIST", "PATH_NOT_FOUND"):
+        return True
+    text = str(exc)
+    return "is not a Delta table" in text or "doesn't exist" in text or "does not exist" in text
+
+
+def history(spark: Any, path: Optional[str], table: Optional[str], limit: Optional[int] = None) -> List[Any]:
+    """``(version, userMetadata)`` rows of a Delta table's ``DESCRIBE HISTORY``, newest first (the newest ``limit``)."""
+    sql = f"DESCRIBE HISTORY {table_identifier(path, table)}" + (f" LIMIT {int(limit)}" if limit is not None else "")
+    return spark.sql(sql).select("version", "userMetadata").orderBy("version", ascending=False).collect()  # type: ignore[no-any-return]
+
+
 def last_committed_batch(spark: Any, path: Optional[str], table: Optional[str], app: str) -> Optional[int]:
     """The batch id of the newest commit of ``app`` in a Delta table (None: none, or no table yet).
 
     Reads the commit files of a local table directly, newest first, stopping at the first commit of ``app``;
-    other tables through ``DeltaTable.history()`` (the commit infos, read on the driver). A commit file removed
-    by Delta's log clean-up (``delta.logRetentionDuration``, 30 days by default) is not seen: a batch left
-    uncommitted that long before a restart would be written again.
+    other tables through ``DESCRIBE HISTORY`` (the commit infos, read on the driver; SQL, so that a Spark Connect
+    session needs no Delta Connect). A commit file removed by Delta's log clean-up (``delta.logRetentionDuration``,
+    30 days by default) is not seen: a batch left uncommitted that long before a restart would be written again.
     """
     local = local_path(path)
     if local is not None:
@@ -100,19 +136,13 @@ def last_committed_batch(spark: Any, path: Optional[str], table: Optional[str], 
             if found is not None and found[0] == app:
                 return found[1]
         return None
-    from delta.tables import DeltaTable
-
     if table is not None:
         if not spark.catalog.tableExists(table):
             return None
-        delta_table = DeltaTable.forName(spark, table)
-    else:
-        if not DeltaTable.isDeltaTable(spark, path):
-            return None
-        delta_table = DeltaTable.forPath(spark, path)
+    elif path is None or table_detail(spark, path) is None:
+        return None
     for limit in (16, None):  # the newest commits first: usually the newest one is this app's
-        history = delta_table.history(limit) if limit is not None else delta_table.history()
-        rows = history.select("version", "userMetadata").orderBy("version", ascending=False).collect()
+        rows = history(spark, path, table, limit)
         for row in rows:
             found = parse_commit(row["userMetadata"])
             if found is not None and found[0] == app:
@@ -124,7 +154,7 @@ def last_committed_batch(spark: Any, path: Optional[str], table: Optional[str], 
 
 def commit_watermarks(spark: Any, path: str, versions: Sequence[int]) -> Dict[int, Optional[int]]:
     """The watermark recorded with each commit (None where none is): from ``_delta_log`` when the table is on a
-    local path, else from the table's history."""
+    local path, else from the table's history (``DESCRIBE HISTORY``)."""
     if not versions:
         return {}
     out: Dict[int, Optional[int]] = {}
@@ -140,10 +170,7 @@ def commit_watermarks(spark: Any, path: str, versions: Sequence[int]) -> Dict[in
             except OSError:
                 missing.append(v)
     if missing:
-        from delta.tables import DeltaTable
-
-        history = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
-        recorded = {int(r["version"]): parse_watermark(r["userMetadata"]) for r in history}
+        recorded = {int(r["version"]): parse_watermark(r["userMetadata"]) for r in history(spark, path, None)}
         out.update({v: recorded.get(v) for v in missing})
     return out
 
@@ -155,6 +182,9 @@ __all__ = [
     "parse_watermark",
     "parse_commit",
     "local_path",
+    "table_identifier",
+    "table_detail",
+    "history",
     "last_committed_batch",
     "commit_watermarks",
 ]

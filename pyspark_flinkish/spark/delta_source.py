@@ -21,7 +21,7 @@ from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatch, MicroBatchSource
-from .delta_commits import commit_watermarks
+from .delta_commits import commit_watermarks, table_detail
 from .source_rows import DataFrameSource, epoch_millis
 
 _log = logging.getLogger("pyspark_flinkish.spark.delta")
@@ -143,12 +143,10 @@ def from_delta(
 ) -> DataStream:
     """See :meth:`SparkStreamExecutionEnvironment.from_delta`."""
     spark = env.spark
-    from delta.tables import DeltaTable
-
-    if not DeltaTable.isDeltaTable(spark, path):
+    detail = table_detail(spark, path)  # SQL (DESCRIBE DETAIL): a Spark Connect session needs no Delta Connect
+    if detail is None:
         msg = f"from_delta: {path!r} is not a Delta table (create it first, e.g. by running the job writing it)"
         raise InvalidArgumentError(msg)
-    detail = DeltaTable.forPath(spark, path).detail().first()
     if bounded:
         return _bounded(env, path, timestamp_column, watermark_strategy, version, source_name)
     if version is not None:

@@ -29,7 +29,6 @@ from .connect import (
     ClientDelivery,
     Outbox,
     check_connect_job,
-    check_connect_writers,
     is_client_sink,
     is_connect,
     remote_batch_function,
@@ -430,8 +429,6 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
-        if connect:
-            check_connect_writers(sinks)
         driver = ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream(trigger)
         spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))

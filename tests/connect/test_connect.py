@@ -27,6 +27,7 @@ import pytest
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.core.errors import UserFunctionError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
+from pyspark_flinkish.datastream.connectors.delta import DeltaSink
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 
@@ -283,3 +284,165 @@ def test_a_failed_job_restarts_from_its_checkpoint_exactly_once(connect_spark, t
     assert got == expected
     rows = connect_spark.read.parquet(table).collect()
     assert sorted((r["f0"], r["f1"], r["f2"]) for r in rows) == sorted(expected["alerts"])
+
+
+# ------------------------------------------------------------------------------------------------- Delta on Connect
+def _kafka_delta_job() -> Any:
+    """``tests/e2e/kafka_delta_job.py`` (the e2e Kafka → Delta pipeline), its functions pickled by value: the server's
+    Python cannot import the test tree."""
+    import importlib.util
+
+    from pyspark import cloudpickle
+
+    path = ROOT / "tests" / "e2e" / "kafka_delta_job.py"
+    spec = importlib.util.spec_from_file_location("kafka_delta_job_on_connect", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    cloudpickle.register_pickle_by_value(module)
+    return module
+
+
+def _delta_commits(path: Path) -> List[Dict[str, Any]]:
+    out = []
+    for f in sorted((path / "_delta_log").glob("*.json")):
+        with open(f, encoding="utf-8") as fh:
+            out.append(next(json.loads(line)["commitInfo"] for line in fh if '"commitInfo"' in line))
+    return out
+
+
+def _spark_batches(checkpoint: Path, topic: str, stored: Dict[Any, Any]) -> List[List[Any]]:
+    """The query's micro-batches as (partition, offset, event) lists, rebuilt from Spark's offsets log (offsets not
+    in ``stored``, the malformed records, left out)."""
+    ends = {}
+    for p in (checkpoint / "spark" / "offsets").glob("[0-9]*"):
+        ends[int(p.name)] = {int(k): int(v) for k, v in json.loads(p.read_text().splitlines()[2])[topic].items()}
+    assert sorted(ends) == list(range(len(ends)))
+    batches, previous = [], {}
+    for b in range(len(ends)):
+        batches.append([(p, o, stored[(p, o)]) for p in sorted(ends[b]) for o in range(previous.get(p, 0), ends[b][p]) if (p, o) in stored])
+        previous.update(ends[b])
+    return batches
+
+
+def test_kafka_to_delta_with_a_late_side_output_dead_letters_and_a_restart_exactly_once(  # type: ignore[no-untyped-def]
+    connect_spark, kafka_broker, kafka_topic, tmp_path
+) -> None:
+    """The e2e Kafka → Delta job (session windows with allowed lateness appended, their late side output appended, a
+    tumbling count merged on (k, start)) on Connect, with a malformed record in the topic. Its first run (two
+    micro-batches) ends with a batch whose Delta commits are done and whose Spark commit is lost (as after a crash);
+    the restart replays that batch. Every table equals the JVM-free engine over the same micro-batches, with one
+    commit per Spark batch id; the malformed record is in the dead-letter table once."""
+    from pyspark_flinkish.spark.types import to_rows
+
+    job = _kafka_delta_job()
+    topic = kafka_topic(partitions=job.PARTITIONS)
+    events = job.events(1_200)
+    stored: Dict[Any, Any] = {}
+
+    def produce(pairs: List[Any]) -> None:
+        for p in range(job.PARTITIONS):
+            mine = [e for q, e in pairs if q == p]
+            acks = kafka_broker.produce(topic, [json.dumps(e) for e in mine], partition=p)
+            stored.update({(ap, off): e for (ap, off), e in zip(acks, mine)})
+
+    produce(events)
+    (bad,) = kafka_broker.produce(topic, [b"{not json"], partition=0)  # the last record of partition 0: in batch 1
+    checkpoint, lake = tmp_path / "ck", tmp_path / "lake"
+    runs = []
+    for attempt in range(2):
+        env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
+        source = env.from_kafka(topic, kafka_broker.bootstrap_servers, job.strategy(), schema=job.EVENT_TYPE,
+                                timestamp_field="t", max_offsets_per_trigger=650, partitions=list(range(job.PARTITIONS)))
+        for name, stream in job.build(source).items():
+            stream.sink_to(DeltaSink.for_path(str(lake / name), merge_keys=job.MERGE_KEYS.get(name, ()))).uid(name)
+        handle = env.execute("kafka-delta", checkpoint_location=str(checkpoint), trigger={"availableNow": True})
+        handle.await_termination()
+        runs.append([p["batch_id"] for p in handle.recent_progress()])
+        if attempt == 0:  # a crash after the batch's Delta commits, before Spark's commit: the restart replays it
+            last = runs[0][-1]
+            for name in (str(last), f".{last}.crc"):
+                (checkpoint / "spark" / "commits" / name).unlink(missing_ok=True)
+    assert runs == [[0, 1], [1]], runs  # the replayed batch ran again
+    batches = _spark_batches(checkpoint, topic, stored)
+    assert sum(len(b) for b in batches) == len(events)
+    expected = job.run_local(topic, batches)
+    assert expected["late"], "the scenario must have late records"
+    for name in job.TABLES:
+        want = sorted(tuple(r) for r in to_rows(expected[name], job.TYPES[name]))
+        got = sorted(tuple(r) for r in connect_spark.read.format("delta").load(str(lake / name))
+                     .select(*job.TYPES[name].field_names).collect())
+        assert got == want, name
+        batch_ids = [json.loads(c["userMetadata"])["flinkish"]["batch_id"] for c in _delta_commits(lake / name) if c.get("userMetadata")]
+        assert batch_ids == list(range(len(batches))), (name, batch_ids)  # the replayed batch was not written again
+    dead = connect_spark.read.format("delta").load(str(checkpoint / "dead_letters")).collect()
+    assert [(r["topic"], r["partition"], r["offset"], r["value"], r["batch_id"]) for r in dead] == [
+        (topic, 0, bad[1], b"{not json", 1)
+    ]
+    assert "not JSON" in dead[0]["reason"]
+    # the job's session is as it was: the settings of the Delta writes were restored after each write
+    assert connect_spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None) is None
+
+
+def test_delta_sink_then_from_delta_on_connect(connect_spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A DeltaSink written on Connect read back with from_delta: streaming (the writing job's watermarks from the
+    change data feed: the reading job's event-time timers fire as the writer's did) and bounded."""
+    expected = _expected_alerts()
+    path = str(tmp_path / "alerts")
+    env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
+    alerts, _ = _alerts(env)
+    alerts.sink_to(DeltaSink.for_path(path)).uid("alerts")
+    env.execute("write", checkpoint_location=str(tmp_path / "ck1"), trigger={"availableNow": True}).await_termination()
+
+    reader = StreamExecutionEnvironment.get_execution_environment(connect_spark)
+    from pyspark_flinkish.core.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="is not a Delta table"):
+        reader.from_delta(str(tmp_path / "ck1"))  # a directory, not a Delta table
+    with pytest.raises(InvalidArgumentError, match="is not a Delta table"):
+        reader.from_delta(str(tmp_path / "nothing"))
+    fired: List[Any] = []
+    (
+        reader.from_delta(path)
+        .key_by(lambda r: r["f0"])
+        .process(Relay(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG()]))
+        .add_sink(fired.append)
+    )
+    handle = reader.execute("read", checkpoint_location=str(tmp_path / "ck2"), trigger={"availableNow": True})
+    handle.await_termination()
+    # each alert is released by a timer at its own time: only once the writer's watermark passed it
+    assert sorted(f[:3] for f in fired) == sorted(expected["alerts"])
+    assert all(f[3] >= f[1] for f in fired)
+    assert max(handle.watermarks().values()) == 2**63 - 1  # the writer's end of input reached the reader
+
+    bounded = StreamExecutionEnvironment.get_execution_environment(connect_spark)
+    snapshot = bounded.from_delta(path, bounded=True).map(lambda r: (r["f0"], r["f1"], r["f2"]), output_type=ALERT)
+    assert sorted(snapshot.execute_and_collect()) == sorted(expected["alerts"])
+
+
+class Relay(KeyedProcessFunction):  # type: ignore[type-arg]
+    """Holds each row until the watermark passes its time (``f1``), then emits it with the watermark that fired it."""
+
+    def open(self, runtime_context):  # type: ignore[no-untyped-def]
+        from pyspark_flinkish.datastream.state import ListStateDescriptor
+
+        self.held = runtime_context.get_list_state(ListStateDescriptor("held"))
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_event_time_timer(value["f1"])
+        self.held.add((value["f0"], value["f1"], value["f2"]))
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        held = list(self.held.get() or [])
+        for row in held:
+            if row[1] <= timestamp:
+                yield (*row, ctx.timer_service().current_watermark())
+        self.held.update([row for row in held if row[1] > timestamp])
+
+
+def test_apply_in_pandas_with_state_is_refused_on_connect(connect_spark) -> None:  # type: ignore[no-untyped-def]
+    """The other executor cannot run on Connect: refused when the environment is made, naming the alternative."""
+    from pyspark_flinkish.core.errors import UnsupportedFeatureError
+
+    with pytest.raises(UnsupportedFeatureError, match=r"apply_in_pandas_with_state.*Spark Connect.*get_execution_environment\(spark\)"):
+        StreamExecutionEnvironment.get_execution_environment(connect_spark, backend="apply_in_pandas_with_state")

@@ -1,8 +1,8 @@
 """Exactly-once across driver crashes: ``exactly_once_job.py`` (session windows with allowed lateness and a
 late-data side output, a tumbling aggregate, a KeyedProcessFunction with event-time timers, an async
-enrichment by ``AsyncDataStream.ordered_wait``, over a seeded replay source) runs as its own driver process and is SIGKILLed at random points, then restarted from its
-checkpoint, until it completes. Its output must equal an uncrashed run's and the JVM-free engine's: nothing
-lost, nothing duplicated, side outputs included.
+enrichment by ``AsyncDataStream.ordered_wait``, over a seeded replay source) runs as its own driver process and
+is SIGKILLed at random points, then restarted from its checkpoint, until it completes. Its output must equal an
+uncrashed run's and the JVM-free engine's: nothing lost, nothing duplicated, side outputs included.
 
 Six kills, each aimed at a random batch (spread over the whole job, the end-of-input batch included) and a
 random point in it, in a shuffled order, all drawn with a seeded ``random.Random`` (the seed is in every

@@ -1,6 +1,6 @@
 """The benchmark suite: pyspark_flinkish against native Spark and Apache Flink (PyFlink), in one command.
 
-    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,2,3,4,5]
+    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,2,3,4,5,6]
 
 This is a benchmark, not a test: it prints figures and never passes or fails on speed. Before any timing of a part
 is reported, every engine's results are compared with the others' and with an independent pandas computation of
@@ -15,6 +15,9 @@ exits non-zero when results disagree. ``docs/benchmarks.md`` describes every par
 3. *scaling*: part 1's pipeline at 1k..1M keys (events/s, state bytes per open window) and 0.5M..8M events.
 4. *exactly-once*: part 1's pipeline into Delta with ``DeltaSink`` vs a plain Delta append in ``foreach_batch``.
 5. *latency*: Kafka -> Delta at a fixed rate: produce-to-commit latency p50/p99 and the micro-batch time.
+6. *joins and async*: (a) an interval join of two keyed streams, this package's foreachBatch executor vs native
+   Spark's time-bounded stream-stream join (equal pairs first); (b) ``AsyncDataStream.unordered_wait`` enriching
+   events from a local HTTP server with a fixed latency, throughput against the capacity limit (capacity / latency).
 
 Repeats (``--repeats``, default 3; ``--quick``: 1 and small sizes) run the engines in turn, and every ratio pairs
 two runs of one repeat; tables give the median and [min-max] over repeats. PyFlink runs in its own virtualenv
@@ -44,6 +47,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common as bc
+import bench_joins_async as bja
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -57,7 +61,7 @@ PYFLINK_VERSION = "2.3.0"
 # events; a user tuning PyFlink would set it.
 PYFLINK_CONF = ["python.state.cache-size=1000000"]
 PYFLINK_WORKER_MODE = "process"
-PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency"]
+PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency", "joins_async"]
 
 
 # ----------------------------------------------------------------------------------------------- PyFlink
@@ -808,13 +812,221 @@ def part_latency(spark: Any, args: argparse.Namespace, work: str) -> Part:
     return part
 
 
+# ----------------------------------------------------------------------------------------------- part 6: joins and async
+def _await(handle: Any, timeout_s: float) -> None:
+    """Wait for the query of ``handle`` (a flinkish job) to end; raise what failed it."""
+    if not handle.query.awaitTermination(timeout_s):
+        handle.stop()
+        msg = f"did not finish in {timeout_s} s"
+        raise TimeoutError(msg)
+    if handle.driver is not None:
+        handle.driver.raise_if_failed()
+    if handle.query.exception() is not None:
+        raise RuntimeError(str(handle.query.exception()))
+
+
+def run_native_interval_join(spark: Any, gen: Dict[str, Any], args: argparse.Namespace, work: str) -> Tuple[Any, List[Any], float]:
+    """Spark's time-bounded stream-stream inner join: both sides ``withWatermark`` (B + 1 ms, the package's
+    ``max - B - 1``), equal keys and ``l.et + lower <= r.et <= l.et + upper``; a memory sink, read back."""
+    from pyspark.sql import functions as F
+
+    def side(path: str, p: str) -> Any:
+        return (
+            bc._source(spark, path)
+            .select(F.col("key").alias(f"{p}key"), F.col("seq").alias(f"{p}seq"), F.timestamp_millis("ts").alias(f"{p}et"))
+            .withWatermark(f"{p}et", f"{args.disorder_ms + 1} milliseconds")
+        )
+
+    cond = F.expr(
+        f"lkey = rkey AND ret >= let + INTERVAL {args.join_lower_ms} MILLISECONDS "
+        f"AND ret <= let + INTERVAL {args.join_upper_ms} MILLISECONDS"
+    )
+    joined = side(gen["left"], "l").join(side(gen["right"], "r"), cond).select("lseq", "rseq")
+    name = "bench_native_join_" + uuid.uuid4().hex[:8]
+    writer = (
+        joined.writeStream.format("memory").queryName(name).outputMode("append")
+        .option("checkpointLocation", os.path.join(work, "ck", name)).trigger(availableNow=True)
+    )
+    t = time.perf_counter()
+    query = writer.start()
+    if not query.awaitTermination(args.timeout_s):
+        query.stop()
+        msg = f"native join did not finish in {args.timeout_s} s"
+        raise TimeoutError(msg)
+    wall = time.perf_counter() - t
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    rows = [(int(a), int(b)) for a, b in spark.sql(f"select lseq, rseq from {name}").collect()]
+    spark.catalog.dropTempView(name)
+    return query, rows, wall
+
+
+def run_flinkish_interval_join(spark: Any, gen: Dict[str, Any], args: argparse.Namespace, work: str) -> Tuple[Any, List[Any], float]:
+    """``left.key_by(key).interval_join(right.key_by(key)).between(lower, upper).process(SeqPair())`` on the
+    foreachBatch executor; the pairs are collected to the driver."""
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(args.disorder_ms))
+    left, right = (
+        env.from_dataframe(bc._source(spark, gen[s]), strategy, timestamp_column="ts", order_columns=["seq"], source_name=s)
+        for s in ("left", "right")
+    )
+    out: List[Any] = []
+    (
+        left.key_by(lambda r: r.key)
+        .interval_join(right.key_by(lambda r: r.key))
+        .between(Duration.of_millis(args.join_lower_ms), Duration.of_millis(args.join_upper_ms))
+        .process(bja.SeqPair(), output_type=Types.TUPLE([Types.LONG(), Types.LONG()]))
+        .add_sink(out.append)
+    )
+    name = "bench_interval_join_" + uuid.uuid4().hex[:8]
+    t = time.perf_counter()
+    handle = env.execute(name, checkpoint_location=os.path.join(work, "ck", name), trigger={"availableNow": True})
+    _await(handle, args.timeout_s)
+    wall = time.perf_counter() - t
+    return handle.query, [(int(a), int(b)) for a, b in out], wall
+
+
+def run_async_lookup(
+    spark: Any, directory: str, server: Any, capacity: int, args: argparse.Namespace, work: str
+) -> Tuple[Any, List[Any], float]:
+    """``AsyncDataStream.unordered_wait(events, HttpLookup(port), timeout, capacity)`` on the foreachBatch
+    executor; the enriched events are collected to the driver."""
+    from pyspark_flinkish.datastream import AsyncDataStream
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    events = env.from_dataframe(bc._source(spark, directory), order_columns=["seq"], source_name="events")
+    out: List[Any] = []
+    AsyncDataStream.unordered_wait(
+        events, bja.HttpLookup(server.port), Duration.of_seconds(60), capacity,
+        output_type=Types.TUPLE([Types.LONG()] * 3),
+    ).add_sink(out.append)
+    name = f"bench_async_{capacity}_" + uuid.uuid4().hex[:8]
+    t = time.perf_counter()
+    handle = env.execute(name, checkpoint_location=os.path.join(work, "ck", name), trigger={"availableNow": True})
+    _await(handle, args.timeout_s)
+    wall = time.perf_counter() - t
+    return handle.query, [tuple(int(x) for x in r) for r in out], wall
+
+
+def part_joins_async(spark: Any, args: argparse.Namespace, work: str) -> List[Part]:
+    """Part 6: (a) an interval join, this package vs native Spark's stream-stream join; (b) an async enrichment
+    against a local HTTP server with a fixed latency, at several capacities, against the capacity limit."""
+    join = Part("interval_join", ["native", "foreach_batch"])
+    d = os.path.join(work, "joins")
+    gen = bja.generate_join(d, args.join_events, args.join_keys, args.join_batch_rows, args.disorder_ms,
+                            args.join_lower_ms, args.join_upper_ms, args.seed)
+    join.input = {"events_per_side": gen["events"], "keys": args.join_keys, "files_per_side": gen["files"],
+                  "pairs": len(gen["pairs"]), "lower_ms": args.join_lower_ms, "upper_ms": args.join_upper_ms}
+    print(f"part 6a: interval join of 2 x {gen['events']:,} events, {args.join_keys:,} keys, {gen['files']} files per "
+          f"side, between({args.join_lower_ms}, {args.join_upper_ms}) ms: {len(gen['pairs']):,} pairs", flush=True)
+    runners = {"native": run_native_interval_join, "foreach_batch": run_flinkish_interval_join}
+    for repeat in range(args.repeats):
+        for e, run in runners.items():
+            cpu0 = bc._tree_cpu()
+            res = _try(join, e, lambda run=run: run(spark, gen, args, work))
+            if res is None:
+                continue
+            query, pairs, wall = res
+            cpu = bc._tree_cpu() - cpu0
+            ok = _compare(join, e, repeat, pairs, gen["pairs"], "pairs")
+            events = 2 * gen["events"]
+            join.record(e, repeat, events=events, pairs=len(pairs), wall_s=wall, cpu_s=cpu, events_per_s=events / wall,
+                        steady_events_per_s=bc._steady(bc._progress(query), gen["files"]), match=ok)
+            print(f"  {e}: wall {wall:.1f} s, {events / wall:,.0f} events/s, {len(pairs):,} pairs", flush=True)
+    lines = []
+    for e in join.engines:
+        st = join.status(e)
+        if st:
+            lines.append([e, st])
+            continue
+        lines.append([e, spread(join.values(e, "wall_s"), ".1f"), spread(join.values(e, "events_per_s"), ",.0f"),
+                      spread(join.paired(e, "native", "events_per_s"), ".3f"),
+                      spread([r["events"] / r["cpu_s"] for r in join.runs[e] if r["cpu_s"]], ",.0f"),
+                      spread(join.values(e, "steady_events_per_s"), ",.0f"), str(join.runs[e][0]["pairs"])])
+    join.table = (["engine", "wall s", "events/s (wall, both sides)", "ratio vs native", "events/CPU-s",
+                   "events/s (steady batches)", "pairs"], lines)
+
+    capacities = [int(c) for c in str(args.async_capacities).split(",")]
+    lookup = Part("async_lookup", [f"capacity_{c}" for c in capacities])
+    d = os.path.join(work, "async", "input")
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(args.seed + 13)
+    n = args.async_events
+    key = rng.integers(0, args.join_keys, n, dtype=np.int64)
+    seq = np.arange(n, dtype=np.int64)
+    ts = bja.T0 + seq
+    files = 0
+    for start in range(0, n, args.async_batch_rows):
+        sl = slice(start, start + args.async_batch_rows)
+        bja._write(d, files, {"key": key[sl], "ts": ts[sl], "value": key[sl] * 0, "seq": seq[sl]})
+        files += 1
+    expected = sorted((int(s), int(k), bja.lookup_value(int(k))) for s, k in zip(seq, key))
+    lookup.input = {"events": n, "files": files, "latency_ms": args.async_latency_ms, "capacities": capacities}
+    print(f"part 6b: async lookup of {n:,} events ({files} files) against a local HTTP server with "
+          f"{args.async_latency_ms:g} ms latency, capacities {capacities}", flush=True)
+    server = bja.LookupServer(args.async_latency_ms).start()
+    try:
+        for repeat in range(args.repeats):
+            for c, e in zip(capacities, lookup.engines):
+                server.reset()
+                cpu0 = bc._tree_cpu()
+                res = _try(lookup, e, lambda c=c: run_async_lookup(spark, d, server, c, args, work))
+                if res is None:
+                    continue
+                query, rows, wall = res
+                cpu = bc._tree_cpu() - cpu0
+                ok = _compare(lookup, e, repeat, rows, expected, "enriched events")
+                progress = bc._progress(query)
+                steady = bc._steady(progress, files)
+                limit = c / (args.async_latency_ms / 1000)
+                clients = list(server.clients.values())
+                rates = [r for r in (x.rate() for x in clients if x.requests >= c) if r is not None]
+                per_task = median(rates)
+                lookup.record(e, repeat, events=n, capacity=c, wall_s=wall, cpu_s=cpu, events_per_s=n / wall,
+                              steady_events_per_s=steady, limit_per_task=limit, requests=server.requests,
+                              tasks=len(clients), concurrent_tasks=server.peak_clients_in_flight,
+                              peak_in_flight=server.peak_in_flight,
+                              peak_in_flight_per_task=max((x.peak for x in clients), default=0),
+                              task_requests_per_s=per_task, share_of_limit=per_task / limit if per_task else None,
+                              match=ok)
+                print(f"  {e}: wall {wall:.1f} s, {n / wall:,.0f} events/s (steady batches {steady or 0:,.0f}/s); "
+                      f"{len(clients)} tasks, at most {server.peak_clients_in_flight} at once; per task "
+                      f"{per_task or 0:,.0f} requests/s while requesting, limit {limit:,.0f}/s; peak "
+                      f"{max((x.peak for x in clients), default=0)} in flight per task", flush=True)
+    finally:
+        server.stop()
+    lines = []
+    for e in lookup.engines:
+        st = lookup.status(e)
+        if st:
+            lines.append([e, st])
+            continue
+        limit = lookup.runs[e][0]["limit_per_task"]
+        lines.append([e, f"{limit:,.0f}", spread(lookup.values(e, "task_requests_per_s"), ",.0f"),
+                      spread(lookup.values(e, "share_of_limit"), ".2f"),
+                      spread(lookup.values(e, "peak_in_flight_per_task"), ".0f"),
+                      spread(lookup.values(e, "concurrent_tasks"), ".0f"), spread(lookup.values(e, "wall_s"), ".1f"),
+                      spread(lookup.values(e, "events_per_s"), ",.0f"),
+                      spread(lookup.values(e, "steady_events_per_s"), ",.0f")])
+    lookup.table = (["capacity", "limit per task (capacity / latency), req/s", "per task while requesting, req/s",
+                     "share of limit", "peak in flight per task", "tasks at once", "wall s", "events/s (wall)",
+                     "events/s (steady batches)"], lines)
+    lookup.notes.append(
+        "per task: requests / (last response - first request) of each operator instance (one per Spark task, "
+        "told apart by an X-Client header), median over the tasks with at least `capacity` requests"
+    )
+    return [join, lookup]
+
+
 # ----------------------------------------------------------------------------------------------- output
 def print_part(part: Part) -> None:
     titles = {"tumbling": "1. Tumbling 1-minute count+sum per key",
               "tumbling_small": "1b. Tumbling, every engine on a smaller input (PyFlink's DataStream job included)",
               "general": "2. General path (Python window functions)",
               "scaling": "3. Scaling", "exactly_once": "4. Exactly-once overhead (Delta)",
-              "latency": "5. Kafka -> Delta latency"}
+              "latency": "5. Kafka -> Delta latency",
+              "interval_join": "6a. Interval join of two keyed streams",
+              "async_lookup": "6b. Async enrichment against a local HTTP lookup (fixed latency)"}
     if part.name == "scaling":
         for what, lines in part.table_keys:  # type: ignore[attr-defined]
             head = list(part.table[0])
@@ -837,7 +1049,7 @@ def write_png(parts: List[Part], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, grid = plt.subplots(2, 4, figsize=(22, 9))
+    fig, grid = plt.subplots(2, 5, figsize=(27, 9))
     axes = grid.ravel()
 
     def bars(ax: Any, part: Optional[Part], key: str, title: str, log: bool = False) -> None:
@@ -890,6 +1102,8 @@ def write_png(parts: List[Part], path: str) -> None:
     lines(axes[5], by.get("scaling"), "events", "wall_s", "3. scaling: wall s vs events")
     bars(axes[6], by.get("exactly_once"), "wall_s", "4. exactly-once: wall s")
     bars(axes[7], by.get("latency"), "p50_ms", "5. Kafka->Delta latency p50 ms")
+    bars(axes[8], by.get("interval_join"), "events_per_s", "6a. interval join: events/s (wall, both sides)")
+    bars(axes[9], by.get("async_lookup"), "share_of_limit", "6b. async HTTP lookup: per-task requests/s / (capacity / latency)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -897,7 +1111,7 @@ def write_png(parts: List[Part], path: str) -> None:
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes (minutes, not hours)")
-    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {PARTS} (or 1-5)")
+    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {PARTS} (or 1-6)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--events", type=int, default=2_000_000, help="parts 1, 3 (keys), 4 (default 2,000,000)")
     p.add_argument("--keys", type=int, default=10_000, help="parts 1, 3 (events), 4 (default 10,000)")
@@ -920,6 +1134,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="part 5: processing-time trigger interval in s (0: Spark's default, back-to-back batches)")
     p.add_argument("--latency-skip-s", type=float, default=10, help="part 5: first seconds left out")
     p.add_argument("--latency-warmup-s", type=float, default=15, help="part 5: query start-up before producing")
+    p.add_argument("--join-events", type=int, default=1_000_000, help="part 6: events per side of the interval join")
+    p.add_argument("--join-keys", type=int, default=10_000, help="part 6: keys (default 10,000)")
+    p.add_argument("--join-batch-rows", type=int, default=100_000, help="part 6: rows per micro-batch and side")
+    p.add_argument("--join-lower-ms", type=int, default=-5_000, help="part 6: the interval join's lower bound")
+    p.add_argument("--join-upper-ms", type=int, default=5_000, help="part 6: the interval join's upper bound")
+    p.add_argument("--async-events", type=int, default=40_000, help="part 6: events enriched by async lookups")
+    p.add_argument("--async-batch-rows", type=int, default=10_000, help="part 6: rows per micro-batch (one task)")
+    p.add_argument("--async-latency-ms", type=float, default=10, help="part 6: the lookup server's latency")
+    p.add_argument("--async-capacities", default="10,100", help="part 6: the async operator's capacities")
     p.add_argument("--parallelism", type=int, default=2, help="Flink parallelism (as local[2])")
     p.add_argument("--pyflink-warmup-rows", type=int, default=2000, help="PyFlink warm-up run (0: none)")
     p.add_argument("--pyflink-conf", action="append", default=None, metavar="KEY=VALUE",
@@ -944,6 +1167,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         args.scale_keys, args.scale_events = "100,1000", "20000,80000"
         args.rate, args.latency_s, args.latency_skip_s, args.latency_warmup_s = 200, 20, 5, 10
         args.pyflink_warmup_rows = 0
+        args.join_events, args.join_keys, args.join_batch_rows = 20_000, 500, 5_000
+        args.async_events, args.async_batch_rows = 2_000, 1_000
     if args.pyflink_conf is None:
         args.pyflink_conf = list(PYFLINK_CONF)
     args.scale_keys = [int(x) for x in str(args.scale_keys).split(",")]
@@ -986,6 +1211,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "scaling": lambda: part_scaling(spark, args, work),
         "exactly_once": lambda: part_exactly_once(spark, args, work),
         "latency": lambda: part_latency(spark, args, work),
+        "joins_async": lambda: part_joins_async(spark, args, work),
     }
     try:
         tiny = os.path.join(work, "tiny")

@@ -7,12 +7,19 @@ replacing what an earlier attempt of the same batch id wrote (idempotent per bat
 * ``sessions``: event-time session windows with allowed lateness (late firings included);
 * ``late``: the session windows' late-data side output;
 * ``tumbling``: a tumbling-window aggregate;
-* ``timers``: a KeyedProcessFunction's event-time timer outputs.
+* ``timers``: a KeyedProcessFunction's event-time timer outputs;
+* ``enriched``: every event enriched by an async request (``AsyncDataStream.ordered_wait`` of :class:`Enrich`, a
+  few ms of ``asyncio.sleep`` each, several in flight per partition), i.e. requests run on the executors inside
+  each micro-batch.
 
 ``--kill-after-sink N`` SIGKILLs this driver (its JVM, then itself) right after its N-th sink write (counted across batches), i.e.
 inside a micro-batch after part of its output was written; ``--kill-after-commit N`` right after the driver
 committed its state for its N-th batch, before Spark commits the batch (so Spark replays it);
 ``--kill-after-planning N`` once Spark then starts planning the next batch (see :func:`kill_at_planning`).
+``--hold-async-from-id N`` makes every async request for an event with ``id >= N`` write a marker file into
+``--async-markers`` as it starts and then never complete (it awaits ``asyncio.sleep`` until the process dies), so
+the micro-batch holding that event cannot commit: the test SIGKILLs the job once it sees a marker, i.e. with
+requests in flight.
 ``--local`` runs the same pipeline on the JVM-free engine instead and prints the outputs as JSON (the test
 imports :func:`build` and :func:`run_local` directly).
 """
@@ -20,6 +27,7 @@ imports :func:`build` and :func:`run_local` directly).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -27,18 +35,31 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
-from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
-from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProcessFunction, ProcessWindowFunction
+from pyspark_flinkish.datastream import (
+    AsyncDataStream,
+    MicroBatch,
+    MicroBatchSource,
+    OutputTag,
+    StreamExecutionEnvironment,
+)
+from pyspark_flinkish.datastream.functions import (
+    AggregateFunction,
+    AsyncFunction,
+    KeyedProcessFunction,
+    ProcessWindowFunction,
+)
 from pyspark_flinkish.datastream.window import EventTimeSessionWindows, TumblingEventTimeWindows
 
 SEED = 20240611
 N_BATCHES = 32
 PARTITIONS = [0, 1, 2]
 KEYS = ["k0", "k1", "k2", "k3", "k4", "k5"]
-STREAMS = ["sessions", "late", "tumbling", "timers"]  # the order of the sinks (and of their writes per batch)
+STREAMS = ["sessions", "late", "tumbling", "timers", "enriched"]  # the order of the sinks (and of their writes per batch)
+ASYNC_CAPACITY = 3  # fewer than a batch's events per partition: the capacity limit is reached
+ASYNC_TIMEOUT_MS = 90_000  # a held request (``--hold-async-from-id``) fails the job only if the test never kills it
 
 EVENT_TYPE = Types.ROW_NAMED(["id", "k", "t", "v"], [Types.LONG(), Types.STRING(), Types.LONG(), Types.LONG()])
 SESSION_TYPE = Types.ROW_NAMED(
@@ -53,7 +74,16 @@ TIMER_TYPE = Types.ROW_NAMED(
     ["k", "at", "n", "total", "first_id", "last_id"],
     [Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG(), Types.LONG(), Types.LONG()],
 )
-TYPES = {"sessions": SESSION_TYPE, "late": EVENT_TYPE, "tumbling": TUMBLING_TYPE, "timers": TIMER_TYPE}
+ENRICHED_TYPE = Types.ROW_NAMED(
+    ["id", "k", "t", "lookup"], [Types.LONG(), Types.STRING(), Types.LONG(), Types.LONG()]
+)
+TYPES = {
+    "sessions": SESSION_TYPE,
+    "late": EVENT_TYPE,
+    "tumbling": TUMBLING_TYPE,
+    "timers": TIMER_TYPE,
+    "enriched": ENRICHED_TYPE,
+}
 LATE = OutputTag("late-events", EVENT_TYPE)
 
 
@@ -133,8 +163,29 @@ class BurstTimer(KeyedProcessFunction):  # type: ignore[type-arg]
         self.acc.clear()
 
 
-def build(env: StreamExecutionEnvironment) -> Dict[str, Any]:
-    """The pipeline on ``env``: the four output streams by name."""
+class Enrich(AsyncFunction):  # type: ignore[type-arg]
+    """An async lookup: waits 2-12 ms (by event id, so requests complete out of input order), then returns the
+    event with ``lookup = v * 1000 + id``. With ``hold_from_id`` set, a request for an event with ``id >=
+    hold_from_id`` writes ``<markers>/started-<id>-<pid>`` and then never completes (see the module docstring)."""
+
+    def __init__(self, markers: Optional[str] = None, hold_from_id: Optional[int] = None) -> None:
+        self.markers = markers
+        self.hold_from_id = hold_from_id
+
+    async def async_invoke(self, value):  # type: ignore[no-untyped-def]
+        if self.hold_from_id is not None and value["id"] >= self.hold_from_id:
+            marker = os.path.join(self.markers, f"started-{value['id']}-{os.getpid()}")  # type: ignore[arg-type]
+            with open(marker, "w") as f:
+                f.write(f"{time.time()}\n")
+            while True:  # in flight until the test SIGKILLs this process
+                await asyncio.sleep(0.05)
+        await asyncio.sleep((2 + value["id"] * 7 % 11) / 1000)
+        return [{"id": value["id"], "k": value["k"], "t": value["t"], "lookup": value["v"] * 1000 + value["id"]}]
+
+
+def build(env: StreamExecutionEnvironment, async_function: Optional[Enrich] = None) -> Dict[str, Any]:
+    """The pipeline on ``env``: the output streams by name (``async_function``: the ``enriched`` stream's, by
+    default an :class:`Enrich` that holds no request)."""
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(30)).with_timestamp_assigner(lambda e, _: e["t"])
     events = env.from_source(MicroBatchSource(make_batches(), partitions=PARTITIONS), strategy, "events")
     sessions = (
@@ -150,7 +201,16 @@ def build(env: StreamExecutionEnvironment) -> Dict[str, Any]:
         .aggregate(SumCount(), window_function=tumbling_result, output_type=TUMBLING_TYPE)
     )
     timers = events.key_by(lambda e: e["k"]).process(BurstTimer(), output_type=TIMER_TYPE)
-    return {"sessions": sessions, "late": sessions.get_side_output(LATE), "tumbling": tumbling, "timers": timers}
+    enriched = AsyncDataStream.ordered_wait(
+        events, async_function or Enrich(), ASYNC_TIMEOUT_MS, ASYNC_CAPACITY, output_type=ENRICHED_TYPE
+    )
+    return {
+        "sessions": sessions,
+        "late": sessions.get_side_output(LATE),
+        "tumbling": tumbling,
+        "timers": timers,
+        "enriched": enriched,
+    }
 
 
 def run_local() -> Dict[str, List[Any]]:
@@ -217,6 +277,8 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--kill-after-sink", type=int, default=None)
     parser.add_argument("--kill-after-commit", type=int, default=None)
     parser.add_argument("--kill-after-planning", type=int, default=None)
+    parser.add_argument("--async-markers", default=None)
+    parser.add_argument("--hold-async-from-id", type=int, default=None)
     args = parser.parse_args(argv)
 
     from pyspark_flinkish.spark import session
@@ -239,7 +301,7 @@ def main(argv: List[str]) -> int:
 
         return write
 
-    for name, stream in build(env).items():
+    for name, stream in build(env, Enrich(args.async_markers, args.hold_async_from_id)).items():
         stream.foreach_batch(writer(name))
 
     def progress(p: Any) -> None:

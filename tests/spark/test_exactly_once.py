@@ -1,22 +1,26 @@
 """Exactly-once across driver crashes: ``exactly_once_job.py`` (session windows with allowed lateness and a
-late-data side output, a tumbling aggregate, a KeyedProcessFunction with event-time timers, over a seeded
-replay source) runs as its own driver process and is SIGKILLed at random points, then restarted from its
-checkpoint, until it completes. Its output must equal an uncrashed run's and the JVM-free engine's: nothing
-lost, nothing duplicated, side outputs included.
+late-data side output, a tumbling aggregate, a KeyedProcessFunction with event-time timers, an async
+enrichment by ``AsyncDataStream.ordered_wait``, over a seeded replay source) runs as its own driver process and
+is SIGKILLed at random points, then restarted from its checkpoint, until it completes. Its output must equal an
+uncrashed run's and the JVM-free engine's: nothing lost, nothing duplicated, side outputs included.
 
 Six kills, each aimed at a random batch (spread over the whole job, the end-of-input batch included) and a
 random point in it, in a shuffled order, all drawn with a seeded ``random.Random`` (the seed is in every
 assertion message):
 
-* 2 x ``sink``: the job SIGKILLs itself right after the k-th of the target batch's 4 sink writes (k random),
+* 2 x ``sink``: the job SIGKILLs itself right after the k-th of the target batch's 5 sink writes (k random),
   i.e. inside the batch after part (or all) of its output was written, before the driver and Spark commit it;
 * 1 x ``commit``: the job SIGKILLs itself right after the driver committed its state for the target batch,
   before Spark commits that batch (Spark replays a batch the driver has already committed);
 * 1 x ``planning``: the job SIGKILLs itself while Spark plans the batch after the target one: after the file
   source logged the next replay file, before the offsets log has the batch;
-* 2 x ``timer``: the test SIGKILLs every process of the job (driver, JVM, Python daemon and workers) a random
+* 1 x ``timer``: the test SIGKILLs every process of the job (driver, JVM, Python daemon and workers) a random
   fraction of a batch's duration after the batch before the target was committed — wherever the job is
-  (routing, keyed state writes, sinks, commits).
+  (routing, keyed state writes, sinks, commits);
+* 1 x ``async``: with async requests in flight. The run holds the async requests of the target replay batch's
+  events (``--hold-async-from-id``: each writes a marker file as it starts on an executor, then awaits until
+  the process dies), so that batch cannot complete; the test SIGKILLs every process of the job once it sees a
+  marker. The restarted job sends those requests again (the batch is replayed) and must emit each result once.
 
 A self-kill kills the driver's JVM and then the driver; the test kills whatever is left (the Python daemon and
 workers of the JVM) before it restarts the job. The ``planning`` kill aims at a window of Spark's file source:
@@ -50,7 +54,7 @@ pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).resolve().with_name("exactly_once_job.py")
 SEED = int(os.environ.get("EXACTLY_ONCE_SEED", "1729"))
-KILLS = ["sink", "sink", "commit", "planning", "timer", "timer"]  # shuffled with the seed
+KILLS = ["sink", "sink", "commit", "planning", "timer", "async"]  # shuffled with the seed
 RUN_TIMEOUT = 420  # seconds for one driver process (start-up included)
 
 
@@ -105,6 +109,14 @@ class Run:
 
     def committed(self) -> List[int]:
         return [int(ln.split()[1].split("=")[1]) for ln in self.lines() if ln.startswith("committed ")]
+
+    def committed_progress(self) -> List[Dict[str, int]]:
+        """batch_id and replay_batch (the last replay file in it) of each committed batch."""
+        return [
+            {k: int(v) for k, v in (f.split("=", 1) for f in ln.split()[1:3])}
+            for ln in self.lines()
+            if ln.startswith("committed ")
+        ]
 
     def merged_batches(self) -> List[Tuple[int, int]]:
         """(batch id, replay file) of committed batches whose replay file is not the batch id: in an uncrashed run
@@ -219,6 +231,7 @@ def runs() -> Any:
 def test_output_after_random_sigkills_equals_an_uncrashed_run(tmp_path: Path, runs: List[Run]) -> None:
     job = _job_module()
     streams: List[str] = job.STREAMS
+    replay = job.make_batches()
     rng = random.Random(SEED)
     seed_msg = f"[EXACTLY_ONCE_SEED={SEED}; logs in {tmp_path}]"
     t0 = time.monotonic()
@@ -234,7 +247,7 @@ def test_output_after_random_sigkills_equals_an_uncrashed_run(tmp_path: Path, ru
     targets = [x + i for i, x in enumerate(sorted(rng.sample(range(1, last_batch - len(KILLS) + 2), len(KILLS))))]
     plan = KILLS[:]
     rng.shuffle(plan)
-    if plan[-1] in ("timer", "planning") and targets[-1] == last_batch:  # these would come after the job's end
+    if plan[-1] in ("timer", "planning", "async") and targets[-1] == last_batch:  # after the job's end / no events
         j = max(j for j, kind in enumerate(plan) if kind in ("sink", "commit"))
         plan[j], plan[-1] = plan[-1], plan[j]
     history: List[Dict[str, Any]] = []
@@ -242,13 +255,39 @@ def test_output_after_random_sigkills_equals_an_uncrashed_run(tmp_path: Path, ru
         first = _next_batch(tmp_path / "ckB")  # the batch this run starts with (Spark replays it if begun)
         event: Dict[str, Any] = {"kind": kind, "target_batch": target, "first_batch": first}
         if kind in ("sink", "commit", "planning"):
-            # 4 sink writes per batch: the k-th write of the target batch (k = 4: all its output written, nothing
-            # committed); or right after the driver's commit of the target batch; or when Spark then plans the next
-            n = (target - first) * 4 + rng.randint(1, 4) if kind == "sink" else target - first + 1
+            # a sink write per stream and batch: the k-th write of the target batch (k = all: all its output
+            # written, nothing committed); or right after the driver's commit of the target batch; or when Spark
+            # then plans the next
+            writes = len(streams)
+            n = (target - first) * writes + rng.randint(1, writes) if kind == "sink" else target - first + 1
             event[f"kill_after_{kind}"] = n
             run = Run(tmp_path / "ckB", tmp_path / "B", tmp_path / f"B{i}-{kind}{n}.log", f"--kill-after-{kind}", str(n))
             runs.append(run)
             rc = run.finish(RUN_TIMEOUT)
+        elif kind == "async":
+            # the target replay batch's requests never complete in this run: kill once one of them started
+            markers = tmp_path / f"markers{i}"
+            markers.mkdir()
+            hold_from = sum(len(b.elements) for b in replay[:target])
+            event.update(hold_async_from_id=hold_from)
+            run = Run(
+                tmp_path / "ckB", tmp_path / "B", tmp_path / f"B{i}-async.log",
+                "--async-markers", str(markers), "--hold-async-from-id", str(hold_from),
+            )  # fmt: skip
+            runs.append(run)
+            while run.proc.poll() is None and not any(markers.iterdir()):
+                assert time.monotonic() - run.started < RUN_TIMEOUT, f"{seed_msg} run {i} hangs:\n{run.tail()}"
+                time.sleep(0.02)
+            event["alive_at_kill"] = run.proc.poll() is None
+            run.kill_all()
+            rc = run.finish(RUN_TIMEOUT)
+            in_flight = sorted(int(m.name.split("-")[1]) for m in markers.iterdir())
+            event["requests_in_flight_at_kill"] = in_flight
+            # in flight: started (a marker) and never completed (a held request cannot), in a batch not committed
+            assert in_flight and all(x >= hold_from for x in in_flight), f"{seed_msg} run {i} ({event}): no request in flight"
+            assert all(r["replay_batch"] < target for r in run.committed_progress()), (
+                f"{seed_msg} run {i} ({event}) committed the batch with requests in flight:\n{run.tail()}"
+            )
         else:
             # once the batch before the target is committed: a random fraction of this run's batch duration
             fraction = rng.uniform(0.0, 0.9)
@@ -275,7 +314,7 @@ def test_output_after_random_sigkills_equals_an_uncrashed_run(tmp_path: Path, ru
         )
         history.append(event)
         assert rc == -signal.SIGKILL, f"{seed_msg} run {i} ({event}) was not killed (rc {rc}):\n{run.tail()}"
-        if kind != "timer":
+        if kind not in ("timer", "async"):
             assert any(ln.startswith("SIGKILL ") for ln in run.lines()), f"{seed_msg} run {i} ({event}) did not kill itself"
             killed_in = [ln for ln in run.lines() if ln.startswith(("sink ", "committed "))][-1]
             assert f"batch_id={target} " in killed_in, f"{seed_msg} run {i} ({event}) killed in: {killed_in}"
@@ -319,6 +358,10 @@ def test_output_after_random_sigkills_equals_an_uncrashed_run(tmp_path: Path, ru
             "per_batch_equal": a[stream] == b[stream],
             "order_equals_local": _in_order(b[stream]) == expected_local,
         }
+    # the async stage: one result per event, each exactly once, although a run was killed with requests in flight
+    results = collections.Counter(row[0] for row in _in_order(b["enriched"]))
+    events = collections.Counter(e["id"] for batch in replay for e in batch.elements)
+    assert results == events, f"{seed_msg} enriched ids after the restarts: {_diff(events, results)}"
     summary["stray_tmp_files"] = {
         "output": len(glob.glob(str(tmp_path / "B" / "*" / "*.tmp-*"))),
         "state": len(glob.glob(str(tmp_path / "ckB" / "flinkish" / "state" / "*" / "*" / "*.tmp"))),

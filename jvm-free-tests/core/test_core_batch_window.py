@@ -21,13 +21,13 @@ from pyspark_flinkish.core.assigners import (
 from pyspark_flinkish.core.batch_window import BatchWindowOperator, batch_eligibility
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.codec import decode_snapshot, encode_snapshot
-from pyspark_flinkish.core.state_descriptors import ValueStateDescriptor
-from pyspark_flinkish.core.typeinfo import Types
 from pyspark_flinkish.core.evictors import CountEvictor
 from pyspark_flinkish.core.functions import AggregateFunction, ProcessWindowFunction
 from pyspark_flinkish.core.javamath import LONG_MAX
 from pyspark_flinkish.core.records import OutputTag, StreamRecord
+from pyspark_flinkish.core.state_descriptors import ValueStateDescriptor
 from pyspark_flinkish.core.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
+from pyspark_flinkish.core.typeinfo import Types
 from pyspark_flinkish.core.window_operator import PassThroughWindowFunction, WindowContents, WindowOperator
 
 LATE = OutputTag("late")

@@ -82,7 +82,7 @@ def test_a_failed_execute_clears_too() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
 
     def boom(x: int) -> int:
-        raise ValueError("boom")
+        raise ValueError("boom")  # noqa: EM101 (the user function under test)
 
     env.from_collection([1]).map(boom).add_sink(lambda _: None)
     with pytest.raises(Exception, match="boom"):

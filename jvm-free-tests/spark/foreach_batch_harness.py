@@ -205,7 +205,7 @@ def _step_columnar(driver: ForeachBatchDriver, frame: pd.DataFrame, batch_id: in
 class PandasStream:
     """Stands in for a streaming DataFrame given to ``from_dataframe``: its schema and its micro-batches."""
 
-    isStreaming = True  # as a ``readStream`` DataFrame (from_dataframe refuses static ones)
+    isStreaming = True  # noqa: N815 (Spark's name) as a ``readStream`` DataFrame (from_dataframe refuses static ones)
 
     def __init__(self, schema: Any, batches: List[pd.DataFrame]) -> None:
         self.schema = schema

@@ -13,7 +13,7 @@ import pytest
 from foreach_batch_harness import run_foreach_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datastream"))
-import pyflink_done_when_job as job  # noqa: E402
+import pyflink_done_when_job as job
 
 ORACLE = json.loads((Path(__file__).resolve().parents[1] / "datastream" / "pyflink_done_when.json").read_text())
 

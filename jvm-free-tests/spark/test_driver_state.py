@@ -20,7 +20,6 @@ from pyspark_flinkish.datastream.connectors.kafka import KafkaTopicPartition
 from pyspark_flinkish.spark.driver import ForeachBatchDriver
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
-
 BATCHES = 4  # replay files per source; the tests advance through fewer, so no source reaches its end of input
 
 

@@ -35,7 +35,7 @@ class _ConnectLikeSession:
 
     @property
     def sparkContext(self) -> object:  # noqa: N802 (Spark's name)
-        raise RuntimeError("no sparkContext on Spark Connect")
+        raise RuntimeError("no sparkContext on Spark Connect")  # noqa: EM101 (a stand-in's error)
 
 
 def test_default_file_system_from_the_spark_conf_without_a_jvm() -> None:

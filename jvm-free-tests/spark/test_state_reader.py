@@ -40,7 +40,6 @@ from pyspark_flinkish.spark.state_reader import (
 )
 
 
-
 class Keep(KeyedProcessFunction):  # type: ignore[type-arg]
     """Keeps the sum, the values and the value per timestamp of each key; an event-time timer 100 ms after each
     element (never fired here)."""

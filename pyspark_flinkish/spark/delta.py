@@ -132,7 +132,9 @@ class DeltaBatchWriter:
         if self._table_ready:
             return
         columns = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
-        partitioned = f" PARTITIONED BY ({', '.join(_quote(c) for c in self.sink.partition_by)})" if self.sink.partition_by else ""
+        partitioned = ""
+        if self.sink.partition_by:
+            partitioned = f" PARTITIONED BY ({', '.join(_quote(c) for c in self.sink.partition_by)})"
         spark.sql(
             f"CREATE TABLE IF NOT EXISTS {table_identifier(self.sink.path, self.sink.table)} ({columns}) USING delta"
             f"{partitioned} TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"

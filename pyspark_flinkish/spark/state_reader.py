@@ -209,7 +209,9 @@ def state_names(snapshots: Iterable[bytes]) -> Set[str]:
     return names
 
 
-def state_values(keys: Sequence[bytes], snapshots: Sequence[bytes], name: str, kind: str, flatten: bool = True) -> List[RowValues]:
+def state_values(
+    keys: Sequence[bytes], snapshots: Sequence[bytes], name: str, kind: str, flatten: bool = True
+) -> List[RowValues]:
     """Rows of state ``name`` (of descriptor kind ``kind``) outside windows, Python values: ``(key, value)``; a
     list flattened gives one ``(key, element)`` per element, a map flattened ``(key, map_key, value)``."""
     rows: List[RowValues] = []
@@ -268,7 +270,9 @@ def window_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[Row
     return rows
 
 
-def batch_window_values(keys: Sequence[bytes], starts: Sequence[Optional[int]], accs: Sequence[bytes], size: int) -> List[RowValues]:
+def batch_window_values(
+    keys: Sequence[bytes], starts: Sequence[Optional[int]], accs: Sequence[bytes], size: int
+) -> List[RowValues]:
     """Open windows of a window run batch-wise (``w=`` files): ``(key, window_start, window_end, contents)``."""
     return [
         (decode_key(kb), s, s + size, decode_value(json.loads(a)))
@@ -288,7 +292,11 @@ def _need_type(t: Optional[TypeInformation], what: str) -> TypeInformation:
 
 
 def _decoded(
-    df: Any, schema: Any, types: Sequence[Optional[TypeInformation]], decode: Callable[..., List[RowValues]], columns: Sequence[str]
+    df: Any,
+    schema: Any,
+    types: Sequence[Optional[TypeInformation]],
+    decode: Callable[..., List[RowValues]],
+    columns: Sequence[str],
 ) -> Any:
     """``df`` decoded on the executors: ``decode(*columns)`` gives Python rows, converted to ``schema``
     (``types[i]``: the declared type of column ``i``; None: kept as is)."""

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional
+import threading
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 from ..core.errors import FlinkishError
 from .connect import ClientDelivery
@@ -13,6 +14,75 @@ from .error_transport import package_error_from
 from .stateful_progress import stateful_progress
 
 _log = logging.getLogger("pyspark_flinkish.spark")
+
+
+class _ProgressRouter:
+    """One ``StreamingQueryListener`` per Spark Connect session, added once and never removed, that hands each
+    query's progress to the handles that asked for it (:meth:`SparkJobHandle.on_progress`).
+
+    Why not a listener per handle, removed at the end as on a classic session: pyspark's Connect client removes
+    its last listener while holding the listener bus's lock and then joins the bus's event thread, which may be
+    waiting for that same lock to post an event that arrived meanwhile (a query's last progress or its
+    termination) — ``removeListener`` then never returns (seen as a hung ``stop()`` in the Connect tests). A
+    handle only subscribes and unsubscribes here, under a lock of its own that is never held while calling Spark.
+    """
+
+    _sessions: ClassVar[Dict[int, Tuple[Any, _ProgressRouter]]] = {}  # id(session) -> (the session, kept alive; its router)
+    _sessions_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._subscribers: Dict[str, List[Callable[[Any], None]]] = {}
+
+    @classmethod
+    def of(cls, spark: Any) -> _ProgressRouter:
+        """The session's router, adding its listener to the session the first time."""
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        with cls._sessions_lock:
+            entry = cls._sessions.get(id(spark))
+            if entry is not None and entry[0] is spark:
+                return entry[1]
+            router = cls()
+
+            class _Listener(StreamingQueryListener):  # type: ignore[misc]
+                def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's names)
+                    return None
+
+                def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+                    router.post(event.progress)
+
+                def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+                    return None
+
+                def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+                    return None
+
+            spark.streams.addListener(_Listener())
+            cls._sessions[id(spark)] = (spark, router)
+            return router
+
+    def subscribe(self, query_id: str, deliver: Callable[[Any], None]) -> Callable[[], None]:
+        """Hand ``query_id``'s progress to ``deliver``; returns the function that ends it."""
+        with self._lock:
+            self._subscribers.setdefault(query_id, []).append(deliver)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                subscribers = self._subscribers.get(query_id, [])
+                if deliver in subscribers:
+                    subscribers.remove(deliver)
+                if not subscribers:
+                    self._subscribers.pop(query_id, None)
+
+        return unsubscribe
+
+    def post(self, progress: Any) -> None:
+        with self._lock:
+            delivers = list(self._subscribers.get(str(progress.id), []))
+        for deliver in delivers:
+            deliver(progress)
+
 
 class SparkJobHandle:
     """A running pipeline: the Spark ``StreamingQuery`` plus what the driver knows of watermarks and metrics.
@@ -144,11 +214,10 @@ class SparkJobHandle:
         """Call ``callback`` with the combined progress (see :meth:`progress`, ``"spark"`` always set) of every
         micro-batch, from a ``StreamingQueryListener`` on the session: Spark's ``onQueryProgress`` of this query.
         Batches Spark reported before this call are delivered at once; each batch once. The listener is removed
-        by :meth:`stop` and when :meth:`await_termination` sees the query ended, after delivering what Spark's
+        by :meth:`stop` and when :meth:`await_termination` sees the query ended (on Spark Connect the session keeps
+        one listener for all its queries, and this query's subscription to it ends), after delivering what Spark's
         asynchronous listener bus had not yet (so every batch of ``query.recentProgress`` is delivered by then). A
         failing callback is logged, never raised into Spark's listener bus."""
-        import threading
-
         from pyspark.sql.streaming import StreamingQueryListener
 
         handle, query_id, lock, seen = self, str(self.query.id), threading.Lock(), set()
@@ -178,9 +247,12 @@ class SparkJobHandle:
             def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
                 return None
 
-        listener = _Listener()
-        self._spark.streams.addListener(listener)
-        self._listeners.append((listener, deliver))
+        if self.client is not None:  # Spark Connect: the session's one listener (see _ProgressRouter)
+            self._listeners.append((_ProgressRouter.of(self._spark).subscribe(query_id, deliver), deliver))
+        else:
+            listener = _Listener()
+            self._spark.streams.addListener(listener)
+            self._listeners.append((lambda: self._spark.streams.removeListener(listener), deliver))
         for spark_progress in self.query.recentProgress or []:
             deliver(spark_progress)
 
@@ -196,8 +268,8 @@ class SparkJobHandle:
 
     def _remove_listeners(self) -> None:
         while self._listeners:
-            listener, deliver = self._listeners.pop()
-            self._spark.streams.removeListener(listener)
+            remove, deliver = self._listeners.pop()
+            remove()
             for spark_progress in self.query.recentProgress or []:
                 deliver(spark_progress)
 

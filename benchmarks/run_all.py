@@ -1044,12 +1044,13 @@ def part_state_growth(spark: Any, args: argparse.Namespace, work: str) -> Part:
     (``bench_state_growth.py``). One run per K and engine: the figures are medians over its small batches."""
     engines = bsg.ENGINES
     part = Part("state_growth", [f"{e}@{k}" for k in args.state_keys for e in engines])
-    part.input = {"keys": args.state_keys, "load_batches": args.state_load_batches, "small_batches": args.state_batches,
+    part.input = {"keys": args.state_keys, "load_rows": args.state_load_rows, "small_batches": args.state_batches,
                   "batch_events": args.state_batch_events, "touched_keys": args.state_touched_keys,
                   "state_partitions": args.shuffle_partitions}
     results: Dict[Tuple[str, int], Dict[str, Any]] = {}
     for k in args.state_keys:
-        inp = bsg.generate(os.path.join(work, "state_growth", f"k{k}"), k, args.state_load_batches, args.state_batches,
+        load_batches = -(-k // args.state_load_rows)
+        inp = bsg.generate(os.path.join(work, "state_growth", f"k{k}"), k, load_batches, args.state_batches,
                            args.state_batch_events, args.state_touched_keys, args.seed)
         print(f"part 7: {k:,} idle keys in {inp.load_batches} batch(es), then {args.state_batches} batches of "
               f"{args.state_batch_events:,} events on {args.state_touched_keys} keys", flush=True)
@@ -1258,7 +1259,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--async-latency-ms", type=float, default=10, help="part 6: the lookup server's latency")
     p.add_argument("--async-capacities", default="10,100", help="part 6: the async operator's capacities")
     p.add_argument("--state-keys", default="10000,100000,1000000", help="part 7: idle keys K (comma-separated)")
-    p.add_argument("--state-load-batches", type=int, default=1, help="part 7: micro-batches loading the K keys")
+    p.add_argument("--state-load-rows", type=int, default=100_000,
+                   help="part 7: at most this many keys per load micro-batch (default 100,000: 1M keys in 10 batches)")
     p.add_argument("--state-batches", type=int, default=5, help="part 7: small micro-batches after the load")
     p.add_argument("--state-batch-events", type=int, default=10_000, help="part 7: events per small micro-batch")
     p.add_argument("--state-touched-keys", type=int, default=10, help="part 7: keys each small micro-batch touches")

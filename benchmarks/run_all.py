@@ -1,6 +1,6 @@
 """The benchmark suite: pyspark_flinkish against native Spark and Apache Flink (PyFlink), in one command.
 
-    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,2,3,4,5,6]
+    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,2,3,4,5,6,7]
 
 This is a benchmark, not a test: it prints figures and never passes or fails on speed. Before any timing of a part
 is reported, every engine's results are compared with the others' and with an independent pandas computation of
@@ -18,6 +18,9 @@ exits non-zero when results disagree. ``docs/benchmarks.md`` describes every par
 6. *joins and async*: (a) an interval join of two keyed streams, this package's foreachBatch executor vs native
    Spark's time-bounded stream-stream join (equal pairs first); (b) ``AsyncDataStream.unordered_wait`` enriching
    events from a local HTTP server with a fixed latency, throughput against the capacity limit (capacity / latency).
+7. *state growth*: K idle keys (a ``KeyedProcessFunction`` with a ``ValueState`` and a timer per key), then small
+   micro-batches touching a few keys: time and checkpoint bytes written per small batch, this package's
+   foreachBatch executor vs native ``groupBy(key).count()`` with the HDFS-backed and the RocksDB state store.
 
 Repeats (``--repeats``, default 3; ``--quick``: 1 and small sizes) run the engines in turn, and every ratio pairs
 two runs of one repeat; tables give the median and [min-max] over repeats. PyFlink runs in its own virtualenv
@@ -48,6 +51,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common as bc
 import bench_joins_async as bja
+import bench_state_growth as bsg
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -61,7 +65,7 @@ PYFLINK_VERSION = "2.3.0"
 # events; a user tuning PyFlink would set it.
 PYFLINK_CONF = ["python.state.cache-size=1000000"]
 PYFLINK_WORKER_MODE = "process"
-PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency", "joins_async"]
+PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency", "joins_async", "state_growth"]
 
 
 # ----------------------------------------------------------------------------------------------- PyFlink
@@ -1018,6 +1022,97 @@ def part_joins_async(spark: Any, args: argparse.Namespace, work: str) -> List[Pa
     return [join, lookup]
 
 
+# ----------------------------------------------------------------------------------------------- part 7: state growth
+def _kb(n: Optional[float]) -> str:
+    if n is None:
+        return ""
+    return f"{n / 1e6:,.2f} MB" if n >= 1e6 else f"{n / 1e3:,.1f} KB"
+
+
+def _ms(n: Optional[float]) -> str:
+    return "" if n is None else f"{n:,.0f}"
+
+
+def _range(r: Dict[str, Any], key: str, fmt: Callable[[Optional[float]], str]) -> str:
+    lo, hi = r.get(key + "_min"), r.get(key + "_max")
+    return f"{fmt(r.get(key))} [{fmt(lo)}-{fmt(hi)}]" if lo is not None and lo != hi else fmt(r.get(key))
+
+
+def part_state_growth(spark: Any, args: argparse.Namespace, work: str) -> Part:
+    """Part 7: K idle keys, then small micro-batches on a few keys; per small batch the time and the bytes written
+    under the checkpoint, this package (foreachBatch) vs native Spark with the HDFS-backed and the RocksDB store
+    (``bench_state_growth.py``). One run per K and engine: the figures are medians over its small batches."""
+    engines = bsg.ENGINES
+    part = Part("state_growth", [f"{e}@{k}" for k in args.state_keys for e in engines])
+    part.input = {"keys": args.state_keys, "load_rows": args.state_load_rows, "small_batches": args.state_batches,
+                  "batch_events": args.state_batch_events, "touched_keys": args.state_touched_keys,
+                  "state_partitions": args.shuffle_partitions}
+    results: Dict[Tuple[str, int], Dict[str, Any]] = {}
+    for k in args.state_keys:
+        load_batches = -(-k // args.state_load_rows)
+        inp = bsg.generate(os.path.join(work, "state_growth", f"k{k}"), k, load_batches, args.state_batches,
+                           args.state_batch_events, args.state_touched_keys, args.seed)
+        print(f"part 7: {k:,} idle keys in {inp.load_batches} batch(es), then {args.state_batches} batches of "
+              f"{args.state_batch_events:,} events on {args.state_touched_keys} keys", flush=True)
+        for e in engines:
+            name = f"{e}@{k}"
+            r = _try(part, name, lambda e=e, inp=inp: bsg.run_engine(e, spark, inp, work, log=lambda m: print(m, flush=True)))
+            if r is None:
+                continue
+            for problem in r["problems"]:
+                part.mismatches.append(f"{name}: {problem}")
+                print(f"  {name}: MISMATCH ({problem})", flush=True)
+            results[(e, k)] = r
+            part.record(name, 0, keys=k, match=not r["problems"], **{x: v for x, v in r.items() if x != "problems"})
+            print(f"  {name}: load {r['load_s']:.1f} s; per small batch {r['batch_ms'] or 0:,.0f} ms, "
+                  f"{_kb(r['bytes'])} written ({_kb(r['state_bytes'])} state)", flush=True)
+        shutil.rmtree(inp.staging, ignore_errors=True)
+    lines = []
+    for k in args.state_keys:
+        for e in engines:
+            name = f"{e}@{k}"
+            st = part.status(name)
+            if st:
+                lines.append([f"{k:,}", e, st])
+                continue
+            r = results[(e, k)]
+            lines.append([f"{k:,}", e, f"{r['load_s']:.1f}", _range(r, "batch_ms", _ms),
+                          f"{r['batch_wall_s']:.2f}", _range(r, "bytes", _kb), _kb(r["state_bytes"]),
+                          f"{r['state_bytes_per_touched_key']:,.0f}" if r["state_bytes_per_touched_key"] else "0"])
+    part.table = (["keys K", "engine", "load s (wall)", "ms per small batch (median [min-max])",
+                   "wall s per small batch", "bytes written per small batch", "of which state",
+                   "state bytes per touched key"], lines)
+
+    def ms(e: str, k: int) -> Optional[float]:
+        r = results.get((e, k))
+        return r["batch_ms"] if r else None
+
+    def ratio(a: Optional[float], b: Optional[float]) -> str:
+        return f"{a / b:.2f}" if a and b else "n/a"
+
+    lo = args.state_keys[0]
+    ratios = []
+    for k in args.state_keys:
+        fb = results.get(("foreach_batch", k))
+        ratios.append([f"{k:,}", ratio(ms("foreach_batch", k), ms("foreach_batch", lo)),
+                       ratio(ms("foreach_batch", k), ms("native_rocksdb", k)),
+                       ratio(ms("foreach_batch", k), ms("native_hdfs", k)),
+                       f"{fb['state_bytes_per_touched_key']:,.0f}" if fb and fb["state_bytes_per_touched_key"] else "n/a",
+                       ratio(fb["state_bytes"] if fb else None, results[("native_rocksdb", k)]["state_bytes"]
+                             if ("native_rocksdb", k) in results else None)])
+    part.extra_tables = [(  # type: ignore[attr-defined]
+        f"7. State growth: issue 13's ratios (targets: time at the largest K <= 1.5x the package's own at {lo:,} "
+        "keys, <= 2x native RocksDB's; bytes per batch proportional to the keys touched)",
+        ["keys K", f"package time / package at {lo:,}", "package / native RocksDB (time)",
+         "package / native HDFS-backed (time)", "package state bytes per touched key",
+         "package / native RocksDB (state bytes)"], ratios)]
+    part.notes.append(
+        "time: Spark's triggerExecution of each small batch; bytes: files created or changed under the checkpoint "
+        "during the batch (background snapshot uploads land in the batch during which they happen)"
+    )
+    return part
+
+
 # ----------------------------------------------------------------------------------------------- output
 def print_part(part: Part) -> None:
     titles = {"tumbling": "1. Tumbling 1-minute count+sum per key",
@@ -1026,7 +1121,8 @@ def print_part(part: Part) -> None:
               "scaling": "3. Scaling", "exactly_once": "4. Exactly-once overhead (Delta)",
               "latency": "5. Kafka -> Delta latency",
               "interval_join": "6a. Interval join of two keyed streams",
-              "async_lookup": "6b. Async enrichment against a local HTTP lookup (fixed latency)"}
+              "async_lookup": "6b. Async enrichment against a local HTTP lookup (fixed latency)",
+              "state_growth": "7. State growth: small micro-batches after K idle keys (per small batch)"}
     if part.name == "scaling":
         for what, lines in part.table_keys:  # type: ignore[attr-defined]
             head = list(part.table[0])
@@ -1034,6 +1130,8 @@ def print_part(part: Part) -> None:
             print_table(f"{titles['scaling']}: {what}", head, lines)
     else:
         print_table(titles[part.name], *part.table)
+    for title, head, lines in getattr(part, "extra_tables", []):
+        print_table(title, head, lines)
     if part.name == "scaling":
         for e, why in part.unavailable.items():
             print(f"  {e}: {why}")
@@ -1049,7 +1147,7 @@ def write_png(parts: List[Part], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, grid = plt.subplots(2, 5, figsize=(27, 9))
+    fig, grid = plt.subplots(2, 6, figsize=(32, 9))
     axes = grid.ravel()
 
     def bars(ax: Any, part: Optional[Part], key: str, title: str, log: bool = False) -> None:
@@ -1090,6 +1188,21 @@ def write_png(parts: List[Part], path: str) -> None:
         ax.set_xlabel(what)
         ax.legend(fontsize=7)
 
+    def growth(ax: Any, part: Optional[Part], key: str, title: str) -> None:
+        ax.set_title(title, fontsize=10)
+        if part is None:
+            ax.text(0.5, 0.5, "not run", ha="center")
+            return
+        for engine in bsg.ENGINES:
+            pts = sorted((r["keys"], r[key]) for name in part.engines if name.startswith(engine + "@")
+                         for r in part.runs[name] if r.get(key))
+            if pts:
+                ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=engine)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("idle keys K")
+        ax.legend(fontsize=7)
+
     by = {p.name: p for p in parts}
     bars(axes[0], by.get("tumbling"), "events_per_s", "1. tumbling: events/s (wall, log)", log=True)
     small = by.get("tumbling_small")
@@ -1104,6 +1217,8 @@ def write_png(parts: List[Part], path: str) -> None:
     bars(axes[7], by.get("latency"), "p50_ms", "5. Kafka->Delta latency p50 ms")
     bars(axes[8], by.get("interval_join"), "events_per_s", "6a. interval join: events/s (wall, both sides)")
     bars(axes[9], by.get("async_lookup"), "share_of_limit", "6b. async HTTP lookup: per-task requests/s / (capacity / latency)")
+    growth(axes[10], by.get("state_growth"), "batch_ms", "7. state growth: ms per small batch vs idle keys K")
+    growth(axes[11], by.get("state_growth"), "bytes", "7. state growth: bytes written per small batch vs K")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -1111,7 +1226,7 @@ def write_png(parts: List[Part], path: str) -> None:
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes (minutes, not hours)")
-    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {PARTS} (or 1-6)")
+    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {PARTS} (or 1-7)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--events", type=int, default=2_000_000, help="parts 1, 3 (keys), 4 (default 2,000,000)")
     p.add_argument("--keys", type=int, default=10_000, help="parts 1, 3 (events), 4 (default 10,000)")
@@ -1143,6 +1258,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--async-batch-rows", type=int, default=10_000, help="part 6: rows per micro-batch (one task)")
     p.add_argument("--async-latency-ms", type=float, default=10, help="part 6: the lookup server's latency")
     p.add_argument("--async-capacities", default="10,100", help="part 6: the async operator's capacities")
+    p.add_argument("--state-keys", default="10000,100000,1000000", help="part 7: idle keys K (comma-separated)")
+    p.add_argument("--state-load-rows", type=int, default=100_000,
+                   help="part 7: at most this many keys per load micro-batch (default 100,000: 1M keys in 10 batches)")
+    p.add_argument("--state-batches", type=int, default=5, help="part 7: small micro-batches after the load")
+    p.add_argument("--state-batch-events", type=int, default=10_000, help="part 7: events per small micro-batch")
+    p.add_argument("--state-touched-keys", type=int, default=10, help="part 7: keys each small micro-batch touches")
     p.add_argument("--parallelism", type=int, default=2, help="Flink parallelism (as local[2])")
     p.add_argument("--pyflink-warmup-rows", type=int, default=2000, help="PyFlink warm-up run (0: none)")
     p.add_argument("--pyflink-conf", action="append", default=None, metavar="KEY=VALUE",
@@ -1169,10 +1290,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         args.pyflink_warmup_rows = 0
         args.join_events, args.join_keys, args.join_batch_rows = 20_000, 500, 5_000
         args.async_events, args.async_batch_rows = 2_000, 1_000
+        args.state_keys, args.state_batches = "2000,20000", 3
     if args.pyflink_conf is None:
         args.pyflink_conf = list(PYFLINK_CONF)
     args.scale_keys = [int(x) for x in str(args.scale_keys).split(",")]
     args.scale_events = [int(x) for x in str(args.scale_events).split(",")]
+    args.state_keys = [int(x) for x in str(args.state_keys).split(",")]
     chosen = []
     for x in args.parts.split(","):
         x = x.strip()
@@ -1212,6 +1335,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "exactly_once": lambda: part_exactly_once(spark, args, work),
         "latency": lambda: part_latency(spark, args, work),
         "joins_async": lambda: part_joins_async(spark, args, work),
+        "state_growth": lambda: part_state_growth(spark, args, work),
     }
     try:
         tiny = os.path.join(work, "tiny")
@@ -1261,7 +1385,8 @@ def _write(args: argparse.Namespace, machine: Dict[str, Any], parts: List[Part],
         "duration_s": time.time() - started,
         "load_avg": os.getloadavg(),
         "parts": {p.name: {**p.as_json(), "table": getattr(p, "table", None),
-                           "tables": getattr(p, "table_keys", None), "input": getattr(p, "input", None)} for p in parts},
+                           "tables": getattr(p, "table_keys", None), "input": getattr(p, "input", None),
+                           "extra_tables": getattr(p, "extra_tables", None)} for p in parts},
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.json_out)), exist_ok=True)
     with open(args.json_out, "w") as f:

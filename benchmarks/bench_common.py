@@ -175,7 +175,8 @@ class InputInfo:
     expected: List[Window]
 
 
-def _write(directory: str, index: int, frame: Dict[str, np.ndarray]) -> None:
+def write_batch(directory: str, index: int, frame: Dict[str, np.ndarray]) -> None:
+    """One micro-batch's Parquet file of ``key, ts, value, seq`` (int64), ordered for the file source by its mtime."""
     table = pa.table({c: pa.array(frame[c], pa.int64()) for c in ("key", "ts", "value", "seq")})
     path = os.path.join(directory, f"batch-{index:06d}.parquet")
     pq.write_table(table, path)
@@ -202,13 +203,13 @@ def generate(
     files = 0
     for start in range(0, events, batch_rows):
         sl = slice(start, start + batch_rows)
-        _write(directory, files, {"key": key[sl], "ts": ts[sl], "value": value[sl], "seq": seq[sl]})
+        write_batch(directory, files, {"key": key[sl], "ts": ts[sl], "value": value[sl], "seq": seq[sl]})
         files += 1
     max_ts = int(ts.max())
     sentinel = max_ts + disorder_ms + 2 * WINDOW_MS
     for i in range(2):
         one = np.array([0], dtype=np.int64)
-        _write(directory, files + i, {"key": one + SENTINEL_KEY, "ts": one + sentinel, "value": one, "seq": one + events + i})
+        write_batch(directory, files + i, {"key": one + SENTINEL_KEY, "ts": one + sentinel, "value": one, "seq": one + events + i})
     if csv is not None:
         write_csv(csv, key, ts, value, seq)
     frame = pd.DataFrame({"key": key, "start": ts - ts % WINDOW_MS, "value": value})
@@ -235,7 +236,7 @@ def generate_tiny(directory: str, files: int, rows: int, keys: int, seed: int) -
             "value": rng.integers(0, 1000, rows, dtype=np.int64),
             "seq": np.arange(i * rows, (i + 1) * rows, dtype=np.int64),
         }
-        _write(directory, i, frame)
+        write_batch(directory, i, frame)
 
 
 # ----------------------------------------------------------------------------------------------- measuring

@@ -20,8 +20,8 @@ import uuid
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+from bench_common import write_batch
 
 from pyspark_flinkish.datastream.functions import AsyncFunction, ProcessJoinFunction
 
@@ -30,13 +30,6 @@ SPAN_MS = 3_600_000  # one hour of event time per stream
 
 
 # ----------------------------------------------------------------------------------------------- the interval join
-def _write(path: str, index: int, frame: Dict[str, np.ndarray]) -> None:
-    table = pa.table({c: pa.array(frame[c], pa.int64()) for c in ("key", "ts", "value", "seq")})
-    file = os.path.join(path, f"batch-{index:06d}.parquet")
-    pq.write_table(table, file)
-    os.utime(file, (1_000_000 + index, 1_000_000 + index))  # the file source orders files by modification time
-
-
 def generate_join(
     directory: str, events: int, keys: int, batch_rows: int, disorder_ms: int, lower_ms: int, upper_ms: int, seed: int
 ) -> Dict[str, Any]:
@@ -57,7 +50,7 @@ def generate_join(
         files = 0
         for start in range(0, events, batch_rows):
             sl = slice(start, start + batch_rows)
-            _write(d, files, {"key": key[sl], "ts": ts[sl], "value": value[sl], "seq": seq[sl]})
+            write_batch(d, files, {"key": key[sl], "ts": ts[sl], "value": value[sl], "seq": seq[sl]})
             files += 1
         sides[side] = (key, ts, seq, d, files)
     lk, lts, lseq, ldir, files = sides["left"]

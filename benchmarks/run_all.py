@@ -361,12 +361,12 @@ def generate_general(
     files = 0
     for start in range(0, events, batch_rows):
         sl = slice(start, start + batch_rows)
-        bc._write(directory, files, {"key": key[sl], "ts": ts[sl], "value": value[sl], "seq": seq[sl]})
+        bc.write_batch(directory, files, {"key": key[sl], "ts": ts[sl], "value": value[sl], "seq": seq[sl]})
         files += 1
     sentinel = int(ts.max()) + args.lateness_ms + args.gap_ms + 2 * bc.WINDOW_MS
     for i in range(2):
         one = np.array([0], dtype=np.int64)
-        bc._write(directory, files + i, {"key": one + bc.SENTINEL_KEY, "ts": one + sentinel + i * bc.WINDOW_MS,
+        bc.write_batch(directory, files + i, {"key": one + bc.SENTINEL_KEY, "ts": one + sentinel + i * bc.WINDOW_MS,
                                          "value": one, "seq": one + events + i})
     bc.write_csv(csv, key, ts, value, seq)
     frame = pd.DataFrame({"key": key, "ts": ts, "value": value, "seq": seq})
@@ -962,7 +962,7 @@ def part_joins_async(spark: Any, args: argparse.Namespace, work: str) -> List[Pa
     files = 0
     for start in range(0, n, args.async_batch_rows):
         sl = slice(start, start + args.async_batch_rows)
-        bja._write(d, files, {"key": key[sl], "ts": ts[sl], "value": key[sl] * 0, "seq": seq[sl]})
+        bc.write_batch(d, files, {"key": key[sl], "ts": ts[sl], "value": key[sl] * 0, "seq": seq[sl]})
         files += 1
     expected = sorted((int(s), int(k), bja.lookup_value(int(k))) for s, k in zip(seq, key))
     lookup.input = {"events": n, "files": files, "latency_ms": args.async_latency_ms, "capacities": capacities}

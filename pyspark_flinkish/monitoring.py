@@ -64,28 +64,21 @@ def watermark_lag(processing_time: Optional[int], watermark: Optional[int]) -> O
     return int(processing_time) - int(watermark)
 
 
-def partition_metrics(
-    op: Any,
-    records_in: Optional[int],
-    records_out: int,
-    state_path: Optional[str],
-    started: float,
-    open_windows: Optional[int] = None,
-    keys: Optional[int] = None,
-) -> Dict[str, Any]:
+def partition_metrics(op: Any, records_in: Optional[int], records_out: int, started: float) -> Dict[str, Any]:
     """The metrics of one (keyed operator, state partition) after a micro-batch, from the operator's counters
-    (``op.metrics``), what the caller counted, and the size of the state file it wrote (on an executor);
-    ``nextProcessingTimer``: its earliest pending processing-time timer (not published: the Spark driver reads it
-    to schedule the batch that fires it, ``spark/ticks.py``)."""
+    (``op.metrics``) and what the caller counted (on an executor; the state gauges ``numKeys``, ``openWindows`` and
+    ``stateSizeBytes`` are the state store's to add); ``nextProcessingTimer``: its earliest pending
+    processing-time timer among the keys in memory (not published: the Spark driver reads it to schedule the batch
+    that fires it, ``spark/ticks.py``)."""
     out: Dict[str, Any] = dict.fromkeys(OPERATOR_COUNTERS, 0)
     for name, value in getattr(op, "metrics", {}).items():
         if name in _CORE_COUNTERS:
             out[_CORE_COUNTERS[name]] = int(value)
     out["numRecordsIn"] = records_in
     out["numRecordsOut"] = records_out
-    out["openWindows"] = open_windows
-    out["numKeys"] = keys
-    out["stateSizeBytes"] = os.path.getsize(state_path) if state_path is not None else None
+    out["openWindows"] = None
+    out["numKeys"] = None
+    out["stateSizeBytes"] = None
     out["busyTimeMs"] = round((time.perf_counter() - started) * 1000, 3)
     timers = getattr(op, "timers", None)  # the earliest pending processing-time timer: when to run the next batch
     out["nextProcessingTimer"] = timers.next_processing_time() if timers is not None else None

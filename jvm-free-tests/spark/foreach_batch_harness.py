@@ -16,6 +16,7 @@ SQL part, ``prepared``/``statistics``/``split``, done here with pandas and the w
 
 from __future__ import annotations
 
+import json
 import pickle
 import zlib
 from typing import Any, Callable, Dict, List, Optional
@@ -69,14 +70,14 @@ def run_foreach_batch(
         assert all(isinstance(t.source, MicroBatchSource) for t in sources), "the harness replays MicroBatchSources"
         n = max(len(t.source.batches) for t in sources)
     for batch_id in range(n + 1) if batches is None else batches:
-        version_in = driver._open(batch_id)
+        driver._open(batch_id)
         if driver.columnar is not None:
-            by_sink = _step_columnar(driver, frames[0].batches[batch_id], batch_id, version_in)
+            by_sink = _step_columnar(driver, frames[0].batches[batch_id], batch_id)
         elif frames:
-            by_sink = _step(driver, frames[0].batches[batch_id], batch_id, version_in, tasks)
+            by_sink = _step(driver, frames[0].batches[batch_id], batch_id, tasks)
         else:
             driver.enter_replay_batch(batch_id)  # as ``ForeachBatchDriver._run`` does before each replayed batch
-            by_sink = _step(driver, _replay_rows(driver, batch_id), batch_id, version_in, tasks)
+            by_sink = _step(driver, _replay_rows(driver, batch_id), batch_id, tasks)
         for sink_index, rows in by_sink.items():
             rows.sort(key=lambda r: list(r["ord"]))
             driver._deliver(plan.transformations[sink_index], rows, batch_id)
@@ -97,7 +98,7 @@ def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
     return [{k: None if v is None or v is pd.NA or v != v else v for k, v in r.items()} for r in frame.to_dict("records")]
 
 
-def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, version_in: int, tasks: int) -> Dict[int, List[Any]]:
+def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, tasks: int) -> Dict[int, List[Any]]:
     """``ForeachBatchDriver._step`` (general path) and ``_levels_and_sinks`` with pandas for the Spark plumbing."""
     plan, parts = driver.exec_plan, driver.partitions
     plan = pickle.loads(cloudpickle.dumps(plan))  # what the executors get: a copy, as Spark ships it
@@ -119,7 +120,7 @@ def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, 
     stats = driver._take_future([r for r in routed if r["kind"] in ("stat", "future")], now)
     driver._advance_watermarks(stats)
     wm_new = driver._wm_now()
-    return _levels_and_sinks(driver, plan, [r for r in routed if r["kind"] == "rec"], plan.levels, wm_prev, wm_new, now, batch_id, version_in)
+    return _levels_and_sinks(driver, plan, [r for r in routed if r["kind"] == "rec"], plan.levels, wm_prev, wm_new, now, batch_id)
 
 
 def _levels_and_sinks(
@@ -131,7 +132,6 @@ def _levels_and_sinks(
     wm_new: Dict[int, int],
     now: int,
     batch_id: int,
-    version_in: int,
 ) -> Dict[int, List[Any]]:
     """``ForeachBatchDriver._levels_and_sinks``: the keyed levels on what the earlier stages output, then the
     sinks' rows."""
@@ -142,11 +142,13 @@ def _levels_and_sinks(
         for r in outputs:
             if r["dest"] in nodes:
                 groups[(r["dest"], r["sp"])].append(r)
-        keyed = keyed_level_function(plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, version_in)
+        keyed = keyed_level_function(plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, driver.manifests())
         for group in groups.values():  # groupBy("dest", "sp").applyInPandas: one frame per group
             frame = pd.DataFrame({c: pd.Series([r.get(c) for r in group], dtype=object) for c in ROW_COLUMNS})
             frame["dest"], frame["sp"] = frame["dest"].astype("int32"), frame["sp"].astype("int32")
             outputs.extend(_records(keyed(frame)))
+    # the keyed partitions' metric rows carry their new manifests (``ForeachBatchDriver._levels_and_sinks``)
+    driver._record_manifests([(0, int(r["dest"]), json.loads(r["value"])) for r in outputs if r["kind"] == "metric"])
     by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
     for r in outputs:
         if r["kind"] == "rec" and r["dest"] in by_sink:
@@ -154,7 +156,7 @@ def _levels_and_sinks(
     return by_sink
 
 
-def _step_columnar(driver: ForeachBatchDriver, frame: pd.DataFrame, batch_id: int, version_in: int) -> Dict[int, List[Any]]:
+def _step_columnar(driver: ForeachBatchDriver, frame: pd.DataFrame, batch_id: int) -> Dict[int, List[Any]]:
     """``ForeachBatchDriver._step_columnar``: Spark's part (``columnar.prepared``, ``statistics`` and ``split``:
     event time, keys, order, state partition, which rows are on time and their partial accumulators) is done here
     with pandas and the window's own assigner; the executors' part is ``columnar.run_partition``, called as its
@@ -189,7 +191,7 @@ def _step_columnar(driver: ForeachBatchDriver, frame: pd.DataFrame, batch_id: in
         {"__sp": sp, **dict(zip(keys, key if cw.key_is_tuple else (key,))), "__start": start, **dict(zip(accs, acc)), "__hb": False}
         for (sp, key, start), acc in partials.items()
     ]
-    keyed = columnar_function(cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, driver.state_root, batch_id, version_in)
+    keyed = columnar_function(cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, driver.state_root, batch_id, driver.manifests())
     columns = ["__sp", *keys, "__start", *accs, "__hb"]
     other_columns = [*cw.columns, "__ts", "__ord", "__part", "__sp"]
     outputs: List[Dict[str, Any]] = []
@@ -199,7 +201,7 @@ def _step_columnar(driver: ForeachBatchDriver, frame: pd.DataFrame, batch_id: in
         left["__sp"] = left["__sp"].astype("int32")
         right = pd.DataFrame([r for r in others if r["__sp"] == sp], columns=other_columns)
         outputs.extend(_records(keyed(left, right)))
-    return _levels_and_sinks(driver, plan, outputs, plan.levels[1:], wm_prev, wm_new, now, batch_id, version_in)
+    return _levels_and_sinks(driver, plan, outputs, plan.levels[1:], wm_prev, wm_new, now, batch_id)
 
 
 class PandasStream:

@@ -83,7 +83,7 @@ def test_driver_state_is_versioned_json_and_restores(tmp_path: Path) -> None:
     assert meta["format"] == "pyspark_flinkish.checkpoint-meta" and meta["version"] == 1
     assert meta["state_partitions"] == 2 and meta["vectorize"] is True and len(meta["operators"]) == 1
     doc = json.loads((flinkish / "driver" / f"b={2:012d}.json").read_text())
-    assert (doc["format"], doc["version"], doc["batch"]) == ("pyspark_flinkish.driver-state", 1, 2)
+    assert (doc["format"], doc["version"], doc["batch"]) == ("pyspark_flinkish.driver-state", 2, 2)
     text = json.dumps(doc)
     assert '"P"' not in text and "KafkaTopicPartition(topic='t', partition=0)" in text
     before = snapshot(d)
@@ -132,8 +132,9 @@ def test_golden_checkpoint_documents_restore(tmp_path: Path, golden) -> None:  #
     restarted = driver(tmp_path, ManualClock(450))
     assert restarted._open(3) == 2
     assert restarted.partitions == stored["meta.json"]["state_partitions"]
-    body = {k: v for k, v in stored[GOLDEN_LAST].items() if k not in ("format", "version", "batch")}
+    body = {k: v for k, v in stored[GOLDEN_LAST].items() if k not in ("format", "version", "batch", "state")}
     assert snapshot(restarted) == body
+    assert restarted.op_state == stored[GOLDEN_LAST]["state"]
     assert restarted.operator_watermarks()["4:KeyedProcess"] == 651
 
 

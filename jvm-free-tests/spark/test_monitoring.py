@@ -18,6 +18,7 @@ from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.spark.keyed_partition import run_keyed_partition
+from pyspark_flinkish.spark.state_store import manifest_rows
 from pyspark_flinkish.spark.keys import encode_key, state_partition
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import dumps
@@ -65,8 +66,10 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
     root = str(tmp_path / "state")
     # batch 0 at watermark LONG_MIN -> 15: a@1, a@3 and b@12 open [0,10) of a and [10,20) of b; [0,10) fires
     batch0 = [{"k": "a", "t": 1, "v": 1}, {"k": "a", "t": 3, "v": 2}, {"k": "b", "t": 12, "v": 5}]
-    out = run_keyed_partition(plan, _frame(plan, window, batch0, sp), {window: LONG_MIN}, {window: 15}, 0, 1, root, 0, -1)
+    out = run_keyed_partition(plan, _frame(plan, window, batch0, sp), {window: LONG_MIN}, {window: 15}, 0, 1, root, 0, {})
     m = _metrics(out)
+    uid = plan.nodes[window].uid
+    manifest = m.pop("stateManifest")
     assert {k: m[k] for k in m if k != "busyTimeMs" and k != "stateSizeBytes"} == {
         "numRecordsIn": 3,
         "numRecordsOut": 1,
@@ -77,20 +80,27 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
         "openWindows": 1,
         "numKeys": 1,
         "nextProcessingTimer": None,  # an event-time window registers no processing-time timers
+        "numKeysLoaded": 0,  # both keys are new
+        "stateCacheRebuilds": 1,  # this executor had no cache of the partition
+        "statePartition": sp,
     }
-    files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if "000000000000" in f]
-    assert m["stateSizeBytes"] == sum(os.path.getsize(f) for f in files) > 0
+    # the state's size: the bytes of the keys and values that make it up (b's open window)
+    rows = manifest_rows(root, uid, sp, manifest)
+    assert m["stateSizeBytes"] == sum(len(k) + len(v) for k, v in zip(rows["key"].to_pylist(), rows["value"].to_pylist())) > 0
     assert m["busyTimeMs"] >= 0
     # batch 1 at watermark 15: a@4 is late (its window was cleaned up), b@19 is on time; nothing fires
     batch1 = [{"k": "a", "t": 4, "v": 9}, {"k": "b", "t": 19, "v": 1}]
-    out = run_keyed_partition(plan, _frame(plan, window, batch1, sp), {window: 15}, {window: 15}, 0, 1, root, 1, 0)
+    out = run_keyed_partition(plan, _frame(plan, window, batch1, sp), {window: 15}, {window: 15}, 0, 1, root, 1, {uid: {sp: manifest}})
     m = _metrics(out)
+    manifest = m["stateManifest"]
     assert (m["numRecordsIn"], m["numWindowsFired"], m["openWindows"], m["numKeys"]) == (2, 0, 1, 1)
+    assert (m["numKeysLoaded"], m["stateCacheRebuilds"]) == (1, 0)  # b (a holds nothing); the cache was current
     assert (m["numLateRecordsToSideOutput"], m["numLateRecordsDropped"]) == ((1, 0) if late_tag else (0, 1))
     assert m["numRecordsOut"] == (1 if late_tag else 0)  # the side output's record
     # batch 2, no records (a heartbeat): the end of input fires [10,20) of b and empties the state
-    out = run_keyed_partition(plan, _frame(plan, window, [], sp), {window: 15}, {window: LONG_MAX}, 0, 1, root, 2, 1)
+    out = run_keyed_partition(plan, _frame(plan, window, [], sp), {window: 15}, {window: LONG_MAX}, 0, 1, root, 2, {uid: {sp: manifest}})
     m = _metrics(out)
+    assert m["numKeysLoaded"] == 1  # no record: b is loaded because its window's timer is due
     assert (m["numRecordsIn"], m["numWindowsFired"], m["openWindows"], m["numKeys"], m["numRecordsOut"]) == (0, 1, 0, 0, 1)
 
 

@@ -76,17 +76,20 @@ def _count_rules(got: List[str]) -> Any:
 
 
 def _broadcast_state_per_partition(ck: Path) -> Dict[str, Any]:
-    import pyarrow.parquet as pq
-
+    """The broadcast state each state partition holds after the newest committed batch (the driver's document
+    names the partitions' files)."""
     from pyspark_flinkish.core.codec import decode_snapshot
     from pyspark_flinkish.spark.keyed_partition import OPERATOR_STATE_KEY
+    from pyspark_flinkish.spark.state_store import manifest_rows
 
+    newest = sorted((ck / "flinkish" / "driver").glob("b=*.json"))[-1]
+    ((uid, op),) = json.loads(newest.read_text())["state"].items()
     last = {}
-    for part in sorted(ck.glob("flinkish/state/op=*/sp=*")):
-        newest = sorted(part.glob("v=*.parquet"))[-1]
-        (row,) = [r for r in pq.read_table(newest).to_pylist() if r["key"] == OPERATOR_STATE_KEY]
-        (maps,) = decode_snapshot(row["snapshot"])["state"].values()
-        last[part.name] = maps
+    for sp, manifest in sorted(op["partitions"].items(), key=lambda p: int(p[0])):
+        rows = manifest_rows(str(ck / "flinkish" / "state"), uid, int(sp), manifest).to_pylist()
+        (row,) = [r for r in rows if r["key"] == OPERATOR_STATE_KEY]
+        (maps,) = decode_snapshot(row["value"])["state"].values()
+        last[f"sp={int(sp):05d}"] = maps
     return last
 
 

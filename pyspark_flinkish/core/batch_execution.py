@@ -14,7 +14,7 @@ of output *across* keys can differ from Flink's; each key's output is Flink's.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .clock import Clock
 from .errors import StateError
@@ -125,6 +125,9 @@ class BatchKeyedOperator(StreamOperator):
 
     def evict_key(self, key: Any) -> None:
         self.inner.evict_key(key)
+
+    def due_times(self, key: Any) -> Tuple[Optional[int], Optional[int], Optional[int]]:
+        return self.inner.due_times(key)
 
     def open_windows(self) -> Optional[int]:
         count = getattr(self.inner, "open_windows", None)

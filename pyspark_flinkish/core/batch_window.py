@@ -216,6 +216,22 @@ class BatchWindowOperator:
         window = self._window(start)
         return window.max_timestamp(), self.op.cleanup_time(window)
 
+    def pending_timer(self, start: int) -> Optional[int]:
+        """The earliest event-time timer of the window starting at ``start`` still pending at the current
+        watermark: its firing time while the watermark is below it, then its cleanup time (None: never cleaned
+        up). The window's key must be in memory once the watermark reaches it."""
+        max_ts, cleanup = self.timer_times(start)
+        if max_ts > self.watermark:
+            return max_ts
+        return None if cleanup == LONG_MAX else cleanup
+
+    def windows_by_key(self) -> Dict[Any, List[Tuple[int, Any]]]:
+        """The window table grouped by key: ``{key: [(window start, accumulator), ...]}`` in table order."""
+        out: Dict[Any, List[Tuple[int, Any]]] = {}
+        for (key, start), acc in self.windows.items():
+            out.setdefault(key, []).append((start, acc))
+        return out
+
     def advance_watermark(self, watermark: int) -> None:
         """The operator's event-time timers up to ``watermark``, in timestamp order: a window fires at its
         ``max_ts`` (``EventTimeTrigger``) and is dropped at its cleanup time, where the window function's

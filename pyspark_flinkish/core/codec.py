@@ -28,7 +28,7 @@ import base64
 import json
 import math
 import pickle
-from typing import Any, Dict, Hashable, List, Tuple
+from typing import Any, Dict, Hashable, List, Tuple, Union
 
 from .errors import StateError
 from .rows import Row, RowKind
@@ -178,9 +178,10 @@ def dump_document(format: str, version: int, body: Dict[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-def load_document(data: bytes, format: str, version: int, where: str) -> Dict[str, Any]:
+def load_document(data: bytes, format: str, version: Union[int, Tuple[int, ...]], where: str) -> Dict[str, Any]:
     """Inverse of :func:`dump_document`: the body, or a :class:`StateError` naming ``where`` when the data is not
-    such a document or has another version (never a silent reset)."""
+    such a document or has another version (never a silent reset); ``version`` may name several versions the caller
+    reads (the body's ``version`` then says which)."""
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -190,14 +191,18 @@ def load_document(data: bytes, format: str, version: int, where: str) -> Dict[st
         found = doc.get("format") if isinstance(doc, dict) else None
         msg = f"{where} is not a {format} document (format={found!r})"
         raise StateError(msg)
-    if doc.get("version") != version:
+    accepted = version if isinstance(version, tuple) else (version,)
+    if doc.get("version") not in accepted:
         msg = (
             f"{where} has {format} version {doc.get('version')!r}, but this version of pyspark_flinkish reads version "
-            f"{version}; refusing to reset state silently (use the pyspark_flinkish version that wrote it, or a new "
-            "checkpoint location)"
+            f"{' or '.join(map(str, accepted))}; refusing to reset state silently (use the pyspark_flinkish version "
+            "that wrote it, or a new checkpoint location)"
         )
         raise StateError(msg)
-    return {k: v for k, v in doc.items() if k not in ("format", "version")}
+    body = {k: v for k, v in doc.items() if k not in ("format", "version")}
+    if isinstance(version, tuple):
+        body["version"] = doc["version"]
+    return body
 
 
 __all__ = [

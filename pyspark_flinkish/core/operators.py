@@ -11,7 +11,7 @@ executors restore and snapshot the keys of each micro-batch.
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable, Dict, Hashable, List, Optional, Union
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple, Union
 
 from .clock import Clock
 from .declared_output import DeclaredOutput
@@ -377,6 +377,15 @@ class KeyedOperator(StreamOperator):
         if not table and not event and not processing:
             return None
         return {"state": dict(table), "event_timers": event, "processing_timers": processing}
+
+    def due_times(self, key: Any) -> Tuple[Optional[int], Optional[int], Optional[int]]:
+        """When ``key`` must next be in memory though no record touches it: its earliest event-time timer (due
+        once the watermark reaches it), its earliest processing-time timer and its earliest TTL expiry (due once
+        processing time reaches them); None where it has none. An executor that restores only the keys a
+        micro-batch needs restores these too, so every timer fires and every expired entry is dropped as when all
+        keys are in memory."""
+        event, processing = self.timers.timers_for_key(key)
+        return (event[0][0] if event else None), (processing[0][0] if processing else None), self.backend.next_expiry(key)
 
     def restore_key(self, key: Any, snapshot: Optional[Dict[str, Any]]) -> None:
         self.backend.drop_key(key)

@@ -29,7 +29,7 @@ from typing import (
 
 from .errors import StateError
 from .state_descriptors import StateDescriptor
-from .state_ttl import StateTtlConfig, TtlValue, is_expired
+from .state_ttl import StateTtlConfig, TtlValue, expiration_time, is_expired
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -158,6 +158,28 @@ class KeyedStateBackend:
 
     def drop_key(self, key: Any) -> None:
         self._tables.pop(key, None)
+
+    def next_expiry(self, key: Any) -> Optional[int]:
+        """The earliest processing time at which one of ``key``'s TTL entries expires (None: it holds none), i.e.
+        when :meth:`purge_expired` would first drop something: an executor that loads only the keys a micro-batch
+        needs loads this key once processing time reaches it, so that expired entries are dropped as before."""
+        earliest: Optional[int] = None
+        for (name, _), stored in self._tables.get(key, {}).items():
+            desc = self.descriptors.get(name)
+            ttl = desc._ttl() if desc is not None else None
+            if ttl is None:
+                continue
+            if desc.kind == "list":  # type: ignore[union-attr]
+                entries: Iterable[Any] = stored
+            elif desc.kind == "map":  # type: ignore[union-attr]
+                entries = stored.values()
+            else:
+                entries = (stored,)
+            for tv in entries:
+                t = expiration_time(tv, ttl.ttl_ms)
+                if earliest is None or t < earliest:
+                    earliest = t
+        return earliest
 
     def purge_expired(self, key: Any) -> None:
         """Drop expired TTL entries of ``key`` (done before snapshots, as Flink's background cleanup)."""

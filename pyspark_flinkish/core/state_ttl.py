@@ -117,12 +117,14 @@ class TtlValue:
     last_access: int
 
 
+def expiration_time(tv: TtlValue, ttl_ms: int) -> int:
+    """When ``tv`` expires: ``last_access + ttl``, capped at ``Long.MAX_VALUE`` (Flink's ``expirationTimestamp``)."""
+    return min(tv.last_access + ttl_ms, LONG_MAX)
+
+
 def is_expired(tv: TtlValue, ttl_ms: int, now: int) -> bool:
     """Flink's expiry test: ``last_access + ttl <= now`` (the sum capped at ``Long.MAX_VALUE``)."""
-    expiration = tv.last_access + ttl_ms
-    if expiration > LONG_MAX:
-        expiration = LONG_MAX
-    return expiration <= now
+    return expiration_time(tv, ttl_ms) <= now
 
 
-__all__ = ["StateTtlConfig", "TtlValue", "is_expired"]
+__all__ = ["StateTtlConfig", "TtlValue", "expiration_time", "is_expired"]

@@ -318,9 +318,11 @@ class WindowOperator(KeyedOperator):
         for fn in self.user_functions:
             close_function(fn, self.name)
 
-    def open_windows(self) -> int:
-        """Windows holding contents in state (all keys): a monitoring gauge, not a Flink metric."""
-        return sum(1 for key in self.backend.keys() for name, _ in self.backend.key_table(key) if name == CONTENTS)
+    def open_windows(self, keys: Optional[Iterable[Any]] = None) -> int:
+        """Windows holding contents in state (of all keys in memory, or of ``keys``): a monitoring gauge, not a
+        Flink metric."""
+        keys = self.backend.keys() if keys is None else keys
+        return sum(1 for key in keys for name, _ in self.backend.key_table(key) if name == CONTENTS)
 
     # ------------------------------------------------------------------------------ time helpers
     def cleanup_time(self, window: Window) -> int:

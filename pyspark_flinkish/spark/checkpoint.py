@@ -1,7 +1,7 @@
 """The package's files in a checkpoint (``<checkpoint>/flinkish/``) and their formats.
 
 ``meta.json`` holds what shapes the checkpoint's state (state partitions, vectorize, the operators' state
-signatures); ``driver/b=<batch>.json`` the driver's watermark bookkeeping after each batch. Both are documents of
+signatures); ``driver/b=<batch>.json`` the driver's watermark bookkeeping and the keyed state's manifests after each batch. Both are documents of
 the state codec (``core/codec.py``): a format name and version, then plain data.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from ..core.codec import dump_document
 from ..local.executor import LocalExecutor
@@ -18,13 +18,21 @@ META_FILE = "meta.json"
 META_FORMAT = "pyspark_flinkish.checkpoint-meta"
 META_VERSION = 1
 DRIVER_FORMAT = "pyspark_flinkish.driver-state"
-DRIVER_VERSION = 1
+DRIVER_VERSION = 2
+"""Version 2 records the keyed state's manifests (``state``); version 1 (before incremental state) has none, and
+its batch's state is one file per partition (``state_store.legacy_manifests``)."""
+DRIVER_VERSIONS_READ = (1, 2)
 
 
-def driver_document(graph: LocalExecutor, batch_id: int) -> bytes:
+def driver_document(graph: LocalExecutor, batch_id: int, state: Optional[Dict[str, Any]] = None) -> bytes:
     """``driver/b=<batch>.json``: the watermark bookkeeping after ``batch_id`` (plain data; only a user's own
-    watermark generator would be pickled, under a ``P`` tag)."""
-    return dump_document(DRIVER_FORMAT, DRIVER_VERSION, {"batch": batch_id, **graph.watermark_state()})
+    watermark generator would be pickled, under a ``P`` tag) and, under ``state``, the keyed operators' state:
+    ``{uid: {"layout": ..., "partitions": {state partition: manifest}}}`` (``spark/state_store.py``). Writing it
+    commits the batch's state: its manifests name the files that make it up."""
+    doc: Dict[str, Any] = {"batch": batch_id, **graph.watermark_state()}
+    if state is not None:
+        doc["state"] = state
+    return dump_document(DRIVER_FORMAT, DRIVER_VERSION, doc)
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -47,6 +55,7 @@ __all__ = [
     "META_VERSION",
     "DRIVER_FORMAT",
     "DRIVER_VERSION",
+    "DRIVER_VERSIONS_READ",
     "driver_document",
     "write_atomically",
     "write_meta",

@@ -31,10 +31,12 @@ from ..core.fields import field_selector
 from ..monitoring import partition_metrics
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
-from .keyed_partition import restore_window_table, save_window_table
+from .keyed_partition import Manifests, restore_window_table, save_window_table, store_metrics
+from .keys import encode_key
 from .plan import ExecPlan
 from .rows import FUTURE_SAMPLES, metric_row, row_frame
 from .source_rows import DataFrameSource, python_value
+from .state_store import PartitionStore
 
 _KEY_TYPES = ("LongType", "IntegerType", "ShortType", "ByteType", "StringType", "BooleanType")
 _INTEGRAL = ("LongType", "IntegerType", "ShortType", "ByteType")
@@ -270,7 +272,7 @@ def run_partition(
     parts: int,
     state_root: str,
     batch_id: int,
-    prev_version: int,
+    manifests: Manifests,
 ) -> Any:
     """``cogroup(...).applyInPandas`` body for one state partition of the columnar window; the output ends with
     the partition's ``metric`` row (``numRecordsIn`` is left to the driver: Spark pre-aggregated the rows). Its
@@ -287,29 +289,34 @@ def run_partition(
     op = node.factory()  # type: ignore[misc]
     out = KeyedOutput(runner, cw.window, op, sp)
     op.open(out, FixedClock(now))
-    batch = restore_window_table(op, state_root, node.uid, sp, prev_version, wm_prev)
+    if len(others):
+        others = others.assign(__o=others["__ord"].map(lambda o: [int(x) for x in o])).sort_values("__o", kind="stable")
+        other_keys = _keys(cw, others, cw.key_columns)  # Spark may prune the __k aliases of the source columns here
+    else:
+        other_keys = []
+    data = partials[~partials["__hb"].astype(bool)]
+    partial_keys = _keys(cw, data) if len(data) else []
+    store = PartitionStore(state_root, node.uid, sp, manifests.get(node.uid, {}).get(sp))
+    touched = {encode_key(k) for k in (*other_keys, *partial_keys)}
+    batch = restore_window_table(op, store, sorted(touched), wm_prev, wm_new, now)
 
     # rows that are not all on time: one by one, in processing order
     if len(others):
-        others = others.assign(__o=others["__ord"].map(lambda o: [int(x) for x in o])).sort_values("__o", kind="stable")
-        keys = _keys(cw, others, cw.key_columns)  # Spark may prune the __k aliases of the source columns here
         values = {c: _pylist(others[c]) for c in cw.columns}
-        for i, (key, ts, order) in enumerate(zip(keys, _pylist(others["__ts"], True), others["__o"])):
+        for i, (key, ts, order) in enumerate(zip(other_keys, _pylist(others["__ts"], True), others["__o"])):
             out.base, out.n, out.phase = [1, *order], 0, None
             batch.process_element(key, Row(**{c: python_value(values[c][i]) for c in cw.columns}), ts)
     # partial accumulators of on-time rows
-    data = partials[~partials["__hb"].astype(bool)]
     if len(data):
-        keys = _keys(cw, data)
         accs = list(zip(*[_pylist(data[f"__a{i}"], cw.part_integral[i]) for i in range(len(cw.parts))]))
-        for key, start, acc in zip(keys, _pylist(data["__start"], True), accs):
+        for key, start, acc in zip(partial_keys, _pylist(data["__start"], True), accs):
             batch.merge_partial(key, start, acc)
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
     runner.finish()
-    path = save_window_table(batch, state_root, node.uid, sp, batch_id)
-    metrics = partition_metrics(op, None, out.emitted, path, started, batch.open_windows(), batch.num_keys())
+    manifest = save_window_table(batch, store, batch_id)
+    metrics = store_metrics(partition_metrics(op, None, out.emitted, started), store, manifest, True)
     return row_frame([*runner.rows, metric_row(cw.window, sp, metrics)])
 
 

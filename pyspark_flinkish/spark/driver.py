@@ -9,19 +9,20 @@ Each Spark micro-batch of the job's streaming query is one micro-batch of Flink'
    per-partition statistics (max timestamp, count) for watermark generation;
 3. computes every operator's new watermark with the same core classes as the JVM-free engine (per-partition
    generators, idleness, valves, end of input);
-4. runs keyed operators level by level: ``groupBy(operator, state partition).applyInPandas`` restores each
-   partition's keyed state (version ``N-1``), processes its records in Flink's order at the previous
-   watermark, advances to the new one (firing timers) and writes state version ``N``;
-5. hands every sink its records, then records its own state for batch ``N``.
+4. runs keyed operators level by level: ``groupBy(operator, state partition).applyInPandas`` loads the keys of
+   each partition that the batch needs from the state as of batch ``N-1`` (``spark/state_store.py``), processes
+   its records in Flink's order at the previous watermark, advances to the new one (firing timers) and writes the
+   keys that changed; each partition reports its new *manifest* (which state files make up its state);
+5. hands every sink its records, then records its own state for batch ``N`` with the manifests
+   (``driver/b=<N>.json``): that document is what makes batch ``N``'s state committed.
 
-State never passes through the driver; only watermark statistics (a few rows per partition) do.
+State never passes through the driver; only watermark statistics and manifests (a few rows per partition) do.
 """
 
 from __future__ import annotations
 
 import collections
 import copy
-import glob
 import json
 import logging
 import os
@@ -40,7 +41,7 @@ from . import columnar, state_store
 from .chain import route_partition, route_records
 from .checkpoint import (
     DRIVER_FORMAT,
-    DRIVER_VERSION,
+    DRIVER_VERSIONS_READ,
     META_FILE,
     META_FORMAT,
     META_VERSION,
@@ -86,8 +87,13 @@ class ForeachBatchDriver:
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
         self._check_operators(meta)
         self.state_root = os.path.join(checkpoint, "flinkish", "state")
-        keep_state_layouts(self.plan, self.state_root)
         self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
+        # the operators' state manifests as of the last committed batch (then as of the batch's last step), and
+        # those of the batches kept before it (their files are kept too)
+        self.op_state: Dict[str, Dict[str, Any]] = {}
+        self.kept_states: Deque[Dict[str, Dict[str, Any]]] = collections.deque(maxlen=3)
+        self._swept = False
+        keep_state_layouts(self.plan, self._stored_layouts())
         self.progress = progress
         self.failure: Optional[BaseException] = None
         self.batches_run = 0
@@ -205,35 +211,91 @@ class ForeachBatchDriver:
     def _restore_graph(self, state: Dict[str, Any]) -> None:
         self.watermark_graph.restore_watermark_state(state)
 
+    def _saved_batches(self, before: Optional[int] = None) -> List[int]:
+        """The committed batches whose driver documents are kept (only JSON files: pickles of older versions were
+        converted when the checkpoint was opened, ``_meta``), before batch ``before`` if given."""
+        if not os.path.isdir(self.driver_root):
+            return []
+        return sorted(
+            int(p[2:14])
+            for p in os.listdir(self.driver_root)
+            if p.startswith("b=") and p.endswith(".json") and (before is None or int(p[2:14]) < before)
+        )
+
+    def _document(self, batch: int) -> Dict[str, Any]:
+        path = self._state_path(batch)
+        with open(path, "rb") as f:
+            return load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+
+    def _operator_state(self, document: Dict[str, Any], batch: int) -> Dict[str, Dict[str, Any]]:
+        """The operators' state manifests that a driver document records; a document of the earlier layout has
+        none: then the state files of that batch (``v=``/``w=``, one per partition) are read as they are
+        (``state_store.legacy_manifests``), and the next batch writes the new layout."""
+        if "state" in document:
+            return document["state"]  # type: ignore[no-any-return]
+        return state_store.legacy_manifests(self.state_root, batch, self.partitions)
+
+    def _stored_layouts(self) -> Dict[str, str]:
+        """``{uid: layout}`` of the operators whose state the newest committed batch holds."""
+        saved = self._saved_batches()
+        if not saved:
+            return {}
+        state = self._operator_state(self._document(saved[-1]), saved[-1])
+        return {uid: op["layout"] for uid, op in state.items()}
+
+    def manifests(self) -> Dict[str, Dict[int, Any]]:
+        """``{uid: {state partition: manifest}}`` of the state the next keyed stage starts from."""
+        return {uid: {int(sp): m for sp, m in op["partitions"].items()} for uid, op in self.op_state.items()}
+
+    def _record_manifests(self, metric_rows: List[Tuple[int, int, Dict[str, Any]]]) -> None:
+        """Take the new manifests the keyed partitions reported (and drop them from their metrics)."""
+        for _, dest, metrics in metric_rows:
+            manifest = metrics.pop("stateManifest", None)
+            if manifest is None:
+                continue
+            node = self.exec_plan.nodes[dest]
+            layout = state_store.LAYOUT_WINDOWS if node.batched else state_store.LAYOUT_SNAPSHOTS
+            op = self.op_state.setdefault(node.uid, {"layout": layout, "partitions": {}})
+            op["layout"] = layout
+            op["partitions"][str(metrics.pop("statePartition"))] = manifest
+
     def _open(self, batch_id: int) -> int:
-        """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1)."""
+        """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1). The keyed
+        state starts from that batch's committed manifests (what a failed attempt of this batch reported is
+        dropped)."""
         if self.last_batch is not None and self.last_batch == batch_id - 1:
+            self.op_state = copy.deepcopy(self.kept_states[-1]) if self.kept_states else {}
             return self.last_batch
         self.watermark_graph = self._new_graph()
-        if not os.path.isdir(self.driver_root):
-            return -1
-        # only JSON files: pickles of older versions were converted when the checkpoint was opened (``_meta``)
-        saved = sorted(
-            p for p in os.listdir(self.driver_root) if p.startswith("b=") and p.endswith(".json") and int(p[2:14]) < batch_id
-        )
+        self.op_state, self.kept_states = {}, collections.deque(maxlen=3)
+        saved = self._saved_batches(before=batch_id)
         if not saved:
-            if batch_id > 0 and glob.glob(os.path.join(self.state_root, "op=*")):
+            if batch_id > 0 and state_store.has_state(self.state_root):
                 msg = f"driver state before batch {batch_id} is missing in {self.driver_root}: the checkpoint is incomplete"
                 raise StateError(msg)
             return -1
-        path = os.path.join(self.driver_root, saved[-1])
-        with open(path, "rb") as f:
-            self._restore_graph(load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSION, path))
-        return int(saved[-1][2:14])
+        for batch in saved[-3:]:
+            document = self._document(batch)
+            self.kept_states.append(self._operator_state(document, batch))
+        self._restore_graph(document)
+        self.op_state = copy.deepcopy(self.kept_states[-1])
+        if not self._swept:  # files of batches that failed or were replayed before this run: named by no manifest
+            state_store.prune(self.state_root, state_store.referenced(self.kept_states))
+            self._swept = True
+        return saved[-1]
 
     def _commit(self, batch_id: int) -> None:
         os.makedirs(self.driver_root, exist_ok=True)
-        write_atomically(self._state_path(batch_id), driver_document(self.watermark_graph, batch_id))
+        write_atomically(self._state_path(batch_id), driver_document(self.watermark_graph, batch_id, self.op_state))
         self.last_batch = batch_id
         for old in os.listdir(self.driver_root):
             if old.startswith("b=") and old.endswith((".json", ".pkl")) and int(old[2:14]) < batch_id - 2:
                 os.remove(os.path.join(self.driver_root, old))
-        state_store.prune(self.state_root, batch_id - 2)
+        dropped = self.kept_states[0] if len(self.kept_states) == self.kept_states.maxlen else None
+        self.kept_states.append(copy.deepcopy(self.op_state))
+        if dropped is not None:  # the files only the batch that is no longer kept named
+            keep = state_store.referenced(self.kept_states)
+            state_store.prune(self.state_root, keep, state_store.referenced([dropped]) - keep)
 
     def operator_watermarks(self) -> Dict[str, int]:
         g = self.watermark_graph
@@ -287,7 +349,7 @@ class ForeachBatchDriver:
         self.future = None
         start = time.perf_counter()
         with self._phase("open"):
-            prev_version = self._open(batch_id)
+            self._open(batch_id)
         steps, replay_indices = self._replay_steps(df)
         explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
         if self.stepper is not None:
@@ -295,15 +357,13 @@ class ForeachBatchDriver:
         by_sink: Dict[int, List[Any]] = {i: [] for i in self.plan.sinks}
         materialized: List[Any] = []
         batch_index: Optional[int] = None
-        version_in = prev_version
         for n, (step_df, step_watermarks) in enumerate(zip(steps, explicit)):
             self.step_watermarks = step_watermarks  # explicit source watermarks after this step (hook)
             if n < len(replay_indices):
                 self.enter_replay_batch(replay_indices[n])
             # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
-            step_rows, step_frames, batch_index = self._step(step_df, batch_id, version_in)
-            version_in = batch_id  # later steps continue from this batch's own state version
+            step_rows, step_frames, batch_index = self._step(step_df, batch_id)  # later steps continue from its state
             materialized.extend(step_frames)
             with self._phase("sort"):
                 for sink_index, rows in step_rows.items():
@@ -374,7 +434,7 @@ class ForeachBatchDriver:
         steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
         return steps, replay
 
-    def _step_columnar(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
+    def _step_columnar(self, df: Any, batch_id: int) -> tuple:  # type: ignore[type-arg]
         """:meth:`_step` for the columnar path (``spark/columnar.py``): Spark pre-aggregates on-time rows."""
         cw, plan, parts = self.columnar, self.exec_plan, self.partitions
         assert cw is not None
@@ -396,21 +456,21 @@ class ForeachBatchDriver:
             if self._heartbeats is None:
                 self._heartbeats = columnar.heartbeats(cw, partials, parts)
             partials = partials.unionByName(self._heartbeats)
-            args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, version_in)
+            args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, self.manifests())
             cogrouped = partials.groupBy("__sp").cogroup(others.groupBy("__sp"))
             keyed = cogrouped.applyInPandas(columnar.columnar_function(*args), ROW_DDL)
         if plan.levels[1:]:
             keyed = keyed.persist()
             keyed.count()  # materialise before later levels read it; otherwise the sinks' collect computes it
-        return self._levels_and_sinks([keyed], [keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id, version_in) + (
+        return self._levels_and_sinks([keyed], [keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id) + (
             batch_index,
         )
 
-    def _step(self, df: Any, batch_id: int, version_in: int) -> tuple:  # type: ignore[type-arg]
+    def _step(self, df: Any, batch_id: int) -> tuple:  # type: ignore[type-arg]
         """Route, advance watermarks and run the keyed levels for one Flink micro-batch; returns the sink
         rows by sink, the persisted frames to release, and the replay batch index."""
         if self.columnar is not None:
-            return self._step_columnar(df, batch_id, version_in)
+            return self._step_columnar(df, batch_id)
         from pyspark.sql import functions as F
 
         plan, parts = self.exec_plan, self.partitions
@@ -437,7 +497,7 @@ class ForeachBatchDriver:
         wm_new = self._wm_now()
 
         outputs = [routed.filter(F.col("kind").isin("rec", "metric"))]  # metric: async I/O operators
-        return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id, version_in) + (
+        return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id) + (
             batch_index,
         )
 
@@ -450,7 +510,6 @@ class ForeachBatchDriver:
         wm_new: Dict[int, int],
         now: int,
         batch_id: int,
-        version_in: int,
     ) -> tuple:  # type: ignore[type-arg]
         """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows."""
         from pyspark.sql import functions as F
@@ -471,7 +530,8 @@ class ForeachBatchDriver:
                 pending.unionByName(heartbeats)
                 .groupBy("dest", "sp")
                 .applyInPandas(
-                    keyed_level_function(plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, version_in), ROW_DDL
+                    keyed_level_function(plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests()),
+                    ROW_DDL,
                 )
                 .persist()
             )
@@ -490,6 +550,7 @@ class ForeachBatchDriver:
                         self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
                     else:
                         by_sink[int(r["dest"])].append(r)
+        self._record_manifests([m for m in self.metric_rows if m[0] == step])
         return by_sink, materialized
 
     def _take_future(self, rows: List[Any], now: int) -> List[Any]:

@@ -1,13 +1,14 @@
 """The keyed stage of the foreachBatch executor: one ``applyInPandas`` call per (keyed operator, state partition)
-restores the partition's keyed state, processes its records in Flink's order, fires timers and writes the new
-state version (:mod:`.state_store`).
+loads the keys of the partition that the batch needs (the keys its records touch and those with a timer or TTL
+expiry due, :class:`~.state_store.PartitionStore`), processes its records in Flink's order, fires timers and writes
+the keys whose state changed; its ``metric`` row carries the partition's new manifest to the driver.
 
-A broadcast operator (``KeyedBroadcastProcessOperator``) keeps its broadcast state in the same files, in the row
-whose key is :data:`OPERATOR_STATE_KEY` (no encoded key is empty): every state partition is one instance of the
-operator, gets every broadcast element and writes its copy with its keyed state, so a replayed batch restores and
-rewrites both together (exactly once). Only state partition 0 emits what ``process_broadcast_element`` returns: the
-package runs an operator as one instance (``get_number_of_parallel_subtasks() == 1``), whose broadcast side emits
-once.
+A broadcast operator (``KeyedBroadcastProcessOperator``) keeps its broadcast state in the same store, as the key
+:data:`OPERATOR_STATE_KEY` (no encoded key is empty), loaded in every batch: every state partition is one instance
+of the operator, gets every broadcast element and writes its copy with its keyed state, so a replayed batch
+restores and rewrites both together (exactly once). Only state partition 0 emits what
+``process_broadcast_element`` returns: the package runs an operator as one instance
+(``get_number_of_parallel_subtasks() == 1``), whose broadcast side emits once.
 """
 
 from __future__ import annotations
@@ -21,14 +22,37 @@ from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_
 from ..core.operators import KeyedOperator
 from ..core.records import StreamRecord
 from ..monitoring import partition_metrics
-from . import state_store
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
 from .keys import decode_key, encode_key
 from .plan import ExecPlan
 from .rows import loads, metric_row, row_frame
+from .state_cache import KeyState
+from .state_store import Manifest, PartitionStore
 
-OPERATOR_STATE_KEY = b""  # the state-file row of an operator's broadcast state (an encoded key is never empty)
+OPERATOR_STATE_KEY = b""  # the store's key of an operator's broadcast state (an encoded key is never empty)
+
+Manifests = Dict[str, Dict[int, Manifest]]
+"""The manifests of the state partitions of every keyed operator (by uid, then partition) as of a batch."""
+
+
+def _record_keys(pdf: Any) -> List[bytes]:
+    """The encoded keys of the partition's records (a broadcast element has none)."""
+    return [bytes(k) for kind, k in zip(pdf["kind"], pdf["key"]) if kind == "rec" and k is not None]
+
+
+def store_metrics(metrics: Dict[str, Any], store: PartitionStore, manifest: Manifest, windows: bool, keys_offset: int = 0) -> Dict[str, Any]:
+    """Add the partition's state gauges (keys, open windows, bytes: the totals of its whole state, not only of the
+    keys loaded), its new manifest (``stateManifest``, for the driver) and whether its cache was rebuilt."""
+    metrics["numKeys"] = manifest["keys"] - keys_offset
+    metrics["openWindows"] = manifest["windows"] if windows else None
+    metrics["stateSizeBytes"] = manifest["bytes"]
+    metrics["numKeysLoaded"] = len(store.loaded)
+    metrics["stateCacheRebuilds"] = int(store.rebuilt)
+    metrics["stateManifest"] = manifest
+    metrics["statePartition"] = store.sp
+    metrics["nextProcessingTimer"] = store.next_processing_timer
+    return metrics
 
 
 def run_keyed_partition(
@@ -40,10 +64,10 @@ def run_keyed_partition(
     partitions: int,
     state_root: str,
     batch_id: int,
-    prev_version: int,
+    manifests: Manifests,
 ) -> Any:
-    """``applyInPandas`` body for one (keyed operator, state partition): restore, process, fire, snapshot; the
-    output ends with the partition's ``metric`` row. Its Spark task runs it inside :func:`reported_to_driver`."""
+    """``applyInPandas`` body for one (keyed operator, state partition): load, process, fire, write; the output
+    ends with the partition's ``metric`` row. Its Spark task runs it inside :func:`reported_to_driver`."""
     started = time.perf_counter()
     index = int(pdf["dest"].iloc[0])
     sp = int(pdf["sp"].iloc[0])
@@ -52,17 +76,20 @@ def run_keyed_partition(
     op: KeyedOperator = node.factory()  # type: ignore[assignment,misc]
     out = KeyedOutput(runner, index, op, sp)
     op.open(out, FixedClock(now))
+    store = PartitionStore(state_root, node.uid, sp, manifests.get(node.uid, {}).get(sp))
     if node.batched:
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
-        metrics = _run_batched(op, out, pdf, wm_prev, wm_new, state_root, node.uid, sp, batch_id, prev_version)
+        metrics = _run_batched(op, out, pdf, wm_prev, wm_new, now, store, batch_id)
         runner.finish()
         return row_frame([*runner.rows, metric_row(index, sp, metrics)])
     broadcast = hasattr(op, "snapshot_broadcast_state")
-    for key_bytes, snapshot in state_store.read(state_root, node.uid, sp, prev_version):
+    wanted = _record_keys(pdf) + ([OPERATOR_STATE_KEY] if broadcast else [])
+    for key_bytes, state in store.load(wanted, watermarks_new[index], now).items():
+        snapshot = decode_snapshot(state.rows[0][1])
         if broadcast and key_bytes == OPERATOR_STATE_KEY:
-            op.restore_broadcast_state(decode_snapshot(snapshot))  # type: ignore[attr-defined]
+            op.restore_broadcast_state(snapshot)  # type: ignore[attr-defined]
         else:
-            op.restore_key(decode_key(key_bytes), decode_snapshot(snapshot))
+            op.restore_key(decode_key(key_bytes), snapshot)
     op.restore_watermark(watermarks_prev[index])
     if broadcast:
         op.broadcast_outputs = sp == 0  # type: ignore[attr-defined]
@@ -95,18 +122,20 @@ def run_keyed_partition(
     op.close()
     runner.finish()
 
-    rows = []
+    windows = hasattr(op, "open_windows")
+    states: Dict[bytes, Optional[KeyState]] = dict.fromkeys(store.loaded)
     for key in op.active_keys():
-        snap = op.snapshot_key(key)
+        snap = op.snapshot_key(key)  # drops expired TTL entries first
         if snap is not None:
-            rows.append((encode_key(key), encode_snapshot(snap)))
-    keys = len(rows)
+            event_due, proc_due, ttl_due = op.due_times(key)
+            count = op.open_windows([key]) if windows else None  # type: ignore[attr-defined]
+            states[encode_key(key)] = KeyState(((None, encode_snapshot(snap)),), event_due, proc_due, ttl_due, count)
     if broadcast:
-        rows.append((OPERATOR_STATE_KEY, encode_snapshot(op.snapshot_broadcast_state())))  # type: ignore[attr-defined]
-    rows.sort()
-    path = state_store.write(state_root, node.uid, sp, batch_id, rows)
-    windows = op.open_windows() if hasattr(op, "open_windows") else None
-    metrics = partition_metrics(op, len(records), out.emitted, path, started, windows, keys)
+        snap = encode_snapshot(op.snapshot_broadcast_state())  # type: ignore[attr-defined]
+        states[OPERATOR_STATE_KEY] = KeyState(((None, snap),), None, None, None, None)
+    manifest = store.commit(batch_id, states)
+    metrics = partition_metrics(op, len(records), out.emitted, started)
+    metrics = store_metrics(metrics, store, manifest, windows, 1 if broadcast else 0)
     return row_frame([*runner.rows, metric_row(index, sp, metrics)])
 
 
@@ -116,16 +145,14 @@ def _run_batched(
     pdf: Any,
     wm_prev: int,
     wm_new: int,
-    state_root: str,
-    uid: str,
-    sp: int,
+    now: int,
+    store: PartitionStore,
     batch_id: int,
-    prev_version: int,
 ) -> Dict[str, Any]:
     """The keyed stage of a window that :class:`BatchWindowOperator` runs: one accumulator per (key, window)
-    in a ``windows`` state file instead of keyed snapshots. Returns the partition's metrics."""
+    in the store instead of keyed snapshots. Returns the partition's metrics."""
     started = time.perf_counter()
-    batch = restore_window_table(op, state_root, uid, sp, prev_version, wm_prev)
+    batch = restore_window_table(op, store, _record_keys(pdf), wm_prev, wm_new, now)
     records = sorted(
         (
             ([int(x) for x in o], k, v, None if t is None or t != t else int(t))
@@ -144,36 +171,49 @@ def _run_batched(
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
-    path = save_window_table(batch, state_root, uid, sp, batch_id)
-    return partition_metrics(
-        op, len(records), out.emitted, path, started, batch.open_windows(), batch.num_keys()
-    )
+    manifest = save_window_table(batch, store, batch_id)
+    return store_metrics(partition_metrics(op, len(records), out.emitted, started), store, manifest, True)
 
 
 def restore_window_table(
-    op: Any, state_root: str, uid: str, sp: int, version: int, watermark: int
+    op: Any, store: PartitionStore, keys: List[bytes], wm_prev: int, wm_new: int, now: int
 ) -> BatchWindowOperator:
-    """A :class:`BatchWindowOperator` around the opened ``op`` with one state partition's window table and keyed
-    state at ``version`` (see ``state_store.read_windows``) and the operator's watermark."""
+    """A :class:`BatchWindowOperator` around the opened ``op`` with the windows and keyed state of ``keys`` and of
+    the keys due at ``wm_new`` / ``now`` in one state partition (``store``), and the operator's watermark
+    ``wm_prev``."""
     batch = BatchWindowOperator(op)
     table, keyed = [], []
-    for k, s, a in state_store.read_windows(state_root, uid, sp, version):
-        if s is None:  # the keyed state the window and user functions keep themselves
-            keyed.append((decode_key(k), decode_snapshot(a)))
-        else:
-            table.append((decode_key(k), s, decode_value(json.loads(a))))
-    batch.restore(table, watermark, keyed)
+    for kb, state in store.load(keys, wm_new, now).items():
+        key = decode_key(kb)
+        for start, value in state.rows:
+            if start is None:  # the keyed state the window and user functions keep themselves
+                keyed.append((key, decode_snapshot(value)))
+            else:
+                table.append((key, start, decode_value(json.loads(value))))
+    batch.restore(table, wm_prev, keyed)
     return batch
 
 
-def save_window_table(batch: BatchWindowOperator, state_root: str, uid: str, sp: int, version: int) -> str:
-    """Write the partition's window table and keyed state as ``version``, rows sorted (a replayed batch writes the
-    same file); returns the file's path."""
-    rows = sorted(
-        (encode_key(k), s, json.dumps(encode_value(a), separators=(",", ":")).encode()) for k, s, a in batch.snapshot()
-    )
-    keyed = sorted((encode_key(k), encode_snapshot(snap)) for k, snap in batch.snapshot_keyed())
-    return state_store.write_windows(state_root, uid, sp, version, [(k, None, snap) for k, snap in keyed] + rows)
+def save_window_table(batch: BatchWindowOperator, store: PartitionStore, version: int) -> Manifest:
+    """Write the windows and keyed state of the keys the batch loaded or created as state ``version``; returns the
+    partition's new manifest."""
+    op = batch.op
+    by_key = batch.windows_by_key()
+    keyed = dict(batch.snapshot_keyed())
+    states: Dict[bytes, Optional[KeyState]] = dict.fromkeys(store.loaded)
+    for key in {**by_key, **keyed}:
+        rows: List[Tuple[Optional[int], bytes]] = []
+        event_due, proc_due, ttl_due = op.due_times(key) if key in keyed else (None, None, None)
+        if key in keyed:
+            rows.append((None, encode_snapshot(keyed[key])))
+        windows = sorted(by_key.get(key, ()), key=lambda w: w[0])
+        for start, acc in windows:
+            rows.append((start, json.dumps(encode_value(acc), separators=(",", ":")).encode()))
+            pending = batch.pending_timer(start)
+            if pending is not None and (event_due is None or pending < event_due):
+                event_due = pending
+        states[encode_key(key)] = KeyState(tuple(rows), event_due, proc_due, ttl_due, len(windows))
+    return store.commit(version, states)
 
 
 def keyed_level_function(
@@ -184,21 +224,23 @@ def keyed_level_function(
     parts: int,
     state_root: str,
     batch_id: int,
-    prev_version: int,
+    manifests: Manifests,
 ) -> Callable[[Any], Any]:
     """The applyInPandas function of one batch's keyed level, with its arguments bound now (not by loop reference)."""
 
     def keyed(pdf):  # type: ignore[no-untyped-def]
         with reported_to_driver(plan.nodes[int(pdf["dest"].iloc[0])]):
-            return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, prev_version)
+            return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, manifests)
 
     return keyed
 
 
 __all__ = [
+    "Manifests",
     "OPERATOR_STATE_KEY",
     "keyed_level_function",
     "run_keyed_partition",
     "restore_window_table",
     "save_window_table",
+    "store_metrics",
 ]

@@ -147,12 +147,13 @@ class ExecPlan:
         return [n.index for n in self.nodes if index in n.main or any(index in v for v in n.side.values())]
 
 
-def keep_state_layouts(plan: ExecPlan, state_root: str) -> None:
-    """A window whose checkpointed state is keyed snapshots (``v=`` files) keeps the general operator though it
-    could run batch-wise: a checkpoint's first run fixes its layout (earlier versions of this package ran windows
-    whose functions keep state of their own, or override ``clear()``, on the general operator)."""
+def keep_state_layouts(plan: ExecPlan, layouts: Dict[str, str]) -> None:
+    """A window whose checkpointed state is keyed snapshots (``layouts[uid]``, from the newest committed batch)
+    keeps the general operator though it could run batch-wise: a checkpoint's first run fixes its layout (earlier
+    versions of this package ran windows whose functions keep state of their own, or override ``clear()``, on the
+    general operator)."""
     for node in plan.nodes:
-        if node.batched and state_store.has_snapshots(state_root, node.uid):
+        if node.batched and layouts.get(node.uid) == state_store.LAYOUT_SNAPSHOTS:
             node.batched = False
 
 

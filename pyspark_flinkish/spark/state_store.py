@@ -1,137 +1,275 @@
-"""Versioned keyed state of the foreachBatch executor, as Parquet files (runs on the executors).
+"""Keyed state of the foreachBatch executor, incremental per micro-batch (runs on the executors; the driver keeps
+the manifests).
 
 Layout under ``<checkpoint>/flinkish/state``::
 
-    op=<operator uid>/sp=<state partition, 5 digits>/v=<batch id, 12 digits>.parquet
+    op=<operator uid>/sp=<state partition, 5 digits>/s=<batch id, 12 digits>-<token>.parquet   a full snapshot
+    op=<operator uid>/sp=<state partition, 5 digits>/d=<batch id, 12 digits>-<token>.parquet   a delta
 
-Each file holds every key of one state partition after one micro-batch: columns ``key`` (the key encoded
-with :mod:`pyspark_flinkish.core.codec`, UTF-8 JSON) and ``snapshot`` (the key's encoded keyed snapshot).
-A file is written for every partition and batch, even when empty, so a missing file is corruption, never
-"no state". Batch ``N`` reads version ``N-1``'s files and writes version ``N``: replaying ``N`` after a crash
-starts from the same state and rewrites the same files. ``spark/state_reader.py`` reads these files back as
-DataFrames (``read_state``); its ``committed_state``, ``snapshot_frame`` and ``window_frame`` follow this layout.
+Every file has the columns of :data:`~.state_cache.FILE_SCHEMA`, one or more rows per key; a key's rows in a file
+replace all of its rows in earlier files, and a row with a null ``value`` and ``window_start`` deletes the key.
+Which files make up a partition's state is not read from the file system: the partition's *manifest* lists them
+(at most one snapshot, then deltas, oldest first), and the driver records the manifests of every committed batch
+in its document ``driver/b=<batch>.json`` (``spark/driver.py``). A file is written once, under a name with a token
+no other write uses, and never renamed: a file that a failed or replayed batch left half-written is named by no
+manifest, so it is never read, and the driver deletes it (stores without an atomic rename need nothing more).
+
+A micro-batch, per (keyed operator, state partition) (:class:`PartitionStore`):
+
+1. brings the executor's cache (``spark/state_cache.py``) to the manifest of the batch before, rebuilding it from
+   the files when it holds another version;
+2. loads the keys the batch's records touch and the keys that are *due*: an event-time timer at or before the new
+   watermark, a processing-time timer or a TTL expiry at or before the batch's processing time
+   (``KeyedOperator.due_times``, ``BatchWindowOperator.pending_timer``): every key a timer or the TTL cleanup would
+   reach is in memory, so the operator fires and cleans up exactly as with all keys in memory;
+3. writes the keys whose state changed as one delta (nothing at all when none did). Trailing deltas no larger than
+   the new one are merged into it (so a partition has about log2(batches) deltas), and once the deltas since the
+   last snapshot hold more keys than half the state, a full snapshot replaces them: bytes written per batch follow
+   the keys touched, amortised, and a cold start reads at most about 1.5 times the state.
+
+``spark/state_reader.py`` reads a committed version back as DataFrames. Checkpoints of the earlier layout (one file
+per partition and batch, ``v=<batch>.parquet`` or ``w=<batch>.parquet``) are read through :func:`legacy_manifests`.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from typing import Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..core.errors import StateError
+from ..core.javamath import LONG_MIN
+from . import state_files
+from .state_cache import FILE_SCHEMA, KeyState, StateCache, latest_rows
 
-SCHEMA = pa.schema([("key", pa.binary()), ("snapshot", pa.binary())])
-# Windows run batch-wise (core/batch_window.py) keep one row per (key, window) instead of keyed snapshots, in
-# files named ``w=<batch id>.parquet`` beside the snapshot files: ``key`` (encoded as above), ``window_start``
-# (ms) and ``acc`` (the window's accumulator or reduced value, encoded with core.codec.encode_value as JSON); rows
-# with a null ``window_start`` hold a key's keyed snapshot instead (the state the window function keeps itself).
-WINDOWS_SCHEMA = pa.schema([("key", pa.binary()), ("window_start", pa.int64()), ("acc", pa.binary())])
+Manifest = Dict[str, Any]
+"""``{"token": str, "next_seq": int, "files": [{"kind", "name", "from", "seq", "keys"}, ...], "keys": int,
+"windows": int, "bytes": int}``: a partition's files (kind ``snapshot``, ``delta`` or, from the earlier layout,
+``legacy-v`` / ``legacy-w``), each with the sequence number it was written as (``seq``) and, for a delta, the
+first sequence number whose keys it carries (``from``); and the partition's totals."""
+
+MAX_DELTAS = 64
+"""A partition never has more deltas than this after its snapshot (the merging keeps far fewer)."""
+
+LAYOUT_SNAPSHOTS = "snapshots"
+"""An operator whose keys hold keyed snapshots (one row per key)."""
+LAYOUT_WINDOWS = "windows"
+"""A window run batch-wise (``core/batch_window.py``): one row per open window, and one for its keyed snapshot."""
+
+
+def empty_manifest() -> Manifest:
+    return {"token": "", "next_seq": 1, "files": [], "keys": 0, "windows": 0, "bytes": 0}
 
 
 def partition_dir(root: str, op_uid: str, sp: int) -> str:
     return os.path.join(root, f"op={op_uid}", f"sp={sp:05d}")
 
 
-def version_path(root: str, op_uid: str, sp: int, version: int) -> str:
-    return os.path.join(partition_dir(root, op_uid, sp), f"v={version:012d}.parquet")
+def file_paths(root: str, op_uid: str, sp: int, manifest: Optional[Manifest]) -> List[Tuple[str, Dict[str, Any]]]:
+    """``(path, entry)`` of each file of a partition's manifest, oldest first."""
+    base = partition_dir(root, op_uid, sp)
+    return [(os.path.join(base, f["name"]), f) for f in (manifest or empty_manifest())["files"]]
 
 
-def windows_path(root: str, op_uid: str, sp: int, version: int) -> str:
-    return os.path.join(partition_dir(root, op_uid, sp), f"w={version:012d}.parquet")
-
-
-def has_snapshots(root: str, op_uid: str) -> bool:
-    """Whether an operator's state is kept as keyed snapshots (``v=`` files) in this checkpoint."""
-    base = os.path.join(root, f"op={op_uid}")
-    if not os.path.isdir(base):
-        return False
-    return any(name.startswith("v=") for sp in os.listdir(base) for name in os.listdir(os.path.join(base, sp)))
-
-
-def _missing(path: str) -> StateError:
-    msg = (
-        f"keyed state file {path} is missing: the checkpoint's state is incomplete "
-        "(was the checkpoint directory copied partially, or the number of state partitions changed?)"
+def read_file(path: str, entry: Dict[str, Any]) -> pa.Table:
+    """A state file's rows with the columns of ``FILE_SCHEMA`` (a file of the earlier layout too: its keys are
+    due at once, so that the first batch after the upgrade loads them all and writes them in this layout)."""
+    if entry["kind"] in ("snapshot", "delta"):
+        return state_files.read_table(path).select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
+    old = state_files.read_table(path)
+    n = len(old)
+    windows = entry["kind"] == "legacy-w"
+    return pa.table(
+        {
+            "key": old.column("key"),
+            "window_start": old.column("window_start") if windows else pa.nulls(n, pa.int64()),
+            "value": old.column("acc" if windows else "snapshot"),
+            "event_due": pa.array([LONG_MIN] * n, pa.int64()),
+            "proc_due": pa.array([LONG_MIN] * n, pa.int64()),
+            "ttl_due": pa.nulls(n, pa.int64()),
+            "windows": pa.nulls(n, pa.int32()),
+        },
+        schema=FILE_SCHEMA,
     )
-    return StateError(msg)
 
 
-def read_windows(root: str, op_uid: str, sp: int, version: int) -> Iterator[Tuple[bytes, Optional[int], bytes]]:
-    """The (key, window start, accumulator) rows of one partition at ``version`` (nothing for version < 0); a
-    ``None`` window start marks a row holding the key's keyed snapshot."""
-    if version < 0:
-        return iter(())
-    path = windows_path(root, op_uid, sp, version)
-    if not os.path.exists(path):
-        raise _missing(path)
-    table = pq.read_table(path)
-    return zip(table.column("key").to_pylist(), table.column("window_start").to_pylist(), table.column("acc").to_pylist())
+def manifest_rows(root: str, op_uid: str, sp: int, manifest: Optional[Manifest]) -> pa.Table:
+    """The partition's state as its manifest's files make it up (``latest_rows``)."""
+    return latest_rows((entry["seq"], read_file(path, entry)) for path, entry in file_paths(root, op_uid, sp, manifest))
 
 
-def write_windows(root: str, op_uid: str, sp: int, version: int, rows: List[Tuple[bytes, Optional[int], bytes]]) -> str:
-    """Atomically write one partition's window table at ``version``."""
-    table = pa.Table.from_arrays(
-        [pa.array([r[0] for r in rows], pa.binary()), pa.array([r[1] for r in rows], pa.int64()),
-         pa.array([r[2] for r in rows], pa.binary())],
-        schema=WINDOWS_SCHEMA,
-    )
-    return _write_table(windows_path(root, op_uid, sp, version), table)
+class PartitionStore:
+    """One (keyed operator, state partition) for one micro-batch: :meth:`load` what the batch needs, then
+    :meth:`commit` the keys' new states; the returned manifest is the partition's state after the batch."""
+
+    def __init__(self, root: str, op_uid: str, sp: int, manifest: Optional[Manifest]) -> None:
+        self.root, self.uid, self.sp = root, op_uid, sp
+        self.dir = partition_dir(root, op_uid, sp)
+        self.manifest = manifest or empty_manifest()
+        self.cache = StateCache(self.dir)
+        self.rebuilt = False
+        """Whether the cache had to be rebuilt from the files (a metric: ``stateCacheRebuilds``)."""
+        self.loaded: Dict[bytes, KeyState] = {}
+        self.next_processing_timer: Optional[int] = None
+        """After :meth:`commit`: the partition's earliest processing-time timer (of all its keys)."""
+        if self.cache.token != self.manifest["token"]:
+            self.cache.rebuild(self.manifest["token"], manifest_rows(root, op_uid, sp, self.manifest))
+            self.rebuilt = True
+
+    def load(self, keys: Iterable[bytes], watermark: int, now: int) -> Dict[bytes, KeyState]:
+        """The states of ``keys`` and of the keys due at ``watermark`` / ``now`` that the partition holds, in key
+        order (the order the earlier layout restored keys in: timer ties fire in it)."""
+        wanted: Set[bytes] = set(keys)
+        wanted.update(self.cache.due_keys(watermark, now))
+        self.loaded = self.cache.load(wanted)
+        return self.loaded
+
+    def commit(self, version: int, states: Dict[bytes, Optional[KeyState]]) -> Manifest:
+        """Write the new states of the loaded keys and of new ones (None: the key holds nothing now) as state
+        version ``version`` (the Spark batch id); returns the new manifest. Keys whose state did not change are
+        not written; with no change at all nothing is."""
+        changes = {k: s for k, s in states.items() if self.loaded.get(k) != s}
+        try:
+            if not changes:
+                self.next_processing_timer = self.cache.next_processing_timer()
+                return self.manifest
+            m, cache = self.manifest, self.cache
+            seq, token = int(m["next_seq"]), uuid.uuid4().hex[:16]
+            cache.begin()
+            try:
+                cache.apply(seq, changes)
+                keys, windows, size = cache.totals()
+                files = list(m["files"])
+                base = files[:1] if files and files[0]["kind"] != "delta" else []
+                deltas = files[len(base) :]
+                if 2 * (sum(d["keys"] for d in deltas) + len(changes)) > keys or len(deltas) >= MAX_DELTAS:
+                    files = []
+                    if keys:
+                        name = f"s={version:012d}-{token}.parquet"
+                        state_files.write_table(os.path.join(self.dir, name), cache.live_table())
+                        files = [{"kind": "snapshot", "name": name, "from": seq, "seq": seq, "keys": keys}]
+                    cache.forget_deletions()
+                else:
+                    start, estimate = seq, len(changes)
+                    while deltas and deltas[-1]["keys"] <= estimate:
+                        merged = deltas.pop()
+                        start, estimate = merged["from"], estimate + merged["keys"]
+                    table = cache.table_since(start)
+                    name = f"d={version:012d}-{token}.parquet"
+                    state_files.write_table(os.path.join(self.dir, name), table)
+                    n = len(set(table.column("key").to_pylist()))
+                    files = [*base, *deltas, {"kind": "delta", "name": name, "from": start, "seq": seq, "keys": n}]
+                self.manifest = {
+                    "token": token, "next_seq": seq + 1, "files": files, "keys": keys, "windows": windows, "bytes": size,
+                }
+                self.next_processing_timer = cache.next_processing_timer()
+                cache.commit(token)
+            except BaseException:
+                cache.rollback()
+                raise
+            return self.manifest
+        finally:
+            self.cache.close()
 
 
-def _write_table(path: str, table: pa.Table) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    return path
+# ------------------------------------------------------------------------------------------- the driver's side
 
 
-def read(root: str, op_uid: str, sp: int, version: int) -> Iterator[Tuple[bytes, bytes]]:
-    """The (key, snapshot) pairs of one partition at ``version`` (nothing for version < 0)."""
-    if version < 0:
-        return iter(())
-    path = version_path(root, op_uid, sp, version)
-    if not os.path.exists(path):
-        raise _missing(path)
-    table = pq.read_table(path)
-    return zip(table.column("key").to_pylist(), table.column("snapshot").to_pylist())
+def referenced(manifests: Iterable[Dict[str, Dict[str, Any]]]) -> Set[str]:
+    """The paths (relative to the state root) of every file that the given operators' state names
+    (``{uid: {"layout": ..., "partitions": {sp: manifest}}}``, one per kept batch)."""
+    out = set()
+    for ops in manifests:
+        for uid, op in ops.items():
+            for sp, m in op["partitions"].items():
+                for f in m["files"]:
+                    out.add(f"op={uid}/sp={int(sp):05d}/{f['name']}")
+    return out
 
 
-def write(root: str, op_uid: str, sp: int, version: int, rows: List[Tuple[bytes, bytes]]) -> str:
-    """Atomically write one partition's state at ``version`` (write to a temporary file, then rename)."""
-    table = pa.Table.from_arrays(
-        [pa.array([k for k, _ in rows], pa.binary()), pa.array([s for _, s in rows], pa.binary())], schema=SCHEMA
-    )
-    return _write_table(version_path(root, op_uid, sp, version), table)
-
-
-def prune(root: str, keep_from_version: int) -> int:
-    """Delete state versions older than ``keep_from_version``; returns how many files were removed."""
+def prune(root: str, keep: Set[str], candidates: Optional[Iterable[str]] = None) -> int:
+    """Delete the state files under ``root`` that ``keep`` (see :func:`referenced`) does not name: of
+    ``candidates`` (relative paths), or of every file when None (a sweep, listing every partition's directory).
+    Returns how many were deleted."""
+    if candidates is None:
+        candidates = list(_all_files(root))
     removed = 0
-    if not os.path.isdir(root):
-        return 0
-    for op in os.listdir(root):
-        for sp in os.listdir(os.path.join(root, op)):
-            d = os.path.join(root, op, sp)
-            for name in os.listdir(d):
-                if name[:2] in ("v=", "w=") and name.endswith(".parquet") and int(name[2:14]) < keep_from_version:
-                    os.remove(os.path.join(d, name))
-                    removed += 1
+    for rel in candidates:
+        if rel not in keep:
+            state_files.delete(os.path.join(root, rel))
+            removed += 1
     return removed
 
 
+def _all_files(root: str) -> Iterator[str]:
+    for op in state_files.list_dirs(root):
+        if not op.startswith("op="):
+            continue
+        for sp in state_files.list_dirs(os.path.join(root, op)):
+            for name in state_files.list_names(os.path.join(root, op, sp)):
+                if name[:2] in ("s=", "d=", "v=", "w=") and name.endswith(".parquet"):
+                    yield f"{op}/{sp}/{name}"
+
+
+def has_state(root: str) -> bool:
+    """Whether any operator's state directory exists under ``root``."""
+    return any(op.startswith("op=") for op in state_files.list_dirs(root))
+
+
+def legacy_manifests(root: str, batch_id: int, partitions: int) -> Dict[str, Dict[str, Any]]:
+    """The operators' state of a checkpoint in the earlier layout (every key of a partition in
+    ``v=<batch>.parquet``, or a batch-wise window's in ``w=<batch>.parquet``) after committed batch ``batch_id``, as
+    manifests naming those files (empty when the checkpoint has none).
+
+    Raises:
+        StateError: a partition's file of that batch is missing.
+    """
+    out: Dict[str, Dict[str, Any]] = {}
+    for op in state_files.list_dirs(root):
+        if not op.startswith("op="):
+            continue
+        uid = op[3:]
+        parts: Dict[str, Manifest] = {}
+        layout = None
+        for sp in range(partitions):
+            base = partition_dir(root, uid, sp)
+            names = set(state_files.list_names(base))
+            for kind, prefix, lay in (("legacy-v", "v", LAYOUT_SNAPSHOTS), ("legacy-w", "w", LAYOUT_WINDOWS)):
+                name = f"{prefix}={batch_id:012d}.parquet"
+                if name in names:
+                    layout = lay
+                    rows = state_files.num_rows(os.path.join(base, name))
+                    m = empty_manifest()
+                    m.update(token=f"legacy-{batch_id}", files=[{"kind": kind, "name": name, "from": 0, "seq": 0, "keys": rows}])
+                    m["keys"] = rows
+                    parts[str(sp)] = m
+                    break
+            else:
+                msg = (
+                    f"keyed state of operator {uid!r} after batch {batch_id} is missing in {base} (the checkpoint's "
+                    "state is incomplete: was the checkpoint directory copied partially, or the number of state "
+                    "partitions changed?)"
+                )
+                raise StateError(msg)
+        out[uid] = {"layout": layout, "partitions": parts}
+    return out
+
+
 __all__ = [
-    "SCHEMA",
-    "WINDOWS_SCHEMA",
+    "LAYOUT_SNAPSHOTS",
+    "LAYOUT_WINDOWS",
+    "MAX_DELTAS",
+    "Manifest",
+    "PartitionStore",
+    "empty_manifest",
+    "file_paths",
+    "has_state",
+    "legacy_manifests",
+    "manifest_rows",
     "partition_dir",
-    "version_path",
-    "windows_path",
-    "read_windows",
-    "write_windows",
-    "read",
-    "write",
     "prune",
+    "read_file",
+    "referenced",
 ]

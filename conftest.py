@@ -57,6 +57,26 @@ def spark(flinkish_spark: SparkSession) -> SparkSession:
 
 
 SHARED_ENV = "PYSPARK_FLINKISH_SHARED"
+STATE_CACHE_ENV = "PYSPARK_FLINKISH_STATE_CACHE"  # spark/state_cache.py's CACHE_DIR_ENV (no pyspark import here)
+_own_state_cache: list = []  # type: ignore[type-arg]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The executors' keyed-state caches (``spark/state_cache.py``; local mode: this machine) of a test session go
+    to a directory of its own, deleted at its end, unless the caller chose one: Spark's Python workers inherit it."""
+    if not os.environ.get(STATE_CACHE_ENV):
+        import tempfile
+
+        _own_state_cache.append(tempfile.mkdtemp(prefix="pyspark_flinkish-test-state-cache-"))
+        os.environ[STATE_CACHE_ENV] = _own_state_cache[0]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _own_state_cache:
+        import shutil
+
+        shutil.rmtree(_own_state_cache.pop(), ignore_errors=True)
+        os.environ.pop(STATE_CACHE_ENV, None)
 
 
 def conformance_root() -> Path:

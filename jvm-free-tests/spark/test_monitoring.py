@@ -18,10 +18,10 @@ from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.spark.keyed_partition import run_keyed_partition
-from pyspark_flinkish.spark.state_store import manifest_rows
 from pyspark_flinkish.spark.keys import encode_key, state_partition
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import dumps
+from pyspark_flinkish.spark.state_store import manifest_rows
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 

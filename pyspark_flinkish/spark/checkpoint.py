@@ -1,7 +1,8 @@
 """The package's files in a checkpoint (``<checkpoint>/flinkish/``) and their formats.
 
 ``meta.json`` holds what shapes the checkpoint's state (state partitions, vectorize, the operators' state
-signatures); ``driver/b=<batch>.json`` the driver's watermark bookkeeping and the keyed state's manifests after each batch. Both are documents of
+signatures); ``driver/b=<batch>.json`` the driver's watermark bookkeeping and the keyed state's manifests after each
+batch. Both are documents of
 the state codec (``core/codec.py``): a format name and version, then plain data.
 """
 

@@ -41,7 +41,9 @@ def _record_keys(pdf: Any) -> List[bytes]:
     return [bytes(k) for kind, k in zip(pdf["kind"], pdf["key"]) if kind == "rec" and k is not None]
 
 
-def store_metrics(metrics: Dict[str, Any], store: PartitionStore, manifest: Manifest, windows: bool, keys_offset: int = 0) -> Dict[str, Any]:
+def store_metrics(
+    metrics: Dict[str, Any], store: PartitionStore, manifest: Manifest, windows: bool, keys_offset: int = 0
+) -> Dict[str, Any]:
     """Add the partition's state gauges (keys, open windows, bytes: the totals of its whole state, not only of the
     keys loaded), its new manifest (``stateManifest``, for the driver) and whether its cache was rebuilt."""
     metrics["numKeys"] = manifest["keys"] - keys_offset

@@ -81,7 +81,10 @@ def latest_rows(files: Iterable[Tuple[int, pa.Table]]) -> pa.Table:
     """The rows of each key from the newest of ``files`` (``(sequence number, table)``, any order) holding it,
     with a ``seq`` column: the partition's state as the files make it up (a key's rows in a later file replace all
     of its rows in earlier ones; deletions are kept, as rows with a null ``value`` and ``window_start``)."""
-    tables = [t.select(FILE_SCHEMA.names).cast(FILE_SCHEMA).append_column("seq", pa.array([seq] * len(t), pa.int64())) for seq, t in files]
+    tables = [
+        t.select(FILE_SCHEMA.names).cast(FILE_SCHEMA).append_column("seq", pa.array([seq] * len(t), pa.int64()))
+        for seq, t in files
+    ]
     if not tables:
         return FILE_SCHEMA.empty_table().append_column("seq", pa.array([], pa.int64()))
     table = pa.concat_tables(tables)

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from ..core.errors import StateError
 
 
-def _fs(path: str) -> "tuple[pafs.FileSystem, str]":
+def _fs(path: str) -> tuple[pafs.FileSystem, str]:
     if path.startswith("file:"):
         return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), path

@@ -22,10 +22,11 @@ A micro-batch, per (keyed operator, state partition) (:class:`PartitionStore`):
    watermark, a processing-time timer or a TTL expiry at or before the batch's processing time
    (``KeyedOperator.due_times``, ``BatchWindowOperator.pending_timer``): every key a timer or the TTL cleanup would
    reach is in memory, so the operator fires and cleans up exactly as with all keys in memory;
-3. writes the keys whose state changed as one delta (nothing at all when none did). Trailing deltas no larger than
-   the new one are merged into it (so a partition has about log2(batches) deltas), and once the deltas since the
-   last snapshot hold more keys than half the state, a full snapshot replaces them: bytes written per batch follow
-   the keys touched, amortised, and a cold start reads at most about 1.5 times the state.
+3. writes the keys whose state changed as one delta (nothing at all when none did). Trailing deltas of the same
+   power-of-two size class or a smaller one are merged into it (so a partition has at most about log2 of the keys
+   written since its snapshot deltas, about 20 for a million), and once the deltas since the last snapshot hold
+   more keys than half the state, a full snapshot replaces them: bytes written per batch follow the keys touched,
+   amortised (each key is rewritten O(log) times), and a cold start reads at most about 1.5 times the state.
 
 ``spark/state_reader.py`` reads a committed version back as DataFrames. Checkpoints of the earlier layout (one file
 per partition and batch, ``v=<batch>.parquet`` or ``w=<batch>.parquet``) are read through :func:`legacy_manifests`.
@@ -47,8 +48,9 @@ from .state_cache import FILE_SCHEMA, KeyState, StateCache, latest_rows
 Manifest = Dict[str, Any]
 """``{"token": str, "next_seq": int, "files": [{"kind", "name", "from", "seq", "keys"}, ...], "keys": int,
 "windows": int, "bytes": int}``: a partition's files (kind ``snapshot``, ``delta`` or, from the earlier layout,
-``legacy-v`` / ``legacy-w``), each with the sequence number it was written as (``seq``) and, for a delta, the
-first sequence number whose keys it carries (``from``); and the partition's totals."""
+``legacy-v`` / ``legacy-w``), each with the sequence number it was written as (``seq``), its keys and, for a delta,
+the first sequence number whose keys it carries (``from``) and its ``weight`` (the keys written into it, merges
+counted); and the partition's totals."""
 
 MAX_DELTAS = 64
 """A partition never has more deltas than this after its snapshot (the merging keeps far fewer)."""
@@ -98,6 +100,13 @@ def read_file(path: str, entry: Dict[str, Any]) -> pa.Table:
 def manifest_rows(root: str, op_uid: str, sp: int, manifest: Optional[Manifest]) -> pa.Table:
     """The partition's state as its manifest's files make it up (``latest_rows``)."""
     return latest_rows((entry["seq"], read_file(path, entry)) for path, entry in file_paths(root, op_uid, sp, manifest))
+
+
+def _size_class(weight: int) -> int:
+    """The power of two a delta's weight (keys written into it, merges counted) falls in: a new delta absorbs the
+    trailing deltas of its class or below, so the classes of a partition's deltas strictly decrease, there are at
+    most log2(the weight written since the snapshot) + 1 of them, and a key is rewritten at most that often."""
+    return max(int(weight), 1).bit_length()
 
 
 class PartitionStore:
@@ -152,15 +161,16 @@ class PartitionStore:
                         files = [{"kind": "snapshot", "name": name, "from": seq, "seq": seq, "keys": keys}]
                     cache.forget_deletions()
                 else:
-                    start, estimate = seq, len(changes)
-                    while deltas and deltas[-1]["keys"] <= estimate:
+                    start, weight = seq, len(changes)
+                    while deltas and _size_class(deltas[-1]["weight"]) <= _size_class(weight):
                         merged = deltas.pop()
-                        start, estimate = merged["from"], estimate + merged["keys"]
+                        start, weight = merged["from"], weight + merged["weight"]
                     table = cache.table_since(start)
                     name = f"d={version:012d}-{token}.parquet"
                     state_files.write_table(os.path.join(self.dir, name), table)
                     n = len(set(table.column("key").to_pylist()))
-                    files = [*base, *deltas, {"kind": "delta", "name": name, "from": start, "seq": seq, "keys": n}]
+                    entry = {"kind": "delta", "name": name, "from": start, "seq": seq, "keys": n, "weight": weight}
+                    files = [*base, *deltas, entry]
                 self.manifest = {
                     "token": token, "next_seq": seq + 1, "files": files, "keys": keys, "windows": windows, "bytes": size,
                 }

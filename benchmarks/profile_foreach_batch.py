@@ -30,6 +30,7 @@ standing in for Spark's ``GroupState``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pickle
 import sys
@@ -116,7 +117,8 @@ def main() -> int:
             return t1
 
         t = time.perf_counter()
-        prev_version = driver._open(batch_id)
+        driver._open(batch_id)
+        manifests = driver.manifests()
         plan, parts = driver.exec_plan, driver.partitions
         now = env.clock.now()
         wm_prev = driver._wm_now()
@@ -144,7 +146,7 @@ def main() -> int:
                     group = pd.concat([group, hb], ignore_index=True)
                     keyed_out.append(
                         spark_keyed.run_keyed_partition(
-                            plan, group, wm_prev, wm_new, now, parts, driver.state_root, batch_id, prev_version
+                            plan, group, wm_prev, wm_new, now, parts, driver.state_root, batch_id, manifests
                         )
                     )
             outputs.append(pd.concat(keyed_out))
@@ -159,6 +161,9 @@ def main() -> int:
             for v in values:
                 driver.plan.transformations[sink_index].sink(v)
         t = lap("5 sink delivery (loads + sink)", t)
+        everything = pd.concat(outputs)
+        metric = everything[everything["kind"] == "metric"]  # the keyed partitions' new manifests
+        driver._record_manifests([(0, int(d), json.loads(v)) for d, v in zip(metric["dest"], metric["value"])])
         driver._commit(batch_id)
         lap("6 driver: commit", t)
 

@@ -515,15 +515,24 @@ def part_general(spark: Any, args: argparse.Namespace, work: str, pyflink: Tuple
 
 # ----------------------------------------------------------------------------------------------- part 3: scaling
 def state_per_window(checkpoint: str, batch: int) -> Tuple[int, int]:
-    """(bytes, open windows) of the package's window tables after ``batch``: ``flinkish/state/**/w=<batch>.parquet``."""
-    total = rows = 0
+    """(bytes, open windows) of the package's window state after ``batch``: the keys' and accumulators' bytes
+    (uncompressed) and the window rows of the state files the batch's manifests name (``driver/b=<batch>.json``)."""
+    import json
+
+    from pyspark_flinkish.spark import state_store
+
     root = os.path.join(checkpoint, "flinkish", "state")
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            if f.startswith("w=") and f.endswith(".parquet") and int(f[2:-8]) == batch:  # w=<12-digit batch>.parquet
-                path = os.path.join(dirpath, f)
-                total += os.path.getsize(path)
-                rows += pq.ParquetFile(path).metadata.num_rows
+    with open(os.path.join(checkpoint, "flinkish", "driver", f"b={batch:012d}.json")) as f:
+        ops = json.load(f)["state"]
+    total = rows = 0
+    for uid, op in ops.items():
+        if op["layout"] != state_store.LAYOUT_WINDOWS:
+            continue
+        for sp, manifest in op["partitions"].items():
+            table = state_store.manifest_rows(root, uid, int(sp), manifest)
+            windows = table.filter(table["window_start"].is_valid())
+            rows += len(windows)
+            total += sum(len(k) + len(v) for k, v in zip(windows["key"].to_pylist(), windows["value"].to_pylist()))
     return total, rows
 
 

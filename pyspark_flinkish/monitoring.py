@@ -37,13 +37,18 @@ OPERATOR_COUNTERS = (
     "numWindowsFired",
     "numWindowsCleaned",
     "busyTimeMs",
+    "numKeysLoaded",
+    "stateBytesWritten",
+    "stateCacheRebuilds",
 )
 """Per keyed operator and micro-batch, summed over its state partitions (``busyTimeMs``: the executors' time in
-the operator's Python function, all tasks together)."""
+the operator's Python function, all tasks together; ``numKeysLoaded``: keys read from the state because a record
+touched them or a timer or TTL expiry was due; ``stateBytesWritten``: bytes of the state files the batch wrote;
+``stateCacheRebuilds``: state partitions whose executor-local cache had to be rebuilt from the files)."""
 
 OPERATOR_GAUGES = ("openWindows", "numKeys", "stateSizeBytes")
 """Per keyed operator after the micro-batch, summed over its state partitions (``openWindows``: windows operators
-only; ``stateSizeBytes``: the size of the batch's state files)."""
+only; ``stateSizeBytes``: the bytes of its keys and values, uncompressed)."""
 
 _CORE_COUNTERS = {  # the core operators' counter names -> the published names
     "late_records_dropped": "numLateRecordsDropped",

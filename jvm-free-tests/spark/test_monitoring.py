@@ -82,6 +82,7 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
         "nextProcessingTimer": None,  # an event-time window registers no processing-time timers
         "numKeysLoaded": 0,  # both keys are new
         "stateCacheRebuilds": 1,  # this executor had no cache of the partition
+        "stateBytesWritten": sum(p.stat().st_size for p in tmp_path.rglob("*.parquet")),
         "statePartition": sp,
     }
     # the state's size: the bytes of the keys and values that make it up (b's open window)

@@ -50,6 +50,7 @@ def store_metrics(
     metrics["openWindows"] = manifest["windows"] if windows else None
     metrics["stateSizeBytes"] = manifest["bytes"]
     metrics["numKeysLoaded"] = len(store.loaded)
+    metrics["stateBytesWritten"] = store.bytes_written
     metrics["stateCacheRebuilds"] = int(store.rebuilt)
     metrics["stateManifest"] = manifest
     metrics["statePartition"] = store.sp

@@ -121,6 +121,8 @@ class PartitionStore:
         self.rebuilt = False
         """Whether the cache had to be rebuilt from the files (a metric: ``stateCacheRebuilds``)."""
         self.loaded: Dict[bytes, KeyState] = {}
+        self.bytes_written = 0
+        """Bytes of the files :meth:`commit` wrote."""
         self.next_processing_timer: Optional[int] = None
         """After :meth:`commit`: the partition's earliest processing-time timer (of all its keys)."""
         if self.cache.token != self.manifest["token"]:
@@ -157,7 +159,7 @@ class PartitionStore:
                     files = []
                     if keys:
                         name = f"s={version:012d}-{token}.parquet"
-                        state_files.write_table(os.path.join(self.dir, name), cache.live_table())
+                        self.bytes_written += state_files.write_table(os.path.join(self.dir, name), cache.live_table())
                         files = [{"kind": "snapshot", "name": name, "from": seq, "seq": seq, "keys": keys}]
                     cache.forget_deletions()
                 else:
@@ -167,7 +169,7 @@ class PartitionStore:
                         start, weight = merged["from"], weight + merged["weight"]
                     table = cache.table_since(start)
                     name = f"d={version:012d}-{token}.parquet"
-                    state_files.write_table(os.path.join(self.dir, name), table)
+                    self.bytes_written += state_files.write_table(os.path.join(self.dir, name), table)
                     n = len(set(table.column("key").to_pylist()))
                     entry = {"kind": "delta", "name": name, "from": start, "seq": seq, "keys": n, "weight": weight}
                     files = [*base, *deltas, entry]

@@ -1,20 +1,26 @@
-"""``spark/state_reader.py`` without a JVM: which state version of a checkpoint is read (the newest committed one,
-never a half-written newer one), the errors for a wrong checkpoint, uid or batch, and the decoding of the state
-files into rows. The checkpoint is written by the foreachBatch executor's real bodies (``foreach_batch_harness``);
-what its state must hold is worked out by hand from the input below. The Spark side (``mapInArrow``, schemas) is
-tested in ``tests/spark/test_spark_api.py``."""
+"""``spark/state_reader.py`` without a JVM: which state files make up a committed version of a checkpoint (those the
+newest committed driver document's manifests name, never a half-written newer batch's or a torn file), the errors
+for a wrong checkpoint, uid or batch, deletions in deltas, checkpoints of the earlier layout (one ``v=``/``w=`` file
+per partition and batch), and the decoding of the state files into rows. The checkpoints are written by the
+foreachBatch executor's real bodies (``foreach_batch_harness``); what their state must hold is worked out by hand
+from the input below. The files' newest rows per key are made up here with pyarrow (``state_cache.latest_rows``, as
+the executors' cache is rebuilt); the Spark side (the same merge as a Spark job, ``mapInArrow``, schemas) is tested
+in ``tests/spark/test_spark_api.py``."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, List
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from foreach_batch_harness import run_foreach_batch
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
-from pyspark_flinkish.core.codec import encode_snapshot
+from pyspark_flinkish.core.codec import dump_document, encode_snapshot, load_document
 from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidTypeError, StateError, UnsupportedFeatureError
 from pyspark_flinkish.core.state import VOID_NAMESPACE
 from pyspark_flinkish.core.state_ttl import TtlValue
@@ -23,8 +29,12 @@ from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import EventTimeSessionWindows, TumblingEventTimeWindows
+from pyspark_flinkish.spark import state_store
+from pyspark_flinkish.spark.checkpoint import DRIVER_FORMAT, DRIVER_VERSIONS_READ
 from pyspark_flinkish.spark.keys import encode_key
+from pyspark_flinkish.spark.state_cache import FILE_SCHEMA, latest_rows
 from pyspark_flinkish.spark.state_reader import (
+    StateVersion,
     batch_window_size,
     batch_window_values,
     committed_state,
@@ -86,43 +96,83 @@ def checkpoint(tmp_path_factory: Any) -> Path:
     return ck
 
 
-def _columns(files: Tuple[str, ...], *names: str) -> List[List[Any]]:
-    tables = [pq.read_table(f) for f in files]
-    return [[v for t in tables for v in t.column(n).to_pylist()] for n in names]
+def _latest(version: StateVersion) -> pa.Table:
+    """The rows ``latest_frame`` gives (computed by Spark there): per partition, each key's rows of the newest of
+    the version's files holding it; deletions dropped."""
+    parts = sorted({f.partition for f in version.files})
+    tables = [
+        latest_rows((f.seq, state_store.read_file(f.path, {"kind": f.kind})) for f in version.files if f.partition == sp)
+        for sp in parts
+    ]
+    table = pa.concat_tables(tables) if tables else latest_rows([])
+    return table.filter(pc.invert(pc.and_(pc.is_null(table["value"]), pc.is_null(table["window_start"]))))
 
 
-def test_the_newest_committed_version_is_read_never_a_half_written_newer_one(checkpoint: Path) -> None:
+def _snapshots(version: StateVersion) -> List[List[Any]]:
+    """``snapshot_frame``'s columns: keys, snapshots."""
+    t = _latest(version)
+    t = t.filter(pc.and_(pc.is_null(t["window_start"]), pc.greater(pc.binary_length(t["key"]), 0)))
+    return [t.column("key").to_pylist(), t.column("value").to_pylist()]
+
+
+def _windows(version: StateVersion) -> List[List[Any]]:
+    """``window_frame``'s columns: keys, window starts, accumulators."""
+    t = _latest(version)
+    t = t.filter(pc.is_valid(t["window_start"]))
+    return [t.column(c).to_pylist() for c in ("key", "window_start", "value")]
+
+
+def _names(version: StateVersion) -> List[str]:
+    return [Path(f.path).name for f in version.files]
+
+
+def test_the_newest_committed_version_is_read_never_a_half_written_newer_one(checkpoint: Path, tmp_path: Path) -> None:
     version = committed_state(str(checkpoint), "keep")
-    assert version.batch_id == 1 and len(version.snapshot_files) == 2 and not version.window_files
-    # batch 2 was running: some partitions' state files written, the driver's commit not yet
-    stray = checkpoint / "flinkish" / "state" / "op=keep" / "sp=00000" / f"v={2:012d}.parquet"
-    stray.write_bytes(b"half-written")
+    assert version.batch_id == 1 and version.layout == "snapshots" and not version.batch_wise_windows
+    assert {f.partition for f in version.files} == {0, 1} and all(f.kind in ("snapshot", "delta") for f in version.files)
+    keys, snapshots = _snapshots(version)
+    expected = sorted(state_values(keys, snapshots, "total", "value"))
+    # a torn file of batch 2 (a task that died while writing) and a whole one whose batch never committed: named by
+    # no manifest, never read
+    base = checkpoint / "flinkish" / "state" / "op=keep" / "sp=00000"
+    torn, whole = base / f"d={2:012d}-0123456789abcdef.parquet", base / f"d={2:012d}-fedcba9876543210.parquet"
+    torn.write_bytes(b"half-written")
+    deletions = {f.name: pa.nulls(len(keys), f.type) for f in FILE_SCHEMA}  # every key deleted
+    pq.write_table(pa.table({**deletions, "key": pa.array(keys, pa.binary())}, schema=FILE_SCHEMA), whole)
     try:
-        assert committed_state(f"file://{checkpoint}", "keep").batch_id == 1
+        again = committed_state(f"file://{checkpoint}", "keep")
+        assert again.batch_id == 1 and again.files == version.files and torn.name not in _names(again)
     finally:
-        stray.unlink()
+        torn.unlink()
+        whole.unlink()
     assert committed_state(str(checkpoint), "keep", batch_id=0).batch_id == 0
-    assert committed_state(str(checkpoint), "tumbling").window_files  # run batch-wise: window tables
+    tumbling = committed_state(str(checkpoint), "tumbling")
+    assert tumbling.layout == "windows" and tumbling.batch_wise_windows  # run batch-wise: window rows
+
+    # batch 2 ran on a copy and wrote its state files, but its driver document (the commit) was not written
+    copy = tmp_path / "ck"
+    shutil.copytree(checkpoint, copy)
+    run_foreach_batch(_build, str(copy), vectorize=True, partitions=2, batches=range(2, 3))
+    assert committed_state(str(copy), "keep").batch_id == 2
+    (copy / "flinkish" / "driver" / f"b={2:012d}.json").unlink()
+    written = {p.name for p in (copy / "flinkish" / "state" / "op=keep").glob("sp=*/*.parquet")}
+    stale = committed_state(str(copy), "keep")
+    assert stale.batch_id == 1 and _names(stale) == _names(version) and written - set(_names(stale))
+    keys, snapshots = _snapshots(stale)
+    assert sorted(state_values(keys, snapshots, "total", "value")) == expected == [("a", 10), ("b", 5)]
 
 
-def test_a_wrong_checkpoint_uid_or_batch_is_a_clear_error(checkpoint: Path, tmp_path: Path) -> None:
-    with pytest.raises(StateError, match=r"not a checkpoint of a pyspark_flinkish job"):
-        committed_state(str(tmp_path), "keep")
-    (checkpoint / "spark").mkdir(exist_ok=True)  # where the job keeps Spark's own checkpoint
-    with pytest.raises(StateError, match=r"Spark's part of a job's checkpoint; give its parent"):
-        committed_state(str(checkpoint / "spark"), "keep")
-    (tmp_path / "offsets").mkdir()
-    with pytest.raises(StateError, match=r"apply_in_pandas_with_state.*spark.read.format\('statestore'\)"):
-        committed_state(str(tmp_path), "keep")
-    with pytest.raises(StateError, match=r"uid 'kept'; operators with keyed state: 'keep', 'sessions', 'tumbling'"):
-        committed_state(str(checkpoint), "kept")
-    with pytest.raises(StateError, match=r"batch 7 .* committed versions kept: 0, 1 "):
-        committed_state(str(checkpoint), "keep", batch_id=7)
+def test_a_file_named_by_the_manifest_but_missing_is_a_clear_error(checkpoint: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "ck"
+    shutil.copytree(checkpoint, copy)
+    Path(committed_state(str(copy), "keep").files[0].path).unlink()
+    with pytest.raises(StateError, match=r"keyed state of operator 'keep' after batch 1 is missing: .*copied partially"):
+        committed_state(str(copy), "keep")
 
 
 def test_keyed_state_timers_and_windows_decode_to_what_the_input_leaves(checkpoint: Path) -> None:
     keep = committed_state(str(checkpoint), "keep")
-    keys, snapshots = _columns(keep.snapshot_files, "key", "snapshot")
+    keys, snapshots = _snapshots(keep)
     assert state_names(snapshots) == {"total", "values", "at"}
     assert declared_states(keep.signature) == {"at": "map", "total": "value", "values": "list"}
     assert sorted(state_values(keys, snapshots, "total", "value")) == [("a", 10), ("b", 5)]
@@ -142,14 +192,14 @@ def test_keyed_state_timers_and_windows_decode_to_what_the_input_leaves(checkpoi
     # sessions (gap 50): a's elements at 1, 3, 20, 9 merged into [1, 70) (its contents kept under the state window
     # of the first, [1, 51)); b's [2, 52); nothing fired at watermark 19. Timers: each window's end - 1
     sessions = committed_state(str(checkpoint), "sessions")
-    keys, snapshots = _columns(sessions.snapshot_files, "key", "snapshot")
+    keys, snapshots = _snapshots(sessions)
     assert sorted(window_values(keys, snapshots)) == [("a", 1, 70, ("a", 10)), ("b", 2, 52, ("b", 5))]
     assert sorted(timer_values(keys, snapshots)) == [("a", 69, "event", 1, 70), ("b", 51, "event", 2, 52)]
 
     # tumbling 10 ms, batch-wise: [0, 10) of a and b fired and were cleaned up at watermark 19; a's [20, 30) is open
     tumbling = committed_state(str(checkpoint), "tumbling")
     assert batch_window_size(tumbling.signature) == 10
-    keys, starts, accs = _columns(tumbling.window_files, "key", "window_start", "acc")
+    keys, starts, accs = _windows(tumbling)
     assert batch_window_values(keys, starts, accs, 10) == [("a", 20, 30, ("a", 4))]
 
 
@@ -197,3 +247,134 @@ def test_what_cannot_be_read_as_asked_is_refused_before_any_spark_job(checkpoint
         read_timers(None, ck, "tumbling", key_type=key)
     with pytest.raises(InvalidArgumentError, match=r"'keep' is not a window operator; read its state with read_state"):
         read_windows(None, ck, "keep", Types.LONG(), key_type=key)
+
+
+class Count(KeyedProcessFunction):  # type: ignore[type-arg]
+    """Counts each key's elements; a negative value clears the key's state (the key is deleted)."""
+
+    def open(self, runtime_context):  # type: ignore[no-untyped-def]
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        if value[1] < 0:
+            self.count.clear()
+        else:
+            self.count.update((self.count.value() or 0) + 1)
+        return []
+
+
+KEYS = [f"k{i:02d}" for i in range(20)]
+COUNT_BATCHES = [
+    MicroBatch([(k, 1) for k in KEYS]),  # every key: a full snapshot per partition
+    MicroBatch([("k00", 1)]),  # one key of about ten in its partition changed: a delta
+    MicroBatch([("k01", -1), ("k02", 1)]),  # k01 deleted: a deletion in a delta
+    MicroBatch([("k03", 1)]),
+]
+
+
+def _build_count(env: Any) -> None:
+    events = env.from_source(MicroBatchSource(COUNT_BATCHES), WatermarkStrategy.no_watermarks(), "events")
+    events.key_by(lambda e: e[0]).process(Count()).uid("count").add_sink(lambda v: None)
+
+
+def _counts(version: StateVersion) -> List[Any]:
+    return sorted(state_values(*_snapshots(version), "count", "value"))
+
+
+def test_deltas_replace_a_keys_older_rows_and_a_deletion_hides_them(tmp_path: Path) -> None:
+    """Keys touched only in the first batch are read from its snapshot, changed ones from the newer deltas; a key
+    whose state was cleared later (a deletion in a delta) is not read back, though the snapshot still holds it."""
+    ck = str(tmp_path / "ck")
+    run_foreach_batch(_build_count, ck, vectorize=False, partitions=2, batches=range(4))
+    version = committed_state(ck, "count")
+    assert version.batch_id == 3
+    kinds = [f.kind for f in version.files]
+    assert kinds.count("snapshot") == 2 and "delta" in kinds  # the incremental store's files, not one per batch
+    # the snapshot of batch 0 still holds k01; a delta holds its deletion (a row with a null value)
+    holding = [
+        (f.kind, v)
+        for f in version.files
+        for k, v in zip(*(state_store.read_file(f.path, {"kind": f.kind}).column(c).to_pylist() for c in ("key", "value")))
+        if k == encode_key("k01")
+    ]
+    assert sorted(holding, key=lambda kv: kv[0] == "delta")[0][0] == "snapshot" and ("delta", None) in holding
+    expected = [(k, 2 if k in ("k00", "k02", "k03") else 1) for k in KEYS if k != "k01"]
+    assert _counts(version) == expected
+    # the earlier committed versions are kept: k01 is there before its deletion, k03 not yet counted twice
+    assert _counts(committed_state(ck, "count", batch_id=1)) == [(k, 2 if k == "k00" else 1) for k in KEYS]
+    before = committed_state(ck, "count", batch_id=2)
+    assert _counts(before) == [(k, 1 if k == "k03" else n) for k, n in expected]
+
+
+def _to_earlier_layout(ck: Path, partitions: int) -> None:
+    """Rewrite ``ck`` as the layout before the incremental store wrote it: for each committed batch kept, one file
+    per partition with every key (``v=<batch>.parquet``: key, snapshot; a batch-wise window's ``w=<batch>.parquet``:
+    key, window_start, acc; see ``golden/state_store_files_v1.json``), and driver documents of version 1 (no
+    ``state``)."""
+    flinkish = ck / "flinkish"
+    root = flinkish / "state"
+    for path in sorted((flinkish / "driver").glob("b=*.json")):
+        doc = load_document(path.read_bytes(), DRIVER_FORMAT, DRIVER_VERSIONS_READ, str(path))
+        batch = doc["batch"]
+        for uid, op in doc.pop("state").items():
+            for sp in range(partitions):
+                t = state_store.manifest_rows(str(root), uid, sp, op["partitions"].get(str(sp)))
+                t = t.filter(pc.is_valid(t["value"]))
+                if op["layout"] == "windows":
+                    old = pa.table({"key": t["key"], "window_start": t["window_start"], "acc": t["value"]})
+                    name = f"w={batch:012d}.parquet"
+                else:
+                    old = pa.table({"key": t["key"], "snapshot": t["value"]})
+                    name = f"v={batch:012d}.parquet"
+                pq.write_table(old, Path(state_store.partition_dir(str(root), uid, sp)) / name)
+        del doc["version"]
+        path.write_bytes(dump_document(DRIVER_FORMAT, 1, doc))
+    for path in root.glob("op=*/sp=*/[sd]=*.parquet"):
+        path.unlink()
+
+
+def test_a_checkpoint_of_the_earlier_layout_reads_as_it_was_written(checkpoint: Path, tmp_path: Path) -> None:
+    ck = tmp_path / "ck"
+    shutil.copytree(checkpoint, ck)
+    _to_earlier_layout(ck, partitions=2)
+    keep = committed_state(str(ck), "keep")
+    assert keep.batch_id == 1 and keep.layout == "snapshots"
+    assert sorted((f.partition, Path(f.path).name, f.kind) for f in keep.files) == [
+        (0, f"v={1:012d}.parquet", "legacy-v"), (1, f"v={1:012d}.parquet", "legacy-v")
+    ]
+    keys, snapshots = _snapshots(keep)
+    assert sorted(state_values(keys, snapshots, "total", "value")) == [("a", 10), ("b", 5)]
+    assert sorted(state_values(*_snapshots(committed_state(str(ck), "keep", batch_id=0)), "total", "value")) == [
+        ("a", 3), ("b", 5)
+    ]
+    sessions = committed_state(str(ck), "sessions")
+    assert sorted(window_values(*_snapshots(sessions))) == [("a", 1, 70, ("a", 10)), ("b", 2, 52, ("b", 5))]
+    tumbling = committed_state(str(ck), "tumbling")
+    assert tumbling.batch_wise_windows and {f.kind for f in tumbling.files} == {"legacy-w"}
+    assert batch_window_values(*_windows(tumbling), 10) == [("a", 20, 30, ("a", 4))]
+    with pytest.raises(StateError, match=r"uid 'kept' after batch 1; operators with keyed state: 'keep', 'sessions', 'tumbling'"):
+        committed_state(str(ck), "kept")
+
+
+CHECKPOINT_V1 = Path(__file__).resolve().parent / "data" / "checkpoint_v1"
+
+
+def test_a_checkpoint_written_by_the_previous_release_reads() -> None:
+    """``data/checkpoint_v1`` (``state_upgrade_job.py`` after batches 0-2, written by the release before incremental
+    state): driver documents of version 1, one ``v=``/``w=`` file per partition and batch."""
+    ck = str(CHECKPOINT_V1)
+    remind = committed_state(ck, "remind")
+    assert remind.batch_id == 2 and {f.kind for f in remind.files} == {"legacy-v"} and len(remind.files) == 2
+    # counts: every key once in batch 0, k00-k03 in batch 1, k00 and k05 in batch 2
+    counts = {k: 1 + (k in ("k00", "k01", "k02", "k03")) + (k in ("k00", "k05")) for k in (f"k{i:02d}" for i in range(12))}
+    assert sorted(state_values(*_snapshots(remind), "count", "value")) == sorted(counts.items())
+    before = committed_state(ck, "remind", batch_id=0)
+    assert sorted(state_values(*_snapshots(before), "count", "value")) == [(k, 1) for k in sorted(counts)]
+    # 2 s tumbling windows at watermark 4099: [0, 2000) and [2000, 4000) fired and were cleaned up
+    sums = committed_state(ck, "sums")
+    assert sums.batch_wise_windows and {f.kind for f in sums.files} == {"legacy-w"}
+    assert sorted(batch_window_values(*_windows(sums), 2000)) == [
+        ("k00", 4000, 6000, ("k00", 4100, 5)), ("k05", 4000, 6000, ("k05", 4200, 2))
+    ]
+    with pytest.raises(StateError, match=r"uid 'keep' after batch 2; operators with keyed state: 'remind', 'sums'"):
+        committed_state(ck, "keep")

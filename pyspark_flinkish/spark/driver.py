@@ -227,20 +227,12 @@ class ForeachBatchDriver:
         with open(path, "rb") as f:
             return load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
 
-    def _operator_state(self, document: Dict[str, Any], batch: int) -> Dict[str, Dict[str, Any]]:
-        """The operators' state manifests that a driver document records; a document of the earlier layout has
-        none: then the state files of that batch (``v=``/``w=``, one per partition) are read as they are
-        (``state_store.legacy_manifests``), and the next batch writes the new layout."""
-        if "state" in document:
-            return document["state"]  # type: ignore[no-any-return]
-        return state_store.legacy_manifests(self.state_root, batch, self.partitions)
-
     def _stored_layouts(self) -> Dict[str, str]:
         """``{uid: layout}`` of the operators whose state the newest committed batch holds."""
         saved = self._saved_batches()
         if not saved:
             return {}
-        state = self._operator_state(self._document(saved[-1]), saved[-1])
+        state = state_store.operators_of(self._document(saved[-1]), self.state_root, saved[-1], self.partitions)
         return {uid: op["layout"] for uid, op in state.items()}
 
     def manifests(self) -> Dict[str, Dict[int, Any]]:
@@ -276,7 +268,7 @@ class ForeachBatchDriver:
             return -1
         for batch in saved[-3:]:
             document = self._document(batch)
-            self.kept_states.append(self._operator_state(document, batch))
+            self.kept_states.append(state_store.operators_of(document, self.state_root, batch, self.partitions))
         self._restore_graph(document)
         self.op_state = copy.deepcopy(self.kept_states[-1])
         if not self._swept:  # files of batches that failed or were replayed before this run: named by no manifest

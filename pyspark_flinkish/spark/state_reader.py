@@ -6,16 +6,21 @@ newest *committed* state version of a checkpoint (or ``batch_id=``). The operato
 given with ``.uid(...)`` in the job, or the generated one that ``handle.progress()["operators"]`` shows.
 
 Which version is committed: the driver writes ``<checkpoint>/flinkish/driver/b=<batch>.json`` only after every
-state partition of the batch was written (``spark/driver.py``), so the newest such file names the newest complete
-state version; a newer, half-written version (a batch that failed or is running) is never read. The driver keeps
-the last three batches; older ones are pruned.
+state partition of the batch was written (``spark/driver.py``), and that document's manifests name the files that
+make up each partition's state then (``spark/state_store.py``: a snapshot and deltas, immutable, each with a
+sequence number; a key's rows in a newer file replace all its rows in older ones, and a deletion is such a row
+too). The newest document names the newest complete state version; files of a newer, half-written one (a batch
+that failed or is running) are named by no manifest and never read. The driver keeps the last three batches'
+documents and the files they name; older ones are pruned. A document of the earlier layout (no manifests) names
+its batch's one file per partition (``v=``/``w=``), read with their own columns.
 
-Decoding runs on the executors (``mapInArrow``): the state files are read by Spark, each key's snapshot decoded
-with the state codec (``core/codec.py``) and converted to the descriptor's Spark type (``spark/types.py``). The
+Reading runs on the executors: Spark reads the files, keeps each key's rows of the newest file holding it (a
+window over the key, never on the driver) and drops deleted keys; ``mapInArrow`` then decodes each key's snapshot
+with the state codec (``core/codec.py``) and converts it to the descriptor's Spark type (``spark/types.py``). The
 pure decoding functions (:func:`state_values`, :func:`timer_values`, :func:`window_values`) take the files'
 columns and give Python rows. Only :func:`committed_state` (which files hold a committed version) and
-:func:`snapshot_frame` / :func:`window_frame` (their columns) know the layout of ``spark/state_store.py``: a new
-storage layer replaces these three.
+:func:`latest_frame` (their columns and how they combine; :func:`snapshot_frame` / :func:`window_frame` select
+from it) know the layout of ``spark/state_store.py``: a new storage layer replaces these.
 
 Rows, as Spark's state data source gives them with its default ``flattenCollectionTypes=true``:
 
@@ -40,7 +45,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..core.codec import decode_snapshot, decode_value, load_document
 from ..core.errors import InvalidArgumentError, InvalidTypeError, StateError, UnsupportedFeatureError
@@ -50,7 +55,8 @@ from ..core.state_ttl import TtlValue
 from ..core.typeinfo import TypeInformation
 from ..core.window_operator import CONTENTS, MERGING_SET
 from ..core.windows import TimeWindow
-from .checkpoint import META_FILE, META_FORMAT, META_VERSION
+from . import state_store
+from .checkpoint import DRIVER_FORMAT, DRIVER_VERSIONS_READ, META_FILE, META_FORMAT, META_VERSION
 from .checkpoint_location import local_checkpoint_path
 from .keys import decode_key
 from .session import default_file_system, spark_path
@@ -62,104 +68,178 @@ RowValues = Tuple[Any, ...]
 # ------------------------------------------------------------------------------------------- layout
 
 
+class StateFile(NamedTuple):
+    """One state file of a committed version, as its partition's manifest names it (``spark/state_store.py``)."""
+
+    partition: int
+    """The state partition whose directory holds it."""
+    path: str
+    """Local path (``sp=<partition>/<name>`` at its end; Spark reads it through ``session.spark_path``)."""
+    seq: int
+    """Its sequence number in the partition: a key's rows in the file with the highest one replace all others."""
+    kind: str
+    """``snapshot`` or ``delta`` (the columns of ``state_cache.FILE_SCHEMA``), or of the earlier layout
+    ``legacy-v`` (``key, snapshot``) / ``legacy-w`` (``key, window_start, acc``)."""
+
+
 @dataclass(frozen=True)
 class StateVersion:
     """One operator's committed state version: what :func:`committed_state` finds in a checkpoint."""
 
     uid: str
     batch_id: int
-    snapshot_files: Tuple[str, ...]
-    """``(key, snapshot)`` Parquet files: one per state partition of an operator with keyed snapshots."""
-    window_files: Tuple[str, ...]
-    """``(key, window_start, acc)`` Parquet files of a window run batch-wise (rows with a null ``window_start``
-    hold keyed snapshots)."""
+    layout: str
+    """``state_store.LAYOUT_SNAPSHOTS`` (a keyed snapshot per key) or ``LAYOUT_WINDOWS`` (a window run batch-wise:
+    a row per open window, and one with a null ``window_start`` for the keyed snapshot of its functions' state)."""
+    files: Tuple[StateFile, ...]
+    """Every partition's files, oldest first within a partition."""
     signature: Optional[str]
     """The operator's state signature (``spark/signatures.py``), if the checkpoint recorded one."""
+
+    @property
+    def batch_wise_windows(self) -> bool:
+        return self.layout == state_store.LAYOUT_WINDOWS
+
+
+_DRIVER_DOCUMENT = re.compile(r"b=(\d{12})\.json")
+
+
+def _not_a_checkpoint(location: str, root: str, meta_path: str) -> StateError:
+    hint = "give the checkpoint_location the job was executed with"
+    if os.path.exists(os.path.join(os.path.dirname(root.rstrip("/")), "flinkish", META_FILE)):
+        hint = f"this is Spark's part of a job's checkpoint; give its parent, {os.path.dirname(root.rstrip('/'))!r}"
+    elif os.path.isdir(os.path.join(root, "offsets")):
+        hint = (
+            "this is a Spark streaming checkpoint without the package's state: a job with "
+            "backend='apply_in_pandas_with_state' keeps its keyed state in Spark's state store; read it with "
+            "Spark's state data source (spark.read.format('statestore'))"
+        )
+    msg = f"{location!r} is not a checkpoint of a pyspark_flinkish job: {meta_path} is missing ({hint})"
+    return StateError(msg)
 
 
 def committed_state(location: str, uid: str, batch_id: Optional[int] = None, default_fs: str = "file:///") -> StateVersion:
     """The files of operator ``uid``'s state after the newest committed batch of the checkpoint at ``location``
-    (or after ``batch_id``). The only function that reads the checkpoint's layout (``spark/state_store.py``).
+    (or after ``batch_id``). The only function that knows which files hold a committed version: the manifests of
+    that batch's driver document (``driver/b=<batch>.json``), never a listing of the state directories.
 
     Raises:
-        StateError: ``location`` is not a checkpoint of this package, it has no operator ``uid`` (the message
-            names the uids present), no committed batch, or ``batch_id`` is not among the committed ones kept.
+        StateError: ``location`` is not a checkpoint of this package, it has no committed batch, ``batch_id`` is
+            not among the committed ones kept, the batch's state has no operator ``uid`` (the message names the
+            uids present), or a file its manifests name is missing.
     """
     root = local_checkpoint_path(location, default_fs)
     flinkish = os.path.join(root, "flinkish")
     meta_path = os.path.join(flinkish, META_FILE)
     if not os.path.exists(meta_path):
-        hint = "give the checkpoint_location the job was executed with"
-        if os.path.exists(os.path.join(os.path.dirname(root.rstrip("/")), "flinkish", META_FILE)):
-            hint = f"this is Spark's part of a job's checkpoint; give its parent, {os.path.dirname(root.rstrip('/'))!r}"
-        elif os.path.isdir(os.path.join(root, "offsets")):
-            hint = (
-                "this is a Spark streaming checkpoint without the package's state: a job with "
-                "backend='apply_in_pandas_with_state' keeps its keyed state in Spark's state store; read it with "
-                "Spark's state data source (spark.read.format('statestore'))"
-            )
-        msg = f"{location!r} is not a checkpoint of a pyspark_flinkish job: {meta_path} is missing ({hint})"
-        raise StateError(msg)
+        raise _not_a_checkpoint(location, root, meta_path)
     with open(meta_path, "rb") as f:
         meta = load_document(f.read(), META_FORMAT, META_VERSION, meta_path)
-    state_root = os.path.join(flinkish, "state")
-    present = sorted(d[3:] for d in os.listdir(state_root) if d.startswith("op=")) if os.path.isdir(state_root) else []
-    if uid not in present:
-        msg = (
-            f"checkpoint {location!r} holds no keyed state of an operator with uid {uid!r}; "
-            f"operators with keyed state: {', '.join(map(repr, present)) or 'none'}"
-        )
-        raise StateError(msg)
     driver = os.path.join(flinkish, "driver")
+    # only JSON documents: the driver converts pickles of older versions when it opens the checkpoint
     committed = sorted(
-        int(p[2:14]) for p in (os.listdir(driver) if os.path.isdir(driver) else ()) if p.startswith("b=") and p.endswith(".json")
+        int(m.group(1)) for m in map(_DRIVER_DOCUMENT.fullmatch, os.listdir(driver) if os.path.isdir(driver) else ()) if m
     )
     if not committed:
         msg = f"checkpoint {location!r} has no committed micro-batch yet: its state has never been completely written"
         raise StateError(msg)
-    if batch_id is None:
-        batch = committed[-1]
-    elif batch_id in committed:
-        batch = batch_id
-    else:
+
+    def not_kept() -> StateError:
         msg = (
             f"batch {batch_id} of checkpoint {location!r} is not a committed state version; committed versions kept: "
             f"{', '.join(map(str, committed))} (older ones are pruned)"
         )
+        return StateError(msg)
+
+    if batch_id is not None and batch_id not in committed:
+        raise not_kept()
+    batch = committed[-1] if batch_id is None else batch_id
+    path = os.path.join(driver, f"b={batch:012d}.json")
+    try:
+        with open(path, "rb") as f:
+            document = load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+    except FileNotFoundError:  # pruned by a running job since the listing
+        raise not_kept() from None
+    state_root = os.path.join(flinkish, "state")
+    operators = state_store.operators_of(document, state_root, batch, int(meta["state_partitions"]))
+    if uid not in operators:
+        msg = (
+            f"checkpoint {location!r} holds no keyed state of an operator with uid {uid!r} after batch {batch}; "
+            f"operators with keyed state: {', '.join(map(repr, sorted(operators))) or 'none'}"
+        )
         raise StateError(msg)
-    snapshots, windows = [], []
-    for sp in range(int(meta["state_partitions"])):
-        base = os.path.join(state_root, f"op={uid}", f"sp={sp:05d}")
-        v, w = os.path.join(base, f"v={batch:012d}.parquet"), os.path.join(base, f"w={batch:012d}.parquet")
-        if os.path.exists(v):
-            snapshots.append(v)
-        elif os.path.exists(w):
-            windows.append(w)
-        else:
-            msg = (
-                f"keyed state of operator {uid!r} after batch {batch} is missing in {base} (the operator may be "
-                "newer than that batch, or the checkpoint directory was copied partially)"
-            )
-            raise StateError(msg)
+    op = operators[uid]
+    files = []
+    for sp, manifest in sorted(op["partitions"].items(), key=lambda item: int(item[0])):
+        for file_path, entry in state_store.file_paths(state_root, uid, int(sp), manifest):
+            if not os.path.exists(file_path):
+                msg = (
+                    f"keyed state of operator {uid!r} after batch {batch} is missing: {file_path} (the checkpoint "
+                    "directory was copied partially, or a running job pruned it: it keeps the files of its last three "
+                    "committed batches)"
+                )
+                raise StateError(msg)
+            files.append(StateFile(int(sp), file_path, int(entry["seq"]), str(entry["kind"])))
     signature = (meta.get("operators") or {}).get(uid)
-    return StateVersion(uid, batch, tuple(snapshots), tuple(windows), signature)
+    return StateVersion(uid, batch, str(op["layout"]), tuple(files), signature)
+
+
+_SOURCES = (
+    # (file kinds, the files' columns, what is read as FILE_SCHEMA's key, window_start and value)
+    (("snapshot", "delta"), "key binary, window_start long, value binary", ("key", "window_start", "value")),
+    (("legacy-v",), "key binary, snapshot binary", ("key", "cast(null as long)", "snapshot")),
+    (("legacy-w",), "key binary, window_start long, acc binary", ("key", "window_start", "acc")),
+)
+
+
+def latest_frame(spark: Any, version: StateVersion) -> Any:
+    """``(key, window_start, value)`` rows of ``version``: of each key, the rows of the newest file (highest
+    ``seq`` in its partition) that holds it, deletions dropped (the state as ``state_store.manifest_rows`` makes
+    it up, computed by Spark: each file's rows are tagged with its partition and sequence number by their file's
+    name, ``_metadata.file_path``, and a window over (partition, key) keeps the newest). Files of the earlier layout
+    are read with their own columns."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    frames = []
+    for kinds, ddl, (key, start, value) in _SOURCES:
+        files = [f for f in version.files if f.kind in kinds]
+        if not files:
+            continue
+        index = spark.createDataFrame(
+            [(f"sp={f.partition:05d}/{os.path.basename(f.path)}", f.partition, f.seq) for f in files],
+            "__file string, __sp int, __seq long",
+        )
+        df = spark.read.schema(ddl).parquet(*(spark_path(f.path) for f in files))
+        df = df.select(
+            F.col(key).alias("key"),
+            F.expr(start).alias("window_start"),
+            F.col(value).alias("value"),
+            # the partition's directory and the file's name: plain characters, whatever the path before them
+            F.regexp_extract(F.col("_metadata.file_path"), r"(sp=[0-9]+/[^/]+)$", 1).alias("__file"),
+        )
+        frames.append(df.join(F.broadcast(index), "__file").drop("__file"))
+    if not frames:
+        return spark.createDataFrame([], "key binary, window_start long, value binary")
+    rows = frames[0]
+    for more in frames[1:]:
+        rows = rows.unionByName(more)
+    newest = F.max("__seq").over(Window.partitionBy("__sp", "key"))
+    rows = rows.withColumn("__newest", newest).where("__seq = __newest")
+    return rows.where("value is not null or window_start is not null").select("key", "window_start", "value")
 
 
 def snapshot_frame(spark: Any, version: StateVersion) -> Any:
     """``(key, snapshot)`` rows of ``version`` (binary columns): the keyed snapshots of every key, or of a window
     run batch-wise the keyed state its functions keep (the window contents are in :func:`window_frame`)."""
-    if version.snapshot_files:
-        df = spark.read.schema("key binary, snapshot binary").parquet(*map(spark_path, version.snapshot_files))
-        # a broadcast operator's own state is the row with an empty key (``keyed_partition.OPERATOR_STATE_KEY``)
-        return df.where("length(key) > 0")
-    df = spark.read.schema("key binary, window_start long, acc binary").parquet(*map(spark_path, version.window_files))
-    return df.where("window_start is null").selectExpr("key", "acc as snapshot")
+    # a broadcast operator's own state is the row with an empty key (``keyed_partition.OPERATOR_STATE_KEY``)
+    df = latest_frame(spark, version).where("window_start is null and length(key) > 0")
+    return df.selectExpr("key", "value as snapshot")
 
 
 def window_frame(spark: Any, version: StateVersion) -> Any:
     """``(key, window_start, acc)`` rows of a window run batch-wise: one per open window."""
-    df = spark.read.schema("key binary, window_start long, acc binary").parquet(*map(spark_path, version.window_files))
-    return df.where("window_start is not null")
+    return latest_frame(spark, version).where("window_start is not null").selectExpr("key", "window_start", "value as acc")
 
 
 def declared_states(signature: Optional[str]) -> Optional[Dict[str, str]]:
@@ -273,7 +353,8 @@ def window_values(keys: Sequence[bytes], snapshots: Sequence[bytes]) -> List[Row
 def batch_window_values(
     keys: Sequence[bytes], starts: Sequence[Optional[int]], accs: Sequence[bytes], size: int
 ) -> List[RowValues]:
-    """Open windows of a window run batch-wise (``w=`` files): ``(key, window_start, window_end, contents)``."""
+    """Open windows of a window run batch-wise (the rows of :func:`window_frame`): ``(key, window_start, window_end,
+    contents)``."""
     return [
         (decode_key(kb), s, s + size, decode_value(json.loads(a)))
         for kb, s, a in zip(keys, starts, accs)
@@ -439,7 +520,7 @@ def read_timers(
     from pyspark.sql import types as T
 
     version, key = _open(spark, checkpoint, uid, batch_id, key_type)
-    if version.window_files:
+    if version.batch_wise_windows:
         msg = (
             f"operator {uid!r} is a window run batch-wise: it keeps no timers (each window fires at its end - 1 "
             "and is cleaned up at end - 1 + allowed lateness); read its windows with read_windows"
@@ -480,7 +561,7 @@ def read_windows(
         T.StructField("contents", spark_type(contents_type)),
     ])
     types = [key, None, None, contents_type]
-    if version.window_files:
+    if version.batch_wise_windows:
         size = batch_window_size(version.signature)
         def decode(keys: List[bytes], starts: List[Optional[int]], accs: List[bytes]) -> List[RowValues]:
             return batch_window_values(keys, starts, accs, size)
@@ -493,10 +574,12 @@ def read_windows(
 
 
 __all__ = [
+    "StateFile",
     "StateVersion",
     "batch_window_size",
     "batch_window_values",
     "committed_state",
+    "latest_frame",
     "snapshot_frame",
     "window_frame",
     "declared_key_type",

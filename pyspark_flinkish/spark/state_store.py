@@ -225,6 +225,15 @@ def _all_files(root: str) -> Iterator[str]:
                     yield f"{op}/{sp}/{name}"
 
 
+def operators_of(document: Dict[str, Any], root: str, batch: int, partitions: int) -> Dict[str, Dict[str, Any]]:
+    """``{uid: {"layout", "partitions": {sp: manifest}}}``: the keyed state that the driver's document of committed
+    batch ``batch`` names (its ``state``). A document of the earlier layout (version 1, or converted from pickles)
+    has none: that batch's ``v=``/``w=`` files, one per partition, are its state (:func:`legacy_manifests`)."""
+    if "state" in document:
+        return document["state"]  # type: ignore[no-any-return]
+    return legacy_manifests(root, batch, partitions)
+
+
 def has_state(root: str) -> bool:
     """Whether any operator's state directory exists under ``root``."""
     return any(op.startswith("op=") for op in state_files.list_dirs(root))
@@ -280,6 +289,7 @@ __all__ = [
     "has_state",
     "legacy_manifests",
     "manifest_rows",
+    "operators_of",
     "partition_dir",
     "prune",
     "read_file",

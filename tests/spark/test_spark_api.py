@@ -8,9 +8,13 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 from pathlib import Path
+from typing import Any, Dict
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
@@ -20,6 +24,9 @@ from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.spark import read_state, read_timers, read_windows
+from pyspark_flinkish.spark.keys import encode_key
+from pyspark_flinkish.spark.state_cache import FILE_SCHEMA
+from pyspark_flinkish.spark.state_reader import committed_state
 
 pytestmark = pytest.mark.spark
 TOTAL = ValueStateDescriptor("total", Types.LONG())
@@ -162,10 +169,26 @@ def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spa
     assert [next(o for o in p["operators"].values() if o["name"] == alert["name"])["numKeys"] for p in reported] == [
         2, 2, 2, 3, 0
     ]
-    # state bytes: the size of the batch's state files (versions 2-4 are kept)
-    for batch in (2, 3, 4):
-        files = (checkpoint / "flinkish" / "state" / "op=w5-side").glob(f"sp=*/w={batch:012d}.parquet")
-        assert reported[batch]["operators"]["w5-side"]["stateSizeBytes"] == sum(f.stat().st_size for f in files) > 0
+    # state bytes: the keys and values the batch's committed files make up (batches 2-4 are kept); bytes written:
+    # the files its manifests add to the batch before's
+    from pyspark_flinkish.spark.state_store import manifest_rows
+
+    def committed(batch: int) -> Dict[str, Any]:
+        document = json.loads((checkpoint / "flinkish" / "driver" / f"b={batch:012d}.json").read_text())
+        return document["state"]["w5-side"]["partitions"]  # type: ignore[no-any-return]
+
+    state_root = str(checkpoint / "flinkish" / "state")
+    for batch in (3, 4):
+        manifests, before = committed(batch), committed(batch - 1)
+        size = 0
+        for sp, manifest in manifests.items():
+            rows = manifest_rows(state_root, "w5-side", int(sp), manifest).to_pylist()
+            size += sum(len(r["key"]) + len(r["value"]) for r in rows if r["value"] is not None)
+        w5 = reported[batch]["operators"]["w5-side"]
+        assert w5["stateSizeBytes"] == size and (size > 0) == (batch == 3)  # batch 4 (end of input) empties it
+        old = {f["name"] for m in before.values() for f in m["files"]}
+        added = [f"sp={int(sp):05d}/{f['name']}" for sp, m in manifests.items() for f in m["files"] if f["name"] not in old]
+        assert w5["stateBytesWritten"] == sum((checkpoint / "flinkish" / "state" / "op=w5-side" / a).stat().st_size for a in added)
 
     # the same progress on the handle (with Spark's of the same batch), in the checkpoint and in the log
     combined = handle.recent_progress()
@@ -206,14 +229,56 @@ def test_keyed_process_function_timers_side_outputs_and_typed_dataframe_sink(spa
     # w5-side (batch-wise, 5 ms): [0, 5) of a and b fired and were cleaned up at watermark 6; a@9 and c@30 are open
     windows = read_windows(spark, ck, "w5-side", EVENT, key_type=key, batch_id=3)
     assert sorted(map(tuple, windows.collect())) == [("a", 5, 10, ("a", 9, 4)), ("c", 30, 35, ("c", 30, 6))]
-    # the newest committed batch (4, the end of input) fired every timer: no state left; a half-written newer
-    # version (no driver commit) is never read
-    stray = checkpoint / "flinkish" / "state" / "op=alerts" / "sp=00000" / f"v={5:012d}.parquet"
-    stray.write_bytes(b"half-written")
+    # the incremental store (spark/state_store.py; 2 state partitions: a and c in 0, b in 1): after batch 3, a's
+    # rows are in a delta of batch 3 over partition 0's snapshot of batch 2, which holds c (touched in batch 2 only;
+    # a was deleted then); b (touched in batches 0 and 1 only) is in partition 1's snapshot of batch 1
+    version = committed_state(ck, "alerts", batch_id=3)
+    assert sorted((f.partition, Path(f.path).name[:14], f.kind) for f in version.files) == [
+        (0, f"d={3:012d}", "delta"), (0, f"s={2:012d}", "snapshot"), (1, f"s={1:012d}", "snapshot")
+    ]
+    # after batch 2: a's timer fired and cleared its state (the key is gone); b and c as after batch 3
+    assert sorted(tuple(r) for r in read_state(spark, ck, "alerts", TOTAL, key_type=key, batch_id=2).collect()) == [
+        ("b", 7), ("c", 6)
+    ]
+    # the newest committed batch (4, the end of input) fired every timer: no state left (no files at all); a
+    # half-written newer version (a torn delta and a whole one deleting b, no driver commit) is never read
+    base = checkpoint / "flinkish" / "state" / "op=alerts" / "sp=00001"
+    (base / f"d={5:012d}-{'1' * 16}.parquet").write_bytes(b"half-written")
+    pq.write_table(_deletion(["b"]), base / f"d={5:012d}-{'2' * 16}.parquet")
     assert read_state(spark, ck, "alerts", TOTAL, key_type=key).count() == 0
     assert read_windows(spark, ck, "w5-side", EVENT, key_type=key).count() == 0
     with pytest.raises(StateError, match=r"no state named 'sum'.*'at', 'total', 'values'"):
         read_state(spark, ck, "alerts", ValueStateDescriptor("sum", Types.LONG()), key_type=key)
+    assert sorted(tuple(r) for r in read_state(spark, ck, "alerts", TOTAL, key_type=key, batch_id=3).collect()) == [
+        ("a", 8), ("b", 7), ("c", 6)
+    ]
+    # a deletion in a delta hides the key's rows in older files: on a copy of the checkpoint's files, a batch 5
+    # committed as the driver would, partition 0's files of batch 3 and a delta deleting c
+    copy = tmp_path / "copy"
+    shutil.copytree(checkpoint / "flinkish", copy / "flinkish")
+    doc = json.loads((copy / "flinkish" / "driver" / f"b={3:012d}.json").read_text())
+    part = doc["state"]["alerts"]["partitions"]["0"]
+    name = f"d={5:012d}-{'3' * 16}.parquet"
+    pq.write_table(_deletion(["c"]), copy / "flinkish" / "state" / "op=alerts" / "sp=00000" / name)
+    seq = part["next_seq"]
+    part["files"].append({"kind": "delta", "name": name, "from": seq, "seq": seq, "keys": 1, "weight": 1})
+    part.update(token="3" * 16, next_seq=seq + 1)
+    (copy / "flinkish" / "driver" / f"b={5:012d}.json").write_text(json.dumps({**doc, "batch": 5}))
+    assert sorted(tuple(r) for r in read_state(spark, str(copy), "alerts", TOTAL, key_type=key).collect()) == [
+        ("a", 8), ("b", 7)
+    ]
+    assert sorted(map(tuple, read_state(spark, str(copy), "alerts", VALUES, key_type=key, flatten=False).collect())) == [
+        ("a", [8]), ("b", [2, 5])
+    ]
+    assert sorted(map(tuple, read_timers(spark, str(copy), "alerts", key_type=key).collect())) == [
+        ("a", 6, "event", None, None), ("b", 7, "event", None, None)
+    ]
+
+
+def _deletion(keys):  # type: ignore[no-untyped-def]
+    """A state file's rows deleting ``keys`` (``state_cache.FILE_SCHEMA``: a null value and window start)."""
+    columns = {f.name: pa.nulls(len(keys), f.type) for f in FILE_SCHEMA}
+    return pa.table({**columns, "key": pa.array([encode_key(k) for k in keys], pa.binary())}, schema=FILE_SCHEMA)
 
 
 def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -1,5 +1,5 @@
 """``python -m pyspark_flinkish <command>``: ``progress`` prints a pipeline's per-micro-batch progress lines
-(see :func:`pyspark_flinkish.monitoring.main`)."""
+(see :func:`pyspark_flinkish.spark.progress_files.main`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("       (python -m pyspark_flinkish progress --help for details; the demo: python -m pyspark_flinkish.demo)")
         return 0 if args else 2
     if args[0] == "progress":
-        from .monitoring import main as progress
+        from .spark.progress_files import main as progress
 
         return progress(args[1:])
     print(f"unknown command {args[0]!r}; commands: progress", file=sys.stderr)

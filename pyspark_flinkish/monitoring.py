@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional
 
@@ -261,30 +260,9 @@ def log_progress(progress: Mapping[str, Any]) -> None:
 
 
 # ----------------------------------------------------------------------------- reading it back
-def progress_dir(checkpoint: str) -> str:
-    """Where the foreachBatch driver keeps the last micro-batches' progress as JSON files."""
-    return os.path.join(checkpoint, "flinkish", "progress")
-
-
-def read_progress(path: str) -> List[Dict[str, Any]]:
-    """The progress dicts of a checkpoint (``<checkpoint>/flinkish/progress/b=<batch>.json``, oldest first) or of a
-    log file with DEBUG lines of :func:`log_progress`."""
-    directory = progress_dir(path) if os.path.isdir(path) else None
-    if directory is not None:
-        if not os.path.isdir(directory):
-            return []
-        out = []
-        for name in sorted(n for n in os.listdir(directory) if n.startswith("b=") and n.endswith(".json")):
-            try:
-                with open(os.path.join(directory, name)) as f:
-                    out.append(json.load(f))
-            except (OSError, ValueError):
-                continue  # being replaced right now
-        return out
-    return list(_from_log(path))
-
-
-def _from_log(path: str) -> Iterator[Dict[str, Any]]:
+def progress_from_log(path: str) -> Iterator[Dict[str, Any]]:
+    """The progress dicts in a log file with DEBUG lines of :func:`log_progress` (the checkpoint's copies:
+    ``pyspark_flinkish.spark.progress_files``)."""
     with open(path, errors="replace") as f:
         for line in f:
             at = line.find(" metrics {")
@@ -293,64 +271,6 @@ def _from_log(path: str) -> Iterator[Dict[str, Any]]:
                     yield json.loads(line[at + len(" metrics ") :])
                 except ValueError:
                     continue
-
-
-def write_progress(checkpoint: str, progress: Mapping[str, Any], keep: int = 100) -> None:
-    """Save a batch's progress under the checkpoint (replacing a replayed batch's), keeping the last ``keep``."""
-    directory = progress_dir(checkpoint)
-    os.makedirs(directory, exist_ok=True)
-    batch = int(progress["batch_id"])
-    path = os.path.join(directory, f"b={batch:012d}.json")
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(progress, f, default=str, sort_keys=True)
-    os.replace(tmp, path)
-    for name in os.listdir(directory):
-        if name.startswith("b=") and name.endswith(".json") and int(name[2:14]) <= batch - keep:
-            os.remove(os.path.join(directory, name))
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m pyspark_flinkish progress <checkpoint or log file> [--follow] [--last N] [--json]``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="python -m pyspark_flinkish progress",
-        description=(
-            "Print a pipeline's per-micro-batch progress lines from its checkpoint location (the last 100 batches "
-            "are kept there) or from a log with the DEBUG lines of the pyspark_flinkish.progress logger."
-        ),
-    )
-    parser.add_argument("path", help="the checkpoint location given to execute(), or a log file")
-    parser.add_argument("--follow", "-f", action="store_true", help="keep printing new batches (Ctrl-C stops)")
-    parser.add_argument("--last", "-n", type=int, default=20, help="start with the last N batches (default 20)")
-    parser.add_argument("--json", action="store_true", help="print each batch's progress as one JSON line")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls with --follow")
-    args = parser.parse_args(argv)
-    if not os.path.exists(args.path):
-        parser.error(f"{args.path} does not exist")
-
-    def show(p: Mapping[str, Any]) -> None:
-        print(json.dumps(p, sort_keys=True) if args.json else progress_line(p), flush=True)
-
-    seen: Dict[Any, Any] = {}
-    batches = read_progress(args.path)
-    for p in batches[-args.last :] if args.last > 0 else []:
-        show(p)
-    seen.update((p.get("batch_id"), p.get("durations_ms")) for p in batches)
-    try:
-        while args.follow:
-            time.sleep(args.interval)
-            for p in read_progress(args.path):
-                if seen.get(p.get("batch_id"), _NOT_SEEN) != p.get("durations_ms"):
-                    seen[p.get("batch_id")] = p.get("durations_ms")
-                    show(p)
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
-_NOT_SEEN = object()
 
 
 __all__ = [
@@ -368,8 +288,5 @@ __all__ = [
     "watermark_lag",
     "progress_line",
     "log_progress",
-    "progress_dir",
-    "read_progress",
-    "write_progress",
-    "main",
+    "progress_from_log",
 ]

@@ -1,5 +1,7 @@
-"""Checkpoint locations read as Spark's (Hadoop's) ``Path`` reads them: ``file:`` forms are local paths, other
-schemes are refused up front naming the URI, and no URI is ever taken for a relative directory (``<cwd>/dbfs:/x``)."""
+"""Checkpoint locations read as Spark's (Hadoop's) ``Path`` reads them: ``file:`` forms are local paths, a path
+without a scheme goes to ``fs.defaultFS`` as Spark would put it (so Spark's files and the package's are in one
+directory), the cluster file systems ``spark/storage.py`` reaches are kept as URIs, any other scheme is refused up
+front naming the URI, and no URI is ever taken for a relative directory (``<cwd>/dbfs:/x``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any, List
 import pytest
 
 from pyspark_flinkish.core.errors import UnsupportedFeatureError
-from pyspark_flinkish.spark.checkpoint_location import local_checkpoint_path, scheme_of
+from pyspark_flinkish.spark.checkpoint_location import resolve_checkpoint, scheme_of
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 
@@ -25,38 +27,55 @@ from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
     ],
 )
 def test_local_forms_map_to_their_local_path(location: str, local: str) -> None:
-    assert local_checkpoint_path(location) == local
+    assert resolve_checkpoint(location) == local
 
 
 def test_a_relative_path_is_made_absolute_on_the_driver(tmp_path: Any, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
-    assert local_checkpoint_path("ck/run1") == os.path.join(str(tmp_path), "ck", "run1")
+    assert resolve_checkpoint("ck/run1") == os.path.join(str(tmp_path), "ck", "run1")
+
+
+@pytest.mark.parametrize(
+    ("location", "uri"),
+    [
+        ("hdfs://namenode:8020/ck", "hdfs://namenode:8020/ck"),
+        ("hdfs://nameservice1/a/../ck/", "hdfs://nameservice1/ck"),
+        ("s3a://bucket/jobs/ck", "s3a://bucket/jobs/ck"),
+        ("gs://bucket/ck", "gs://bucket/ck"),
+        ("abfss://container@account.dfs.core.windows.net/ck", "abfss://container@account.dfs.core.windows.net/ck"),
+        ("dbfs:/tmp/ck", "dbfs:/tmp/ck"),
+        ("dbfs:///tmp/ck", "dbfs:/tmp/ck"),
+    ],
+)
+def test_cluster_file_systems_are_kept_as_uris(location: str, uri: str) -> None:
+    assert resolve_checkpoint(location) == uri
 
 
 @pytest.mark.parametrize(
     ("location", "names"),
     [
-        ("dbfs:/tmp/ck", "'dbfs' file system.*here /dbfs/tmp/ck"),
-        ("dbfs:///tmp/ck", "'dbfs' file system.*here /dbfs/tmp/ck"),
-        ("s3a://bucket/ck", "'s3a' file system"),
-        ("hdfs://namenode:8020/ck", "'hdfs' file system"),
+        ("wasb://c@a.blob.core.windows.net/ck", "'wasb' file system.*supported: a local path, file:, hdfs:"),
+        ("ftp://host/ck", "'ftp' file system"),
+        ("hdfs:/ck", "needs an authority"),
         ("file://otherhost/tmp/ck", "host 'otherhost'"),
         ("file:ck", "a relative path after 'file:'"),
     ],
 )
 def test_other_uris_are_refused_naming_the_location(location: str, names: str) -> None:
     with pytest.raises(UnsupportedFeatureError, match=f"checkpoint_location '{location}'.*{names}"):
-        local_checkpoint_path(location)
+        resolve_checkpoint(location)
 
 
-@pytest.mark.parametrize("location", ["/tmp/ck", "ck/run1"])
-def test_a_path_without_a_scheme_is_refused_when_fs_default_fs_is_another_file_system(location: str) -> None:
-    # Spark resolves it against fs.defaultFS (HDFS on YARN/EMR): its offsets would go there, the package's files
-    # to the local disk -- a silently split checkpoint; file:/... names the local disk for both
-    with pytest.raises(UnsupportedFeatureError, match=f"checkpoint_location '{location}' has no scheme.*'hdfs://nn:8020'.*file:/"):
-        local_checkpoint_path(location, "hdfs://nn:8020")
-    assert local_checkpoint_path("/tmp/ck", "file:///") == "/tmp/ck"
-    assert local_checkpoint_path("file:/tmp/ck", "hdfs://nn:8020") == "/tmp/ck"
+def test_a_path_without_a_scheme_goes_where_spark_puts_it() -> None:
+    # Spark resolves it against fs.defaultFS (HDFS on YARN/EMR): the package's files go there too, never a
+    # silently split checkpoint; file:/... names the local disk for both
+    assert resolve_checkpoint("/tmp/ck", "hdfs://nn:8020") == "hdfs://nn:8020/tmp/ck"
+    assert resolve_checkpoint("/tmp/ck/", "hdfs://nn:8020/") == "hdfs://nn:8020/tmp/ck"
+    assert resolve_checkpoint("/tmp/ck", "file:///") == "/tmp/ck"
+    assert resolve_checkpoint("file:/tmp/ck", "hdfs://nn:8020") == "/tmp/ck"
+    # Hadoop would resolve a relative path against the user's home directory on that file system: refused
+    with pytest.raises(UnsupportedFeatureError, match=r"checkpoint_location 'ck/run1' is a relative path.*'hdfs://nn:8020'"):
+        resolve_checkpoint("ck/run1", "hdfs://nn:8020")
 
 
 def test_the_scheme_is_what_precedes_a_colon_before_any_slash() -> None:
@@ -85,7 +104,9 @@ def test_execute_reads_spark_uri_forms_on_every_executor(backend: str, tmp_path:
     env.execute("job", checkpoint_location="file:///tmp/flinkish-ck")
     assert captured == ["/tmp/flinkish-ck", "/tmp/flinkish-ck"]
     env.from_collection([1]).add_sink(lambda v: None)
-    with pytest.raises(UnsupportedFeatureError, match=r"checkpoint_location 'dbfs:/tmp/ck'.*'dbfs' file system"):
-        env.execute("job", checkpoint_location="dbfs:/tmp/ck")
-    assert captured == ["/tmp/flinkish-ck", "/tmp/flinkish-ck"]
+    env.execute("job", checkpoint_location="dbfs:/tmp/ck")
+    assert captured == ["/tmp/flinkish-ck", "/tmp/flinkish-ck", "dbfs:/tmp/ck"]
     assert not os.path.exists(tmp_path / "dbfs:")
+    env.from_collection([1]).add_sink(lambda v: None)
+    with pytest.raises(UnsupportedFeatureError, match=r"checkpoint_location 'ftp://h/ck'.*'ftp' file system"):
+        env.execute("job", checkpoint_location="ftp://h/ck")

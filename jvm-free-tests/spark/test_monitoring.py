@@ -17,6 +17,7 @@ from pyspark_flinkish import monitoring
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.spark import progress_files
 from pyspark_flinkish.spark.keyed_partition import run_keyed_partition
 from pyspark_flinkish.spark.keys import encode_key, state_partition
 from pyspark_flinkish.spark.plan import ExecPlan
@@ -157,9 +158,9 @@ def test_format_time() -> None:
 def test_progress_files_log_lines_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     checkpoint = tmp_path / "ck"
     for batch in range(5):
-        monitoring.write_progress(str(checkpoint), {**_progress(), "batch_id": batch}, keep=3)
+        progress_files.write_progress(str(checkpoint), {**_progress(), "batch_id": batch}, keep=3)
     assert sorted(os.listdir(checkpoint / "flinkish" / "progress")) == [f"b={b:012d}.json" for b in (2, 3, 4)]
-    assert [p["batch_id"] for p in monitoring.read_progress(str(checkpoint))] == [2, 3, 4]
+    assert [p["batch_id"] for p in progress_files.read_progress(str(checkpoint))] == [2, 3, 4]
 
     from pyspark_flinkish.__main__ import main
 
@@ -184,7 +185,7 @@ def test_progress_files_log_lines_and_cli(tmp_path: Path, capsys: pytest.Capture
         handler.close()
     text = log_file.read_text().splitlines()
     assert len(text) == 2 and text[0].endswith(monitoring.progress_line({**_progress(), "batch_id": 7}))
-    assert monitoring.read_progress(str(log_file)) == [json.loads(json.dumps({**_progress(), "batch_id": 7}))]
+    assert progress_files.read_progress(str(log_file)) == [json.loads(json.dumps({**_progress(), "batch_id": 7}))]
     assert main(["progress", str(log_file)]) == 0
     assert capsys.readouterr().out.split()[0] == "7"
     assert main(["nonsense"]) == 2

@@ -8,12 +8,13 @@ the state codec (``core/codec.py``): a format name and version, then plain data.
 
 from __future__ import annotations
 
-import os
-import uuid
+import json
 from typing import Any, Dict, Optional
 
 from ..core.codec import dump_document
+from ..core.errors import StateError
 from ..local.executor import LocalExecutor
+from . import storage
 
 META_FILE = "meta.json"
 META_FORMAT = "pyspark_flinkish.checkpoint-meta"
@@ -37,17 +38,27 @@ def driver_document(graph: LocalExecutor, batch_id: int, state: Optional[Dict[st
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    """Write or replace a document of the checkpoint (``storage.write_bytes``: atomic on every store)."""
+    storage.write_bytes(path, data)
+
+
+def meta_path(checkpoint: str) -> str:
+    return storage.join(checkpoint, "flinkish", META_FILE)
+
+
+def spark_query_id(checkpoint: str) -> str:
+    """Spark's query id, from ``<checkpoint>/spark/metadata`` (stable across restarts of one checkpoint; "" before
+    the query wrote it)."""
+    try:
+        first = storage.read_bytes(storage.join(checkpoint, "spark", "metadata")).decode("utf-8").split("\n", 1)[0]
+        return str(json.loads(first).get("id") or "")
+    except (StateError, ValueError, UnicodeDecodeError):
+        return ""
 
 
 def write_meta(checkpoint: str, meta: Dict[str, Any]) -> None:
     """Write ``<checkpoint>/flinkish/meta.json``."""
-    path = os.path.join(checkpoint, "flinkish", META_FILE)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomically(path, dump_document(META_FORMAT, META_VERSION, meta))
+    write_atomically(meta_path(checkpoint), dump_document(META_FORMAT, META_VERSION, meta))
 
 
 __all__ = [
@@ -58,6 +69,8 @@ __all__ = [
     "DRIVER_VERSION",
     "DRIVER_VERSIONS_READ",
     "driver_document",
+    "meta_path",
+    "spark_query_id",
     "write_atomically",
     "write_meta",
 ]

@@ -29,6 +29,7 @@ from ..core.aggregates import ColumnAggregate
 from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from ..core.fields import field_selector
 from ..monitoring import partition_metrics
+from . import storage
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
 from .keyed_partition import Manifests, restore_window_table, save_window_table, store_metrics
@@ -283,6 +284,7 @@ def run_partition(
 
     started = time.perf_counter()
 
+    storage.configure(plan.storage_options)
     sp = int(partials["__sp"].iloc[0]) if len(partials) else int(others["__sp"].iloc[0])
     node = plan.nodes[cw.window]
     runner = ChainRunner(plan, {cw.window: wm_prev}, now, parts)

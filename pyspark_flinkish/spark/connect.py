@@ -41,6 +41,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
 from ..core.clock import ManualClock
 from ..core.errors import UnsupportedFeatureError
 from ..datastream.plan import BatchWriterSinkSpec, ForeachBatchSpec, Transformation
+from . import storage
 from .checkpoint import write_atomically
 from .error_transport import reported_to_driver
 from .rows import dumps
@@ -94,29 +95,26 @@ class Outbox:
     PROGRESS = -1  # the "sink index" of a batch's progress document: written last, it marks the batch complete
 
     def __init__(self, checkpoint: str, run: Optional[str] = None) -> None:
-        self.base = os.path.join(checkpoint, "flinkish", "outbox")
+        self.checkpoint = checkpoint
+        self.base = storage.join(checkpoint, "flinkish", "outbox")
         self.run = run or uuid.uuid4().hex
-        self.root = os.path.join(self.base, f"run={self.run}")
+        self.root = storage.join(self.base, f"run={self.run}")
 
     def _path(self, batch_id: int, sink_index: int) -> str:
-        return os.path.join(self.root, f"b={batch_id:012d}.s={sink_index}.pkl")
+        return storage.join(self.root, f"b={batch_id:012d}.s={sink_index}.pkl")
 
     def write(self, batch_id: int, sink_index: int, values: Sequence[Any]) -> None:
         """Server side: the sink's values of the batch (replacing those of a replayed attempt)."""
-        os.makedirs(self.root, exist_ok=True)
         write_atomically(self._path(batch_id, sink_index), pickle.dumps([dumps(v) for v in values], protocol=4))
 
     def __call__(self, progress: Dict[str, Any]) -> None:
         """Server side, the driver's progress callback: the batch's progress document; the batch is complete."""
-        os.makedirs(self.root, exist_ok=True)
         write_atomically(self._path(int(progress["batch_id"]), self.PROGRESS), pickle.dumps(dict(progress), protocol=4))
 
     def ready(self, sink_indices: Sequence[int]) -> List[int]:
         """Client side: the complete batches (every sink's values and the progress document), ascending."""
-        if not os.path.isdir(self.root):
-            return []
         seen: Dict[int, Set[int]] = {}
-        for name in os.listdir(self.root):
+        for name in storage.list_names(self.root):
             if name.startswith("b=") and name.endswith(".pkl"):
                 batch, sink = name[2:-4].split(".s=")
                 seen.setdefault(int(batch), set()).add(int(sink))
@@ -125,31 +123,24 @@ class Outbox:
 
     def take(self, batch_id: int, sink_index: int) -> List[Any]:
         """Client side: the sink's values of the batch, unpickled in this process."""
-        with open(self._path(batch_id, sink_index), "rb") as f:
-            return [pickle.loads(v) for v in pickle.load(f)]
+        return [pickle.loads(v) for v in pickle.loads(storage.read_bytes(self._path(batch_id, sink_index)))]
 
     def progress_of(self, batch_id: int) -> Dict[str, Any]:
         """Client side: the batch's progress document."""
-        with open(self._path(batch_id, self.PROGRESS), "rb") as f:
-            return pickle.load(f)  # type: ignore[no-any-return]
+        return pickle.loads(storage.read_bytes(self._path(batch_id, self.PROGRESS)))  # type: ignore[no-any-return]
 
     def remove(self, batch_id: int, sink_indices: Sequence[int]) -> None:
         for index in (*sink_indices, self.PROGRESS):
-            try:
-                os.remove(self._path(batch_id, index))
-            except FileNotFoundError:
-                pass
+            storage.delete(self._path(batch_id, index))
 
     def earlier_runs(self) -> List[Outbox]:
         """The outboxes earlier runs of the job left under the checkpoint, oldest first."""
-        if not os.path.isdir(self.base):
-            return []
-        runs = [n for n in os.listdir(self.base) if n.startswith("run=") and n != f"run={self.run}"]
-        runs.sort(key=lambda n: os.path.getmtime(os.path.join(self.base, n)))
-        return [Outbox(os.path.dirname(os.path.dirname(self.base)), n[len("run=") :]) for n in runs]
+        runs = [n for n in storage.list_dirs(self.base) if n.startswith("run=") and n != f"run={self.run}"]
+        runs.sort(key=lambda n: storage.modified_ms(storage.join(self.base, n)))
+        return [Outbox(self.checkpoint, n[len("run=") :]) for n in runs]
 
     def remove_run(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        storage.delete_tree(self.root)
 
 
 class ClientDelivery:

@@ -16,9 +16,7 @@ names).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
@@ -27,6 +25,8 @@ from ..core.typeinfo import Types
 from ..datastream.connectors.delta import DeltaSink
 from ..datastream.connectors.kafka import DEAD_LETTER_COLUMNS, MalformedRecord
 from ..datastream.plan import BatchWriterSinkSpec, DeadLetterRouteSpec, Transformation, topological
+from . import storage
+from .checkpoint import spark_query_id
 
 _log = logging.getLogger("pyspark_flinkish.spark.dead_letters")
 
@@ -67,11 +67,7 @@ def dead_letter_row(record: MalformedRecord, source: str, batch_id: int, recorde
 
 def query_id(checkpoint: str) -> str:
     """Spark's query id from ``<checkpoint>/spark/metadata`` ("" before the query wrote it)."""
-    try:
-        with open(os.path.join(checkpoint, "spark", "metadata"), encoding="utf-8") as f:
-            return str(json.loads(f.readline()).get("id") or "")
-    except (OSError, ValueError):
-        return ""
+    return spark_query_id(checkpoint)
 
 
 class DeadLetterWriter:
@@ -123,7 +119,7 @@ def with_dead_letter_sinks(sinks: List[Transformation], checkpoint: str) -> List
         source = str(t.spec.source)
         table: Optional[DeltaSink] = t.spec.table
         if table is None:
-            table = DeltaSink.for_path(os.path.join(checkpoint, DEFAULT_DIRECTORY))
+            table = DeltaSink.for_path(storage.join(checkpoint, DEFAULT_DIRECTORY))
             _log.info(
                 "malformed records of Kafka source %r go to the dead-letter Delta table %s (the default, under the "
                 "checkpoint location; choose another with set_dead_letter_table(...) / from_kafka(dead_letter_table=...))",

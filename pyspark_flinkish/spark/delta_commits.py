@@ -14,6 +14,9 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import storage
+from .checkpoint import spark_query_id
+
 METADATA_KEY = "flinkish"
 
 
@@ -25,14 +28,9 @@ def app_id(checkpoint: str, sink_uid: str) -> str:
     absolute path stands in. The sink uid is ``DataStreamSink.uid(...)`` if given, else the sink's position in
     the plan (give a uid if the pipeline may change while a batch is uncommitted).
     """
-    query = None
-    try:
-        with open(os.path.join(checkpoint, "spark", "metadata"), encoding="utf-8") as f:
-            query = json.loads(f.readline()).get("id")
-    except (OSError, ValueError):
-        pass
+    query = spark_query_id(checkpoint)
     if not query:
-        query = hashlib.sha256(os.path.abspath(checkpoint).encode("utf-8")).hexdigest()[:32]
+        query = hashlib.sha256(storage.abspath(checkpoint).encode("utf-8")).hexdigest()[:32]
     return f"flinkish-{query}-{sink_uid}"
 
 

@@ -25,7 +25,6 @@ import collections
 import copy
 import json
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
@@ -36,16 +35,16 @@ from ..core.operators import TimestampsAndWatermarksOperator
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from ..local.executor import LocalExecutor
-from ..monitoring import log_progress, write_progress
-from . import columnar, state_store
+from ..monitoring import log_progress
+from . import columnar, state_store, storage
 from .chain import route_partition, route_records
 from .checkpoint import (
     DRIVER_FORMAT,
     DRIVER_VERSIONS_READ,
-    META_FILE,
     META_FORMAT,
     META_VERSION,
     driver_document,
+    meta_path,
     write_atomically,
     write_meta,
 )
@@ -56,6 +55,7 @@ from .error_transport import package_error_from
 from .far_future import FutureRecords
 from .keyed_partition import keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
+from .progress_files import write_progress
 from .replay import replay_stream
 from .rows import ROW_DDL, loads
 from .signatures import compare_signatures, state_signature
@@ -86,8 +86,8 @@ class ForeachBatchDriver:
         self.partitions = int(meta["state_partitions"])
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
         self._check_operators(meta)
-        self.state_root = os.path.join(checkpoint, "flinkish", "state")
-        self.driver_root = os.path.join(checkpoint, "flinkish", "driver")
+        self.state_root = storage.join(checkpoint, "flinkish", "state")
+        self.driver_root = storage.join(checkpoint, "flinkish", "driver")
         # the operators' state manifests as of the last committed batch (then as of the batch's last step), and
         # those of the batches kept before it (their files are kept too)
         self.op_state: Dict[str, Dict[str, Any]] = {}
@@ -108,6 +108,7 @@ class ForeachBatchDriver:
         self.exec_plan = copy.copy(self.plan)  # what the executors get: no source data, no DataFrames
         self.exec_plan.transformations = []
         self.exec_plan.future_horizon_ms = env.future_horizon_ms
+        self.exec_plan.storage_options = storage.current_options()
         self.future: Optional[FutureRecords] = None  # far-future records of the current batch
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
         self.stepper = _source_stepper(self.plan)
@@ -129,14 +130,15 @@ class ForeachBatchDriver:
     def _meta(self) -> Dict[str, Any]:
         """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
         fixes them; later runs use the stored ones and log a warning when the environment asks for others."""
-        meta = os.path.join(self.checkpoint, "flinkish", META_FILE)
+        meta = meta_path(self.checkpoint)
         wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
-        legacy = os.path.join(self.checkpoint, "flinkish", "meta.pkl")
-        if not os.path.exists(meta) and os.path.exists(legacy):
+        legacy = storage.join(self.checkpoint, "flinkish", "meta.pkl")
+        meta_exists = storage.exists(meta)
+        if not meta_exists and storage.is_local(legacy) and storage.exists(legacy):  # pickles: local checkpoints only
             migrate_pickled_checkpoint(self.checkpoint, legacy, self._new_graph, self.env.clock)
-        if os.path.exists(meta):
-            with open(meta, "rb") as f:
-                stored = load_document(f.read(), META_FORMAT, META_VERSION, meta)
+            meta_exists = True
+        if meta_exists:
+            stored = load_document(storage.read_bytes(meta), META_FORMAT, META_VERSION, meta)
             for name, value in wanted.items():
                 if stored[name] != value:
                     _log.warning(
@@ -194,7 +196,7 @@ class ForeachBatchDriver:
             if t.kind == "source" and isinstance(t.source, DataFrameSource):
                 frames.append(dataframe_rows(t, self.plan.nodes[self.plan.transformations.index(t)].uid))
         if self.ticks:
-            frames.append(tick_stream(self.spark, os.path.join(self.checkpoint, "flinkish")))
+            frames.append(tick_stream(self.spark, storage.join(self.checkpoint, "flinkish")))
         stream = frames[0]
         for f in frames[1:]:
             stream = stream.unionByName(f)
@@ -202,7 +204,7 @@ class ForeachBatchDriver:
 
     # -- driver state per batch
     def _state_path(self, batch_id: int) -> str:
-        return os.path.join(self.driver_root, f"b={batch_id:012d}.json")
+        return storage.join(self.driver_root, f"b={batch_id:012d}.json")
 
     def _graph_state(self) -> Dict[str, Any]:
         """The watermark bookkeeping as plain JSON data (see ``LocalExecutor.watermark_state``)."""
@@ -214,18 +216,15 @@ class ForeachBatchDriver:
     def _saved_batches(self, before: Optional[int] = None) -> List[int]:
         """The committed batches whose driver documents are kept (only JSON files: pickles of older versions were
         converted when the checkpoint was opened, ``_meta``), before batch ``before`` if given."""
-        if not os.path.isdir(self.driver_root):
-            return []
         return sorted(
             int(p[2:14])
-            for p in os.listdir(self.driver_root)
+            for p in storage.list_names(self.driver_root)
             if p.startswith("b=") and p.endswith(".json") and (before is None or int(p[2:14]) < before)
         )
 
     def _document(self, batch: int) -> Dict[str, Any]:
         path = self._state_path(batch)
-        with open(path, "rb") as f:
-            return load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+        return load_document(storage.read_bytes(path), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
 
     def _stored_layouts(self) -> Dict[str, str]:
         """``{uid: layout}`` of the operators whose state the newest committed batch holds."""
@@ -277,12 +276,11 @@ class ForeachBatchDriver:
         return saved[-1]
 
     def _commit(self, batch_id: int) -> None:
-        os.makedirs(self.driver_root, exist_ok=True)
         write_atomically(self._state_path(batch_id), driver_document(self.watermark_graph, batch_id, self.op_state))
         self.last_batch = batch_id
-        for old in os.listdir(self.driver_root):
+        for old in storage.list_names(self.driver_root):
             if old.startswith("b=") and old.endswith((".json", ".pkl")) and int(old[2:14]) < batch_id - 2:
-                os.remove(os.path.join(self.driver_root, old))
+                storage.delete(storage.join(self.driver_root, old))
         dropped = self.kept_states[0] if len(self.kept_states) == self.kept_states.maxlen else None
         self.kept_states.append(copy.deepcopy(self.op_state))
         if dropped is not None:  # the files only the batch that is no longer kept named
@@ -369,7 +367,7 @@ class ForeachBatchDriver:
                 m.unpersist()
             self._commit(batch_id)
             if self.ticks:
-                flinkish = os.path.join(self.checkpoint, "flinkish")
+                flinkish = storage.join(self.checkpoint, "flinkish")
                 # a batch whose keyed stages did not run (no step) leaves the pending timers as they were
                 due = self._next_processing_timer() if self.metric_rows else read_due(flinkish)[1]
                 write_due(flinkish, batch_id, due)

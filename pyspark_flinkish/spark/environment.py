@@ -24,7 +24,8 @@ from ..datastream.executors import SPARK
 from ..datastream.plan import Transformation
 from ..datastream.runtime_mode import batch_plan, is_batch
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
-from .checkpoint_location import local_checkpoint_path
+from . import storage
+from .checkpoint_location import resolve_checkpoint
 from .connect import (
     ClientDelivery,
     Outbox,
@@ -43,7 +44,7 @@ from .job_client import SparkJobClient, query_job_id
 from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
 from .rows import loads
-from .session import default_file_system, local_temp_dir, spark_path
+from .session import default_file_system, local_temp_dir, spark_path, storage_options
 from .source_rows import DataFrameSource
 
 
@@ -273,9 +274,10 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``); without
         one, the interval of ``enable_checkpointing`` is the processing-time trigger.
 
-        ``checkpoint_location`` is read as Spark reads a path: ``/x``, a relative path, ``file:/x`` or ``file:///x``
-        (the local file system); other schemes (``dbfs:/x``, ``s3a://...``) are refused up front, since keyed state
-        is written with local file APIs (on Databricks give the mount, ``/dbfs/x``)."""
+        ``checkpoint_location`` is read as Spark reads a path: ``/x`` (on ``fs.defaultFS``), a relative path,
+        ``file:/x`` or ``file:///x`` (the local file system), ``hdfs://...``, ``s3a://...``, ``gs://...``,
+        ``abfss://...`` or ``dbfs:/x``; every file of the job (Spark's checkpoint, keyed state, the driver's
+        documents) goes there (``docs/operations.md``, *Running on a cluster*). Other schemes are refused up front."""
         if not checkpoint_location:
             started = time.monotonic()
             handle = self._start_default(job_name, trigger, progress)
@@ -287,9 +289,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             return result
         if trigger is None and self.get_checkpoint_interval() > 0:
             trigger = {"processingTime": f"{self.get_checkpoint_interval()} milliseconds"}
-        # read as Spark's Path reads it (file:/x, file:///x, /x, relative; other schemes refused, naming the URI);
-        # executors resolve relative paths against their own working directories: pinned down here
-        checkpoint = local_checkpoint_path(checkpoint_location, default_file_system(self.spark))
+        # read as Spark's Path reads it (file:/x, file:///x, /x, relative, hdfs://..., s3a://...; others refused,
+        # naming the URI); qualified here once, so Spark and the executors name the same directory
+        checkpoint = resolve_checkpoint(checkpoint_location, default_file_system(self.spark))
         # the package's restartable form keeps the pipeline: the same job is started again from its checkpoint
         # with another execute(checkpoint_location=...) (PyFlink's forms, without one, clear it as Flink does)
         return self._start(job_name, self._pending_sinks(), checkpoint, trigger, progress)
@@ -396,7 +398,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
                 values = [loads(r["value"]) for r in rows if r["dest"] == dest]
                 deliver_values(self.spark, t, values, batch_id, context)
 
-        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", spark_path(os.path.join(checkpoint, "spark")))
+        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", spark_path(storage.join(checkpoint, "spark")))
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
@@ -429,9 +431,10 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if self.backend == "apply_in_pandas_with_state":
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
+        storage.configure(storage_options(self.spark))  # the S3 client's settings from the session's fs.s3a.*
         driver = ForeachBatchDriver(self, sinks, checkpoint, progress)
         stream = driver.input_stream(trigger)
-        spark_checkpoint = spark_path(os.path.join(checkpoint, "spark"))
+        spark_checkpoint = spark_path(storage.join(checkpoint, "spark"))
         client, batch_function = None, driver
         if connect:
             outbox = Outbox(checkpoint)

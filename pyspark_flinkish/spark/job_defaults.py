@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 
 from ..datastream.plan import Transformation
 from ..datastream.runtime_mode import unbounded_sources
-from .checkpoint_location import local_checkpoint_path
+from .checkpoint_location import resolve_checkpoint
 from .session import default_file_system, local_temp_dir
 
 _log = logging.getLogger("pyspark_flinkish.spark")
@@ -28,7 +28,7 @@ def default_checkpoint_location(spark: Any, job_name: str) -> str:
     same job name resumes from it, as a Spark query with that root does), else a new temporary directory, logged."""
     root = spark.conf.get(CHECKPOINT_ROOT_CONF, None)
     if root:
-        location = local_checkpoint_path(root.rstrip("/") + "/" + job_directory_name(job_name), default_file_system(spark))
+        location = resolve_checkpoint(root.rstrip("/") + "/" + job_directory_name(job_name), default_file_system(spark))
         _log.info("job %r: checkpoint location %s (under %s)", job_name, location, CHECKPOINT_ROOT_CONF)
         return location
     location = local_temp_dir("flinkish-" + job_directory_name(job_name)[:40] + "-")

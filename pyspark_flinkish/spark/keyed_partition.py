@@ -22,6 +22,7 @@ from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_
 from ..core.operators import KeyedOperator
 from ..core.records import StreamRecord
 from ..monitoring import partition_metrics
+from . import storage
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
 from .keys import decode_key, encode_key
@@ -72,6 +73,7 @@ def run_keyed_partition(
     """``applyInPandas`` body for one (keyed operator, state partition): load, process, fire, write; the output
     ends with the partition's ``metric`` row. Its Spark task runs it inside :func:`reported_to_driver`."""
     started = time.perf_counter()
+    storage.configure(plan.storage_options)
     index = int(pdf["dest"].iloc[0])
     sp = int(pdf["sp"].iloc[0])
     node = plan.nodes[index]

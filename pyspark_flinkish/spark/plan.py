@@ -139,6 +139,7 @@ class ExecPlan:
         self.sinks = [n.index for n in self.nodes if n.kind == "sink"]
         self.levels = sorted({n.level for n in self.nodes if n.keyed})
         self.future_horizon_ms: Optional[int] = None  # far-future records: see the module docstring
+        self.storage_options: Dict[str, str] = {}  # the executors' file-system clients (spark/storage.py)
 
     def keyed_at(self, level: int) -> List[int]:
         return [n.index for n in self.nodes if n.keyed and n.level == level]

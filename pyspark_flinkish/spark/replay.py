@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from typing import Any, Dict, List
 
+from ..core.errors import UnsupportedFeatureError
 from ..datastream.plan import Transformation
+from . import storage
 from .plan import ExecPlan
 from .rows import dumps
 from .session import spark_path
@@ -36,12 +37,17 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
     """Replay sources as a file stream: file ``i`` holds every source's batch ``i`` (plus markers, and
     one last end-of-input file), and ``maxFilesPerTrigger=1`` makes each file one micro-batch."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    directory = os.path.join(checkpoint, "flinkish", "replay")
-    if not os.path.isdir(directory):
+    directory = storage.join(checkpoint, "flinkish", "replay")
+    if storage.scheme_of(directory) in storage.OBJECT_STORES:
+        msg = (
+            f"MicroBatchSource on Spark replays its micro-batches from files under the checkpoint, in the order of their "
+            f"modification times, which the {storage.scheme_of(directory)!r} store keeps in whole seconds: use a local "
+            "or hdfs:// checkpoint for replayed micro-batches (tests, demos), or a Kafka or DataFrame source"
+        )
+        raise UnsupportedFeatureError(msg)
+    if not storage.is_dir(directory):
         tmp = directory + ".tmp-" + uuid.uuid4().hex[:6]
-        os.makedirs(tmp)
         n = max(len(t.source.batches) for t in sources)
         for i in range(n + 1):
             rows = replay_rows(plan, sources, i)
@@ -56,10 +62,10 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
                     "marker": pa.array(rows["marker"], pa.bool_()),
                 }
             )
-            path = os.path.join(tmp, f"batch-{i:09d}.parquet")
-            pq.write_table(table, path)
-            os.utime(path, (1_000_000 + i, 1_000_000 + i))
-        os.rename(tmp, directory)
+            path = storage.join(tmp, f"batch-{i:09d}.parquet")
+            storage.write_table(path, table)
+            storage.set_modified(path, (1_000_000 + i) * 1000)  # Spark's file source takes files in this order
+        storage.rename_dir(tmp, directory)
     return spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(spark_path(directory))
 
 

@@ -7,6 +7,8 @@ import sys
 import tempfile
 from typing import Any, Dict, Optional
 
+from .storage import S3A_SETTINGS, options_from_hadoop, scheme_of
+
 
 def on_databricks() -> bool:
     """True inside a Databricks runtime, where Delta and the Kafka connector are built in."""
@@ -26,6 +28,25 @@ def default_file_system(spark: Any) -> str:
     return str(value or "file:///")
 
 
+def storage_options(spark: Any) -> Dict[str, str]:
+    """The settings the package's S3 client takes from the session (``storage.options_from_hadoop``): the JVM's
+    Hadoop configuration on a classic session (``core-site.xml`` and ``spark.hadoop.*``), else the session's
+    ``spark.hadoop.fs.s3a.*`` (Spark Connect)."""
+    conf: Dict[str, str] = {}
+    try:
+        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+        for name in S3A_SETTINGS:
+            value = hadoop.get(name)
+            if value:
+                conf[name] = str(value)
+    except Exception:  # Spark Connect: no JVM in reach
+        for name in S3A_SETTINGS:
+            value = spark.conf.get(f"spark.hadoop.{name}", None) if spark is not None else None
+            if value:
+                conf[name] = str(value)
+    return options_from_hadoop(conf)
+
+
 def spark_path(path: str) -> str:
     """A local path as Spark's readers and writers must be given it.
 
@@ -38,6 +59,8 @@ def spark_path(path: str) -> str:
         if path == "/dbfs" or path.startswith("/dbfs/"):
             return "dbfs:/" + path[len("/dbfs/") :]
         return path
+    if scheme_of(path):
+        return path  # a URI (hdfs://, s3a://, dbfs:/, ...) as it is
     if path.startswith("/"):
         # the local file system by name: a session whose fs.defaultFS is another file system (hdfs:// on YARN/EMR)
         # would otherwise put Spark's offsets and commits there while the package's files stay on the local disk

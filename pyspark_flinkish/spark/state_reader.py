@@ -42,7 +42,6 @@ with a basic type; otherwise give ``key_type=`` (Flink's reader takes the key's 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
@@ -55,9 +54,9 @@ from ..core.state_ttl import TtlValue
 from ..core.typeinfo import TypeInformation
 from ..core.window_operator import CONTENTS, MERGING_SET
 from ..core.windows import TimeWindow
-from . import state_store
+from . import state_store, storage
 from .checkpoint import DRIVER_FORMAT, DRIVER_VERSIONS_READ, META_FILE, META_FORMAT, META_VERSION
-from .checkpoint_location import local_checkpoint_path
+from .checkpoint_location import resolve_checkpoint
 from .keys import decode_key
 from .session import default_file_system, spark_path
 from .types import spark_type, to_spark_value
@@ -106,9 +105,9 @@ _DRIVER_DOCUMENT = re.compile(r"b=(\d{12})\.json")
 
 def _not_a_checkpoint(location: str, root: str, meta_path: str) -> StateError:
     hint = "give the checkpoint_location the job was executed with"
-    if os.path.exists(os.path.join(os.path.dirname(root.rstrip("/")), "flinkish", META_FILE)):
-        hint = f"this is Spark's part of a job's checkpoint; give its parent, {os.path.dirname(root.rstrip('/'))!r}"
-    elif os.path.isdir(os.path.join(root, "offsets")):
+    if storage.exists(storage.join(storage.parent(root), "flinkish", META_FILE)):
+        hint = f"this is Spark's part of a job's checkpoint; give its parent, {storage.parent(root)!r}"
+    elif storage.is_dir(storage.join(root, "offsets")):
         hint = (
             "this is a Spark streaming checkpoint without the package's state: a job with "
             "backend='apply_in_pandas_with_state' keeps its keyed state in Spark's state store; read it with "
@@ -128,18 +127,15 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
             not among the committed ones kept, the batch's state has no operator ``uid`` (the message names the
             uids present), or a file its manifests name is missing.
     """
-    root = local_checkpoint_path(location, default_fs)
-    flinkish = os.path.join(root, "flinkish")
-    meta_path = os.path.join(flinkish, META_FILE)
-    if not os.path.exists(meta_path):
+    root = resolve_checkpoint(location, default_fs)
+    flinkish = storage.join(root, "flinkish")
+    meta_path = storage.join(flinkish, META_FILE)
+    if not storage.exists(meta_path):
         raise _not_a_checkpoint(location, root, meta_path)
-    with open(meta_path, "rb") as f:
-        meta = load_document(f.read(), META_FORMAT, META_VERSION, meta_path)
-    driver = os.path.join(flinkish, "driver")
+    meta = load_document(storage.read_bytes(meta_path), META_FORMAT, META_VERSION, meta_path)
+    driver = storage.join(flinkish, "driver")
     # only JSON documents: the driver converts pickles of older versions when it opens the checkpoint
-    committed = sorted(
-        int(m.group(1)) for m in map(_DRIVER_DOCUMENT.fullmatch, os.listdir(driver) if os.path.isdir(driver) else ()) if m
-    )
+    committed = sorted(int(m.group(1)) for m in map(_DRIVER_DOCUMENT.fullmatch, storage.list_names(driver)) if m)
     if not committed:
         msg = f"checkpoint {location!r} has no committed micro-batch yet: its state has never been completely written"
         raise StateError(msg)
@@ -154,13 +150,14 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
     if batch_id is not None and batch_id not in committed:
         raise not_kept()
     batch = committed[-1] if batch_id is None else batch_id
-    path = os.path.join(driver, f"b={batch:012d}.json")
+    path = storage.join(driver, f"b={batch:012d}.json")
     try:
-        with open(path, "rb") as f:
-            document = load_document(f.read(), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
-    except FileNotFoundError:  # pruned by a running job since the listing
+        document = load_document(storage.read_bytes(path), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+    except StateError:  # pruned by a running job since the listing
+        if storage.exists(path):
+            raise
         raise not_kept() from None
-    state_root = os.path.join(flinkish, "state")
+    state_root = storage.join(flinkish, "state")
     operators = state_store.operators_of(document, state_root, batch, int(meta["state_partitions"]))
     if uid not in operators:
         msg = (
@@ -172,7 +169,7 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
     files = []
     for sp, manifest in sorted(op["partitions"].items(), key=lambda item: int(item[0])):
         for file_path, entry in state_store.file_paths(state_root, uid, int(sp), manifest):
-            if not os.path.exists(file_path):
+            if not storage.exists(file_path):
                 msg = (
                     f"keyed state of operator {uid!r} after batch {batch} is missing: {file_path} (the checkpoint "
                     "directory was copied partially, or a running job pruned it: it keeps the files of its last three "
@@ -207,7 +204,7 @@ def latest_frame(spark: Any, version: StateVersion) -> Any:
         if not files:
             continue
         index = spark.createDataFrame(
-            [(f"sp={f.partition:05d}/{os.path.basename(f.path)}", f.partition, f.seq) for f in files],
+            [(f"sp={f.partition:05d}/{f.path.rsplit('/', 1)[-1]}", f.partition, f.seq) for f in files],
             "__file string, __sp int, __seq long",
         )
         df = spark.read.schema(ddl).parquet(*(spark_path(f.path) for f in files))

@@ -34,7 +34,6 @@ per partition and batch, ``v=<batch>.parquet`` or ``w=<batch>.parquet``) are rea
 
 from __future__ import annotations
 
-import os
 import uuid
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
@@ -42,7 +41,7 @@ import pyarrow as pa
 
 from ..core.errors import StateError
 from ..core.javamath import LONG_MIN
-from . import state_files
+from . import storage
 from .state_cache import FILE_SCHEMA, KeyState, StateCache, latest_rows
 
 Manifest = Dict[str, Any]
@@ -66,21 +65,21 @@ def empty_manifest() -> Manifest:
 
 
 def partition_dir(root: str, op_uid: str, sp: int) -> str:
-    return os.path.join(root, f"op={op_uid}", f"sp={sp:05d}")
+    return storage.join(root, f"op={op_uid}", f"sp={sp:05d}")
 
 
 def file_paths(root: str, op_uid: str, sp: int, manifest: Optional[Manifest]) -> List[Tuple[str, Dict[str, Any]]]:
     """``(path, entry)`` of each file of a partition's manifest, oldest first."""
     base = partition_dir(root, op_uid, sp)
-    return [(os.path.join(base, f["name"]), f) for f in (manifest or empty_manifest())["files"]]
+    return [(storage.join(base, f["name"]), f) for f in (manifest or empty_manifest())["files"]]
 
 
 def read_file(path: str, entry: Dict[str, Any]) -> pa.Table:
     """A state file's rows with the columns of ``FILE_SCHEMA`` (a file of the earlier layout too: its keys are
     due at once, so that the first batch after the upgrade loads them all and writes them in this layout)."""
     if entry["kind"] in ("snapshot", "delta"):
-        return state_files.read_table(path).select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
-    old = state_files.read_table(path)
+        return storage.read_table(path).select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
+    old = storage.read_table(path)
     n = len(old)
     windows = entry["kind"] == "legacy-w"
     return pa.table(
@@ -159,7 +158,7 @@ class PartitionStore:
                     files = []
                     if keys:
                         name = f"s={version:012d}-{token}.parquet"
-                        self.bytes_written += state_files.write_table(os.path.join(self.dir, name), cache.live_table())
+                        self.bytes_written += storage.write_table(storage.join(self.dir, name), cache.live_table())
                         files = [{"kind": "snapshot", "name": name, "from": seq, "seq": seq, "keys": keys}]
                     cache.forget_deletions()
                 else:
@@ -169,7 +168,7 @@ class PartitionStore:
                         start, weight = merged["from"], weight + merged["weight"]
                     table = cache.table_since(start)
                     name = f"d={version:012d}-{token}.parquet"
-                    self.bytes_written += state_files.write_table(os.path.join(self.dir, name), table)
+                    self.bytes_written += storage.write_table(storage.join(self.dir, name), table)
                     n = len(set(table.column("key").to_pylist()))
                     entry = {"kind": "delta", "name": name, "from": start, "seq": seq, "keys": n, "weight": weight}
                     files = [*base, *deltas, entry]
@@ -210,17 +209,17 @@ def prune(root: str, keep: Set[str], candidates: Optional[Iterable[str]] = None)
     removed = 0
     for rel in candidates:
         if rel not in keep:
-            state_files.delete(os.path.join(root, rel))
+            storage.delete(storage.join(root, rel))
             removed += 1
     return removed
 
 
 def _all_files(root: str) -> Iterator[str]:
-    for op in state_files.list_dirs(root):
+    for op in storage.list_dirs(root):
         if not op.startswith("op="):
             continue
-        for sp in state_files.list_dirs(os.path.join(root, op)):
-            for name in state_files.list_names(os.path.join(root, op, sp)):
+        for sp in storage.list_dirs(storage.join(root, op)):
+            for name in storage.list_names(storage.join(root, op, sp)):
                 if name[:2] in ("s=", "d=", "v=", "w=") and name.endswith(".parquet"):
                     yield f"{op}/{sp}/{name}"
 
@@ -236,7 +235,7 @@ def operators_of(document: Dict[str, Any], root: str, batch: int, partitions: in
 
 def has_state(root: str) -> bool:
     """Whether any operator's state directory exists under ``root``."""
-    return any(op.startswith("op=") for op in state_files.list_dirs(root))
+    return any(op.startswith("op=") for op in storage.list_dirs(root))
 
 
 def legacy_manifests(root: str, batch_id: int, partitions: int) -> Dict[str, Dict[str, Any]]:
@@ -248,7 +247,7 @@ def legacy_manifests(root: str, batch_id: int, partitions: int) -> Dict[str, Dic
         StateError: a partition's file of that batch is missing.
     """
     out: Dict[str, Dict[str, Any]] = {}
-    for op in state_files.list_dirs(root):
+    for op in storage.list_dirs(root):
         if not op.startswith("op="):
             continue
         uid = op[3:]
@@ -256,12 +255,12 @@ def legacy_manifests(root: str, batch_id: int, partitions: int) -> Dict[str, Dic
         layout = None
         for sp in range(partitions):
             base = partition_dir(root, uid, sp)
-            names = set(state_files.list_names(base))
+            names = set(storage.list_names(base))
             for kind, prefix, lay in (("legacy-v", "v", LAYOUT_SNAPSHOTS), ("legacy-w", "w", LAYOUT_WINDOWS)):
                 name = f"{prefix}={batch_id:012d}.parquet"
                 if name in names:
                     layout = lay
-                    rows = state_files.num_rows(os.path.join(base, name))
+                    rows = storage.num_rows(storage.join(base, name))
                     m = empty_manifest()
                     m.update(token=f"legacy-{batch_id}", files=[{"kind": kind, "name": name, "from": 0, "seq": 0, "keys": rows}])
                     m["keys"] = rows

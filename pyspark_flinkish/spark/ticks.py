@@ -16,13 +16,14 @@ batch ticks at most once (its offset is the batch id), so an idle stream without
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..core.assigners import WindowAssigner
+from ..core.errors import StateError
 from ..core.triggers import ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger
 from ..datastream.plan import KeyedProcessSpec, Transformation, TwoInputSpec, WindowSpec
+from . import storage
 
 TICK_SOURCE = "__flinkish_ticks__"
 """The ``src`` of a tick row in the driver's input (``SOURCE_DDL``): the route skips it."""
@@ -64,19 +65,15 @@ def needs_ticks(transformations: List[Transformation], manual_clock: bool, trigg
 
 def write_due(flinkish_dir: str, batch_id: int, due: Optional[int]) -> None:
     """Record the earliest pending processing-time timer after ``batch_id`` (None: none pending)."""
-    path = os.path.join(flinkish_dir, TICKS_FILE)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump({"batch": batch_id, "due": due}, f)
-    os.replace(tmp, path)
+    storage.write_bytes(storage.join(flinkish_dir, TICKS_FILE), json.dumps({"batch": batch_id, "due": due}).encode())
 
 
 def read_due(flinkish_dir: str) -> Tuple[int, Optional[int]]:
     """``(batch, due)`` as last recorded; ``(-1, None)`` before the first batch."""
+    path = storage.join(flinkish_dir, TICKS_FILE)
     try:
-        with open(os.path.join(flinkish_dir, TICKS_FILE)) as f:
-            doc = json.load(f)
-    except (FileNotFoundError, ValueError):  # not written yet, or being replaced
+        doc = json.loads(storage.read_bytes(path))
+    except (StateError, ValueError):  # not written yet
         return -1, None
     return int(doc["batch"]), None if doc["due"] is None else int(doc["due"])
 
@@ -96,8 +93,9 @@ def tick_stream(spark: Any, flinkish_dir: str) -> Any:
     from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
     class TickReader(SimpleDataSourceStreamReader):
-        def __init__(self, directory: str) -> None:
+        def __init__(self, directory: str, options: Dict[str, str]) -> None:
             self.directory = directory
+            storage.configure(options)  # Spark runs the reader in a Python process of its own
 
         def initialOffset(self) -> Dict[str, int]:  # noqa: N802 (Spark's name)
             return {"batch": read_due(self.directory)[0]}
@@ -120,10 +118,11 @@ def tick_stream(spark: Any, flinkish_dir: str) -> Any:
             return "tick long"
 
         def simpleStreamReader(self, schema: Any) -> SimpleDataSourceStreamReader:  # noqa: N802 (Spark's name)
-            return TickReader(self.options["path"])
+            return TickReader(self.options["path"], json.loads(self.options["storage"]))
 
     spark.dataSource.register(TickSource)
-    ticks = spark.readStream.format(_FORMAT_NAME).option("path", flinkish_dir).load()
+    options = json.dumps(storage.current_options())
+    ticks = spark.readStream.format(_FORMAT_NAME).option("path", flinkish_dir).option("storage", options).load()
     return ticks.select(
         F.lit(TICK_SOURCE).alias("src"),
         F.lit(None).cast("binary").alias("value"),

@@ -1,4 +1,5 @@
-"""pytest fixtures for pipelines that read Kafka: a broker per test session, fresh topics per test.
+"""pytest fixtures for pipelines that read Kafka or use HDFS: a broker per test session, fresh topics per test, and
+a test HDFS (``MiniDFSCluster``) per test session.
 
 A module of fixtures only, so that it can be registered as a pytest plugin (an entry point in the
 ``pytest11`` group pointing here, or ``-p pyspark_flinkish.testing.fixtures``); this repository's ``tests/``
@@ -13,9 +14,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from .hdfs import MiniHdfs
 from .kafka import KafkaBroker
 
-__all__ = ["kafka_broker", "kafka_topic"]
+__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic"]
 
 
 @pytest.fixture(scope="session")
@@ -43,3 +45,21 @@ def kafka_topic(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> Ca
         return kafka_broker.create_topic(name, partitions)
 
     return create
+
+
+@pytest.fixture(scope="session")
+def hdfs_cluster() -> Iterator[MiniHdfs]:
+    """One test HDFS (a NameNode and a DataNode on 127.0.0.1, own JVM) for the whole test session, stopped at its end.
+
+    Yields the running :class:`~pyspark_flinkish.testing.hdfs.MiniHdfs`: ``hdfs_cluster.uri`` is
+    ``hdfs://127.0.0.1:<port>`` (use ``f"{hdfs_cluster.uri}/some/path"`` in Spark, no configuration needed) and
+    ``hdfs_cluster.client()`` an hdfs-native client. Its storage is shared by every test of the session: give each
+    test its own paths (e.g. named after the test). When the jars are missing, the error says how to fetch them
+    (``make jars``); a cluster that does not start within 120 s fails with its log's tail.
+    """
+    cluster = MiniHdfs()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -17,9 +17,12 @@ Fixtures:
   a Spark Connect session. Override ``flinkish_spark_options`` to change its settings.
 * ``kafka_broker`` / ``kafka_topic`` -- a single-node Kafka broker per test session and a topic factory
   (:mod:`pyspark_flinkish.testing.fixtures`).
+* ``hdfs_cluster`` -- a test HDFS (Hadoop's ``MiniDFSCluster``, one NameNode and one DataNode, own JVM) per test
+  session: a :class:`~pyspark_flinkish.testing.hdfs.MiniHdfs` with ``.uri`` (``hdfs://127.0.0.1:<port>``) and
+  ``.client()`` (:mod:`pyspark_flinkish.testing.fixtures`).
 
-Importing this module imports neither pyspark nor kafka-python, and starts no JVM: only the Spark and
-Kafka fixtures do, when a test requests them.
+Importing this module imports neither pyspark nor kafka-python nor hdfs-native, and starts no JVM: only the Spark,
+Kafka and HDFS fixtures do, when a test requests them.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 import pytest
 
 from ..core.clock import ManualClock
-from .fixtures import kafka_broker, kafka_topic
+from .fixtures import hdfs_cluster, kafka_broker, kafka_topic
 from .harness import KeyedProcessHarness, OneInputHarness, WindowHarness
 
 if TYPE_CHECKING:
@@ -44,6 +47,7 @@ __all__ = [
     "HarnessFactory",
     "flinkish_spark",
     "flinkish_spark_options",
+    "hdfs_cluster",
     "jvm_free_env",
     "kafka_broker",
     "kafka_topic",

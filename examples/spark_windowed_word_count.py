@@ -183,8 +183,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import pyspark_flinkish
     from pyspark_flinkish.spark import configure
 
-    # executors resolve relative paths against their own working directories: use absolute ones
-    input_dir, out, checkpoint = (os.path.abspath(p) for p in (args.input, args.out, args.checkpoint))
+    # executors resolve relative paths against their own working directories: use absolute ones (a URI, e.g. the
+    # checkpoint on hdfs://, as it is: execute() qualifies the checkpoint location as Spark does)
+    input_dir, out = (os.path.abspath(p) for p in (args.input, args.out))
+    checkpoint = args.checkpoint
     if args.generate:
         generate_input(input_dir, args.generate)
     module_file = os.path.abspath(pyspark_flinkish.__file__)

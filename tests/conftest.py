@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark_flinkish.testing.fixtures import kafka_broker, kafka_topic
+from pyspark_flinkish.testing.fixtures import hdfs_cluster, kafka_broker, kafka_topic
 
-__all__ = ["kafka_broker", "kafka_topic"]
+__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic"]
 
 
 def pytest_collection_finish(session: Any) -> None:

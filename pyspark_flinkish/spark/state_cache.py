@@ -12,9 +12,10 @@ ttl_due, windows, bytes, seq, deleted)``: per key when it is next due, its open 
 the state file that last wrote it, and whether that write deleted it (kept until the next full snapshot, so a
 merged delta still carries the deletion); ``meta``: the token and totals.
 
-Where: ``$PYSPARK_FLINKISH_STATE_CACHE`` if set, else the first of Spark's local directories (``SPARK_LOCAL_DIRS``,
-YARN's ``LOCAL_DIRS``), else the system's temporary directory; under ``pyspark_flinkish-state-cache/``, one file
-per state partition directory.
+Where: ``$PYSPARK_FLINKISH_STATE_CACHE`` if set, else the first of Spark's local directories for the executor (a
+standalone executor's ``SPARK_EXECUTOR_DIRS``, removed with the application; YARN's ``LOCAL_DIRS``, removed with the
+container; ``SPARK_LOCAL_DIRS``), else the system's temporary directory; under ``pyspark_flinkish-state-cache/``,
+one file per state partition directory.
 """
 
 from __future__ import annotations
@@ -70,8 +71,10 @@ def cache_root() -> str:
     explicit = os.environ.get(CACHE_DIR_ENV)
     if explicit:
         return explicit
-    for var in ("SPARK_LOCAL_DIRS", "LOCAL_DIRS"):
-        dirs = [d for d in os.environ.get(var, "").split(",") if d]
+    # Spark's own order (Utils.getConfiguredLocalDirs): a standalone executor's application directories (deleted
+    # when the application ends), YARN's container directories, then SPARK_LOCAL_DIRS
+    for var, sep in (("SPARK_EXECUTOR_DIRS", os.pathsep), ("LOCAL_DIRS", ","), ("SPARK_LOCAL_DIRS", ",")):
+        dirs = [d for d in os.environ.get(var, "").split(sep) if d]
         if dirs:
             return os.path.join(dirs[0], "pyspark_flinkish-state-cache")
     return os.path.join(tempfile.gettempdir(), "pyspark_flinkish-state-cache")

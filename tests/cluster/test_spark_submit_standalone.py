@@ -11,7 +11,10 @@ executors therefore run a throwaway interpreter that sees the venv's third-party
 pyarrow) but not pyspark_flinkish: the only pyspark_flinkish they can import is the shipped wheel, and the job
 records which file its tasks imported.
 
-Results must equal the JVM-free engine's for the same input; the workers' executor logs must show tasks.
+Results must equal the JVM-free engine's for the same input; the workers' executor logs must show tasks. The job's
+checkpoint is on a real HDFS (``hdfs_cluster``) and each worker has local directories of its own, so the workers
+share nothing of the checkpoint: a state partition whose task moves to the other executor rebuilds that executor's
+copy of its state from the files on HDFS (``stateCacheRebuilds`` in the progress the driver keeps there).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.hdfs]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "spark_windowed_word_count.py"
@@ -391,7 +394,7 @@ def test_example_help() -> None:
 
 
 @pytest.mark.timeout(900)
-def test_spark_submit_on_standalone_cluster_with_the_wheel(standalone_cluster: Cluster, tmp_path: Path) -> None:
+def test_spark_submit_on_standalone_cluster_with_the_wheel(standalone_cluster: Cluster, hdfs_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cluster = standalone_cluster
     wheel, how = _build_wheel(tmp_path / "wheel")
     print(f"\nwheel: {wheel.name} ({how})")
@@ -418,7 +421,8 @@ def test_spark_submit_on_standalone_cluster_with_the_wheel(standalone_cluster: C
 
     python = _isolated_python(tmp_path / "python")
     files = _write_input(tmp_path / "input")
-    out, checkpoint, workers_out = tmp_path / "out", tmp_path / "checkpoint", tmp_path / "workers"
+    out, workers_out = tmp_path / "out", tmp_path / "workers"
+    checkpoint = f"{hdfs_cluster.uri}/standalone/{tmp_path.name}/checkpoint"  # no worker's disk
     run_dir = tmp_path / "submit"  # the driver's working directory: not the repository
     run_dir.mkdir()
     cmd = [
@@ -516,3 +520,13 @@ def test_spark_submit_on_standalone_cluster_with_the_wheel(standalone_cluster: C
         assert any(work.glob(f"app-*/*/{shipped.name}")), f"{shipped.name} was not fetched to {work}"
     assert len(app_ids) == 1, app_ids
     print(f"executor python workers: {sorted({(r['host'], r['pid']) for r in where})}")
+
+    # every file of the checkpoint is on HDFS; the executors kept their copies of the state in their own local dirs
+    from pyspark_flinkish.spark.progress_files import read_progress
+
+    progress = read_progress(checkpoint)
+    assert [p["batch_id"] for p in progress] == list(range(N_FILES)), progress
+    window = [o for p in progress for o in p["operators"].values() if o.get("numKeysLoaded") is not None]
+    rebuilds = sum(o["stateCacheRebuilds"] for o in window)
+    assert rebuilds >= 4  # each of the 4 state partitions started a copy on some executor
+    print(f"state partitions' cache rebuilds over {N_FILES} batches: {rebuilds} (4 partitions, 2 executors)")

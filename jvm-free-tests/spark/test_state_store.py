@@ -310,3 +310,41 @@ def test_a_checkpoint_of_the_earlier_layout_resumes_with_the_same_results(tmp_pa
     assert {uid: op["layout"] for uid, op in driver.op_state.items()} == {"remind": "snapshots", "sums": "windows"}
     names = {p.name for p in (upgraded / "flinkish" / "state").rglob("*.parquet")}
     assert not [n for n in names if n[:2] in ("v=", "w=")], names
+
+
+class Counting(KeyedProcessFunction):  # type: ignore[misc]
+    def open(self, ctx: Any) -> None:
+        self.count = ctx.get_state(ValueStateDescriptor("count", None))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.count.update((self.count.value() or 0) + 1)
+        yield (value[0], self.count.value())
+
+
+def test_a_batch_mode_job_runs_on_the_stores_keyed_stage(tmp_path: Path) -> None:
+    """BATCH runtime mode wraps keyed operators (``core/batch_execution.py``); the keyed stage asks the wrapper for
+    each key's due times and open windows like any keyed operator's: the job gives the JVM-free engine's results."""
+    from pyspark_flinkish.datastream import RuntimeExecutionMode
+    from pyspark_flinkish.datastream.runtime_mode import batch_plan
+    from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+
+    events = [(f"k{i % 3}", 100 * i, i) for i in range(30)]
+
+    def build(out: List[Any], on_spark: bool) -> Any:
+        def job(env: Any) -> None:
+            env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+            strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1])
+            keyed = env.from_source(MicroBatchSource([MicroBatch(events)]), strategy, "e").key_by(lambda e: e[0])
+            windows = keyed.window(TumblingEventTimeWindows.of(Duration.of_millis(1_000)))
+            windows.reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2])).add_sink(out.append)
+            keyed.process(Counting()).add_sink(out.append)  # keeps state after the batch: snapshot, due times, windows
+            if on_spark:  # what SparkStreamExecutionEnvironment._start does for a BATCH job
+                env._sinks = batch_plan(env._sinks)
+
+        return job
+
+    got: List[Any] = []
+    run_foreach_batch(build(got, True), str(tmp_path / "ck"), vectorize=True, partitions=2)
+    want: List[Any] = []
+    local_outputs(build(want, False))
+    assert sorted(got) == sorted(want) and len(want) == 3 * 3 + 30

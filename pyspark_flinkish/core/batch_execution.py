@@ -14,7 +14,7 @@ of output *across* keys can differ from Flink's; each key's output is Flink's.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .clock import Clock
 from .errors import StateError
@@ -129,9 +129,9 @@ class BatchKeyedOperator(StreamOperator):
     def due_times(self, key: Any) -> Tuple[Optional[int], Optional[int], Optional[int]]:
         return self.inner.due_times(key)
 
-    def open_windows(self) -> Optional[int]:
+    def open_windows(self, keys: Optional[Iterable[Any]] = None) -> Optional[int]:
         count = getattr(self.inner, "open_windows", None)
-        return count() if callable(count) else None
+        return count(keys) if callable(count) else None
 
 
 __all__ = ["BatchKeyedOperator"]

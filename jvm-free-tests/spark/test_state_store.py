@@ -55,8 +55,8 @@ def _contents(root: str, manifest: Dict[str, Any]) -> Dict[bytes, bytes]:
 
 
 def test_deltas_stay_few_snapshots_are_amortised_and_the_files_always_make_up_the_state(tmp_path: Path) -> None:
-    """Random upserts and deletions over 300 batches: after every batch the manifest's files give exactly the
-    expected state; deltas stay at most log2 of the keys written into them; a full snapshot is written only once
+    """Random upserts and deletions over 300 batches: the manifest's files give exactly the expected state (checked
+    after each of the first 40 batches, every 10th and every snapshot; the key count after every batch); deltas stay at most log2 of the keys written into them; a full snapshot is written only once
     the deltas hold more keys than half the state."""
     root, rng = str(tmp_path), random.Random(7)
     expected: Dict[bytes, bytes] = {}
@@ -81,7 +81,8 @@ def test_deltas_stay_few_snapshots_are_amortised_and_the_files_always_make_up_th
         snapshots += sum(f["kind"] == "snapshot" for f in new)
         deltas = [f for f in manifest["files"] if f["kind"] == "delta"]
         assert len(deltas) <= sum(f["weight"] for f in deltas).bit_length(), [f["weight"] for f in deltas]
-        assert _contents(root, manifest) == expected, version
+        if version <= 40 or version % 10 == 0 or (new and new[-1]["kind"] == "snapshot"):  # reading back is the slow part
+            assert _contents(root, manifest) == expected, version
         assert manifest["keys"] == len(expected)
     # a snapshot only after more than half the ~1000 keys were rewritten since the last: ~1350 random writes over
     # 1200 keys allow at most 2; the rest is deltas and their merges, O(keys touched x log2(keys written))

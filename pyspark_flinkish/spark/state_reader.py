@@ -181,12 +181,17 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
     return StateVersion(uid, batch, str(op["layout"]), tuple(files), signature)
 
 
-_SOURCES = (
-    # (file kinds, the files' columns, what is read as FILE_SCHEMA's key, window_start and value)
-    (("snapshot", "delta"), "key binary, window_start long, value binary", ("key", "window_start", "value")),
-    (("legacy-v",), "key binary, snapshot binary", ("key", "cast(null as long)", "snapshot")),
-    (("legacy-w",), "key binary, window_start long, acc binary", ("key", "window_start", "acc")),
-)
+def _sources() -> List[Tuple[Tuple[str, ...], str, Tuple[str, str, str]]]:
+    """``(file kinds, the files' columns to read, what is read as FILE_SCHEMA's key, window_start and value)``, one
+    entry per column layout of ``state_store.FILE_COLUMNS``."""
+    layouts: Dict[Tuple[str, Optional[str], str], List[str]] = {}
+    for kind, columns in state_store.FILE_COLUMNS.items():
+        layouts.setdefault(columns, []).append(kind)
+    out = []
+    for (key, start, value), kinds in layouts.items():
+        ddl = ", ".join([f"{key} binary", *([f"{start} long"] if start else []), f"{value} binary"])
+        out.append((tuple(kinds), ddl, (key, start or "cast(null as long)", value)))
+    return out
 
 
 def latest_frame(spark: Any, version: StateVersion) -> Any:
@@ -199,7 +204,7 @@ def latest_frame(spark: Any, version: StateVersion) -> Any:
     from pyspark.sql import functions as F
 
     frames = []
-    for kinds, ddl, (key, start, value) in _SOURCES:
+    for kinds, ddl, (key, start, value) in _sources():
         files = [f for f in version.files if f.kind in kinds]
         if not files:
             continue

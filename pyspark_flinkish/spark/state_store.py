@@ -74,6 +74,16 @@ def file_paths(root: str, op_uid: str, sp: int, manifest: Optional[Manifest]) ->
     return [(storage.join(base, f["name"]), f) for f in (manifest or empty_manifest())["files"]]
 
 
+FILE_COLUMNS: Dict[str, Tuple[str, Optional[str], str]] = {
+    "snapshot": ("key", "window_start", "value"),
+    "delta": ("key", "window_start", "value"),
+    "legacy-v": ("key", None, "snapshot"),
+    "legacy-w": ("key", "window_start", "acc"),
+}
+"""Per kind of file, its columns holding ``FILE_SCHEMA``'s ``key``, ``window_start`` (None: the kind has none, every
+row holds a keyed snapshot) and ``value``: the earlier layout's ``v=`` and ``w=`` files name them otherwise."""
+
+
 def read_file(path: str, entry: Dict[str, Any]) -> pa.Table:
     """A state file's rows with the columns of ``FILE_SCHEMA`` (a file of the earlier layout too: its keys are
     due at once, so that the first batch after the upgrade loads them all and writes them in this layout)."""
@@ -81,12 +91,12 @@ def read_file(path: str, entry: Dict[str, Any]) -> pa.Table:
         return storage.read_table(path).select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
     old = storage.read_table(path)
     n = len(old)
-    windows = entry["kind"] == "legacy-w"
+    key, start, value = FILE_COLUMNS[entry["kind"]]
     return pa.table(
         {
-            "key": old.column("key"),
-            "window_start": old.column("window_start") if windows else pa.nulls(n, pa.int64()),
-            "value": old.column("acc" if windows else "snapshot"),
+            "key": old.column(key),
+            "window_start": old.column(start) if start is not None else pa.nulls(n, pa.int64()),
+            "value": old.column(value),
             "event_due": pa.array([LONG_MIN] * n, pa.int64()),
             "proc_due": pa.array([LONG_MIN] * n, pa.int64()),
             "ttl_due": pa.nulls(n, pa.int64()),
@@ -278,6 +288,7 @@ def legacy_manifests(root: str, batch_id: int, partitions: int) -> Dict[str, Dic
 
 
 __all__ = [
+    "FILE_COLUMNS",
     "LAYOUT_SNAPSHOTS",
     "LAYOUT_WINDOWS",
     "MAX_DELTAS",

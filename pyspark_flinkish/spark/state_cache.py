@@ -230,16 +230,16 @@ class StateCache:
             out[key] = KeyState(tuple(rows.get(key, ())), event_due, proc_due, ttl_due, windows)
         return out
 
-    def apply(self, seq: int, changes: Dict[bytes, Optional[KeyState]]) -> None:
+    def apply(self, seq: int, changes: Dict[bytes, Optional[KeyState]], previous: Dict[bytes, KeyState]) -> None:
         """Write ``changes`` (a key's new state, or None: deleted) as written by state file ``seq``; inside a
-        transaction (:meth:`begin`)."""
+        transaction (:meth:`begin`). ``previous``: the states :meth:`load` gave, which hold every changed key the
+        partition held (a batch changes only keys it loaded, or new ones)."""
         db = self.db
         keys, windows, size = self.totals()
-        for k in changes:
-            old = db.execute("SELECT windows, bytes FROM keys WHERE key = ? AND deleted = 0", (k,)).fetchone()
-            if old is not None:
-                keys, windows, size = keys - 1, windows - (old[0] or 0), size - old[1]
         for k, s in changes.items():
+            old = previous.get(k)
+            if old is not None:
+                keys, windows, size = keys - 1, windows - (old.windows or 0), size - len(k) - old.size
             if s is not None:
                 keys, windows, size = keys + 1, windows + (s.windows or 0), size + len(k) + s.size
         self._set_totals(keys, windows, size)

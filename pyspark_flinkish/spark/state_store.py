@@ -159,7 +159,7 @@ class PartitionStore:
             seq, token = int(m["next_seq"]), uuid.uuid4().hex[:16]
             cache.begin()
             try:
-                cache.apply(seq, changes)
+                cache.apply(seq, changes, self.loaded)
                 keys, windows, size = cache.totals()
                 files = list(m["files"])
                 base = files[:1] if files and files[0]["kind"] != "delta" else []

@@ -18,16 +18,15 @@ Importing this module imports neither pyspark nor hdfs-native.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..core.errors import FlinkishError
+from .jvm_process import JvmProcess
 
 __all__ = ["MiniHdfs", "MiniHdfsError", "hdfs_classpath"]
 
@@ -77,7 +76,7 @@ def hdfs_classpath(directory: Optional[Path] = None) -> List[str]:
     return [str(classes), *found]
 
 
-class MiniHdfs:
+class MiniHdfs(JvmProcess):
     """One NameNode and one DataNode (Hadoop's ``MiniDFSCluster``) on 127.0.0.1, in their own JVM.
 
     Args:
@@ -100,6 +99,9 @@ class MiniHdfs:
     context manager.
     """
 
+    LOG_NAME = "minihdfs.log"
+    WHAT = "MiniHdfs"
+
     def __init__(
         self,
         data_dir: Optional[Path] = None,
@@ -111,21 +113,17 @@ class MiniHdfs:
         config: Optional[Dict[str, str]] = None,
         log_level: str = "warn",
     ) -> None:
-        self.data_dir = None if data_dir is None else Path(data_dir).resolve()
+        super().__init__(data_dir, java)
         self.jars_dir = jars_dir
         self.requested_port = port
         self.heap = heap
         self.startup_timeout = startup_timeout
-        self.java = java or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java")
         self.config = dict(config or {})
         self.log_level = log_level
-        self.directory: Optional[Path] = None
         self.port: Optional[int] = None
         self.http_port: Optional[int] = None
         self.startup_seconds: Optional[float] = None
         """Wall-clock seconds of the last ``start()``, from launching the JVM to the cluster taking its first file."""
-        self._process: Optional[subprocess.Popen] = None  # type: ignore[type-arg]
-        self._log_handle: Optional[IO[bytes]] = None
         self._started_at = 0.0
 
     # ------------------------------------------------------------------ properties
@@ -144,22 +142,6 @@ class MiniHdfs:
             msg = "the cluster has not been started: call start() or use `with MiniHdfs() as hdfs:`"
             raise MiniHdfsError(msg)
         return f"webhdfs://127.0.0.1:{self.http_port}"
-
-    @property
-    def log_file(self) -> Optional[Path]:
-        """The cluster's log (stdout and stderr of its JVM); None before ``start()``."""
-        return None if self.directory is None else self.directory / "minihdfs.log"
-
-    @property
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    def log_tail(self, lines: int = 60) -> str:
-        """The last ``lines`` lines of the cluster's log (for error messages)."""
-        path = self.log_file
-        if path is None or not path.exists():
-            return "(no MiniHdfs log)"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
     def client(self, **config: str) -> Any:
         """An ``hdfs_native.Client`` of the cluster (PyPI ``hdfs-native``: no JVM), failing fast when it is down;
@@ -229,18 +211,10 @@ class MiniHdfs:
 
     def _launch(self, classpath: str) -> None:
         assert self.directory is not None
-        assert self.log_file is not None
         (self.directory / "READY").unlink(missing_ok=True)
-        self._log_handle = open(self.log_file, "ab")  # closed in stop()
         self._started_at = time.monotonic()
-        self._process = subprocess.Popen(
-            self._command(classpath),
-            stdout=self._log_handle,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.PIPE,  # never written: the JVM exits when it closes (this process died or stop())
-            cwd=self.directory,
-            start_new_session=True,  # a Ctrl-C of the test run does not reach it first; stop() ends it
-        )
+        # stdin is never written: the JVM exits when it closes (this process died, or stop())
+        self._spawn(self._command(classpath), stdin=subprocess.PIPE, cwd=self.directory)
 
     def _read_ready(self) -> Optional[Dict[str, str]]:
         assert self.directory is not None
@@ -283,30 +257,9 @@ class MiniHdfs:
     def stop(self) -> None:
         """Shut the JVM down (``SIGTERM``, ``SIGKILL`` after 20 s) and remove the temporary directory (idempotent);
         a ``data_dir`` is kept."""
-        process, self._process = self._process, None
-        if process is not None:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(timeout=10)
-            if process.stdin is not None:
-                process.stdin.close()
-        if self._log_handle is not None:
-            self._log_handle.close()
-            self._log_handle = None
-        if self.directory is not None and self.directory != self.data_dir:
-            shutil.rmtree(self.directory, ignore_errors=True)
-        self.directory = None
+        self._end(graceful=True)
+        self._remove_directory()
         self.port = self.http_port = None
-
-    def __enter__(self) -> MiniHdfs:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = f"running on {self.uri}" if self.is_running else "stopped"

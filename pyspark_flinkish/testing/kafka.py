@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ..core.errors import FlinkishError
+from .jvm_process import JvmProcess
 
 __all__ = ["KafkaBroker", "KafkaBrokerError", "random_cluster_id"]
 
@@ -85,7 +84,7 @@ def broker_classpath(directory: Optional[Path] = None) -> List[str]:
     return found
 
 
-class KafkaBroker:
+class KafkaBroker(JvmProcess):
     """A single-node Kafka 4.x broker (combined broker and controller, KRaft) in its own JVM.
 
     Args:
@@ -109,6 +108,9 @@ class KafkaBroker:
     context manager.
     """
 
+    LOG_NAME = "broker.log"
+    WHAT = "broker"
+
     def __init__(
         self,
         jars_dir: Optional[Path] = None,
@@ -118,17 +120,13 @@ class KafkaBroker:
         properties: Optional[Dict[str, str]] = None,
         data_dir: Optional[Path] = None,
     ) -> None:
+        super().__init__(data_dir, java)
         self.jars_dir = jars_dir
         self.heap = heap
         self.startup_timeout = startup_timeout
-        self.java = java or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java")
         self.extra_properties = dict(properties or {})
-        self.data_dir = None if data_dir is None else Path(data_dir).resolve()
-        self.directory: Optional[Path] = None
         self.port: Optional[int] = None
         self.controller_port: Optional[int] = None
-        self._process: Optional[subprocess.Popen] = None  # type: ignore[type-arg]
-        self._log_handle: Any = None
         self._formatted = False
 
     # ------------------------------------------------------------------ properties
@@ -139,22 +137,6 @@ class KafkaBroker:
             msg = "the broker has not been started: call start() or use `with KafkaBroker() as broker:`"
             raise KafkaBrokerError(msg)
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def log_file(self) -> Optional[Path]:
-        """The broker's log (stdout and stderr of its JVM); None before ``start()``."""
-        return None if self.directory is None else self.directory / "broker.log"
-
-    @property
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    def log_tail(self, lines: int = 60) -> str:
-        """The last ``lines`` lines of the broker's log (for error messages)."""
-        path = self.log_file
-        if path is None or not path.exists():
-            return "(no broker log)"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
     def server_properties(self) -> Dict[str, str]:
         if self.directory is None or self.port is None or self.controller_port is None:
@@ -246,15 +228,7 @@ class KafkaBroker:
         self._formatted = True
 
     def _launch(self, classpath: str, props: Path) -> None:
-        assert self.log_file is not None
-        self._log_handle = open(self.log_file, "ab")  # closed in _kill
-        self._process = subprocess.Popen(
-            self._jvm(classpath) + ["kafka.Kafka", str(props)],
-            stdout=self._log_handle,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl-C of the test run does not reach it first; stop() ends it
-        )
+        self._spawn(self._jvm(classpath) + ["kafka.Kafka", str(props)], stdin=subprocess.DEVNULL)
 
     def _wait_until_serving(self) -> None:
         from kafka import KafkaAdminClient
@@ -290,43 +264,22 @@ class KafkaBroker:
         )
         raise KafkaBrokerError(msg)
 
-    def _kill(self, graceful: bool) -> None:
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
-            try:
-                process.wait(timeout=20 if graceful else 10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-        if self._log_handle is not None:
-            self._log_handle.close()
-            self._log_handle = None
-
     def restart(self, graceful: bool = True) -> KafkaBroker:
         """Stop the broker's JVM (``SIGTERM``, or ``SIGKILL`` with ``graceful=False``) and start it again on the
         same ports with the same log directory; returns when it serves again."""
         if self.directory is None:
             msg = "restart() before start(): nothing to restart"
             raise KafkaBrokerError(msg)
-        self._kill(graceful)
+        self._end(graceful)
         return self.start()
 
     def stop(self) -> None:
         """Kill the JVM and remove the temporary directory (idempotent); a broker with a ``data_dir`` is stopped
         gracefully (``SIGTERM``) and its ``data_dir`` kept, so that the next broker on it starts quickly."""
-        self._kill(graceful=self.data_dir is not None)
-        if self.directory is not None and self.directory != self.data_dir:
-            shutil.rmtree(self.directory, ignore_errors=True)
-        self.directory = None
+        self._end(graceful=self.data_dir is not None)
+        self._remove_directory()
         self.port = self.controller_port = None
         self._formatted = False
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = f"running on {self.bootstrap_servers}" if self.is_running else "stopped"

@@ -86,7 +86,7 @@ def _env_capturing_checkpoints(captured: List[str]) -> SparkStreamExecutionEnvir
     env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
     env.from_collection([1]).add_sink(lambda v: None)
 
-    def start(job_name: str, sinks: Any, checkpoint: str, trigger: Any, progress: Any) -> None:
+    def start(job_name: str, sinks: Any, checkpoint: str, trigger: Any, progress: Any, restore: Any = None) -> None:
         captured.append(checkpoint)
 
     env._start = start  # type: ignore[method-assign]

@@ -117,16 +117,21 @@ class JobClient(ABC):
         failed, ``JobCancelledError`` if it was cancelled)."""
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool, savepoint_directory: Optional[str] = None) -> Any:
-        """Not offered: a savepoint is the Spark checkpoint here (restart from the same ``checkpoint_location``)."""
+        """Stop the job with a savepoint in ``savepoint_directory``; a future of the savepoint's path. Offered by jobs
+        on Spark (``SparkJobClient``); a job of the JVM-free engine keeps no state after it ends."""
         msg = (
-            "stop_with_savepoint: savepoints are not offered; the checkpoint location is the restart point: "
-            "cancel() the job and execute again with the same checkpoint_location"
+            "stop_with_savepoint: the JVM-free engine keeps no state after a job ends; savepoints are taken of jobs on "
+            "Spark (execute_async on a SparkStreamExecutionEnvironment)"
         )
         raise NotImplementedError(msg)
 
     def trigger_savepoint(self, savepoint_directory: Optional[str] = None) -> Any:
-        """Not offered, as :meth:`stop_with_savepoint`."""
-        return self.stop_with_savepoint(False, savepoint_directory)
+        """A savepoint of the running job. Not offered: take one when stopping, with :meth:`stop_with_savepoint`."""
+        msg = (
+            "trigger_savepoint: a savepoint of a running job is not offered (its files are pruned as it runs); "
+            "use stop_with_savepoint(False, directory), then execute(..., from_savepoint=path) to go on"
+        )
+        raise NotImplementedError(msg)
 
 
 __all__ = ["CompletableFuture", "JobCancelledError", "JobClient", "JobExecutionResult", "JobID", "JobStatus"]

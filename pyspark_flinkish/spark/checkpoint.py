@@ -26,14 +26,22 @@ its batch's state is one file per partition (``state_store.legacy_manifests``)."
 DRIVER_VERSIONS_READ = (1, 2)
 
 
-def driver_document(graph: LocalExecutor, batch_id: int, state: Optional[Dict[str, Any]] = None) -> bytes:
+def driver_document(
+    graph: LocalExecutor,
+    batch_id: int,
+    state: Optional[Dict[str, Any]] = None,
+    positions: Optional[Dict[str, Any]] = None,
+) -> bytes:
     """``driver/b=<batch>.json``: the watermark bookkeeping after ``batch_id`` (plain data; only a user's own
     watermark generator would be pickled, under a ``P`` tag) and, under ``state``, the keyed operators' state:
     ``{uid: {"layout": ..., "partitions": {state partition: manifest}}}`` (``spark/state_store.py``). Writing it
-    commits the batch's state: its manifests name the files that make it up."""
+    commits the batch's state: its manifests name the files that make it up. ``positions``: each replay source's
+    last micro-batch (``{uid: {"replay_batch": i}}``), where a savepoint's restore goes on."""
     doc: Dict[str, Any] = {"batch": batch_id, **graph.watermark_state()}
     if state is not None:
         doc["state"] = state
+    if positions:
+        doc["positions"] = positions
     return dump_document(DRIVER_FORMAT, DRIVER_VERSION, doc)
 
 

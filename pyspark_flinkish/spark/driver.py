@@ -58,6 +58,7 @@ from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
 from .replay import replay_stream
 from .rows import ROW_DDL, loads
+from .savepoint import restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
 from .ticks import needs_ticks, read_due, tick_stream, write_due
@@ -77,11 +78,18 @@ class ForeachBatchDriver:
         sinks: List[Transformation],
         checkpoint: str,
         progress: Optional[Callable[[Any], None]],
+        from_savepoint: Optional[str] = None,
+        allow_non_restored_state: bool = False,
     ) -> None:
         self.env = env
         self.spark = env.spark
         self.checkpoint = checkpoint
         self.sinks = sinks
+        if from_savepoint is not None:  # a new checkpoint starts from the savepoint (spark/savepoint.py)
+            restore_savepoint(
+                self.spark, from_savepoint, checkpoint, sinks, env.state_partitions, allow_non_restored_state
+            )
+        self.restored = restored_state(checkpoint)  # what a checkpoint restored from a savepoint starts from
         meta = self._meta()
         self.partitions = int(meta["state_partitions"])
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
@@ -93,6 +101,9 @@ class ForeachBatchDriver:
         self.op_state: Dict[str, Dict[str, Any]] = {}
         self.kept_states: Deque[Dict[str, Dict[str, Any]]] = collections.deque(maxlen=3)
         self._swept = False
+        # each replay source's last micro-batch (a savepoint records where the source goes on)
+        self.positions: Dict[str, Any] = {}
+        self.committed_positions: Dict[str, Any] = {}  # as of the last committed batch
         keep_state_layouts(self.plan, self._stored_layouts())
         self.progress = progress
         self.failure: Optional[BaseException] = None
@@ -191,7 +202,10 @@ class ForeachBatchDriver:
         frames = []
         replay = [t for t in self.plan.transformations if t.kind == "source" and isinstance(t.source, MicroBatchSource)]
         if replay:
-            frames.append(replay_stream(self.spark, self.plan, self.checkpoint, replay))
+            first = 0
+            if self.restored is not None:  # the micro-batches after the savepoint's
+                first = max((p["next_batch"] for p in self.restored["positions"].values() if p["kind"] == "replay"), default=0)
+            frames.append(replay_stream(self.spark, self.plan, self.checkpoint, replay, first))
         for t in self.plan.transformations:
             if t.kind == "source" and isinstance(t.source, DataFrameSource):
                 frames.append(dataframe_rows(t, self.plan.nodes[self.plan.transformations.index(t)].uid))
@@ -230,7 +244,7 @@ class ForeachBatchDriver:
         """``{uid: layout}`` of the operators whose state the newest committed batch holds."""
         saved = self._saved_batches()
         if not saved:
-            return {}
+            return {uid: op["layout"] for uid, op in self.restored["state"].items()} if self.restored else {}
         state = state_store.operators_of(self._document(saved[-1]), self.state_root, saved[-1], self.partitions)
         return {uid: op["layout"] for uid, op in state.items()}
 
@@ -256,10 +270,17 @@ class ForeachBatchDriver:
         dropped)."""
         if self.last_batch is not None and self.last_batch == batch_id - 1:
             self.op_state = copy.deepcopy(self.kept_states[-1]) if self.kept_states else {}
+            self.positions = dict(self.committed_positions)
             return self.last_batch
         self.watermark_graph = self._new_graph()
         self.op_state, self.kept_states = {}, collections.deque(maxlen=3)
         saved = self._saved_batches(before=batch_id)
+        if not saved and self.restored is not None and batch_id == 0:  # the savepoint's state; watermarks at MIN
+            self.positions, self.committed_positions = {}, {}
+            self.kept_states.append(copy.deepcopy(self.restored["state"]))
+            self.op_state = copy.deepcopy(self.restored["state"])
+            self._sweep()
+            return -1
         if not saved:
             if batch_id > 0 and state_store.has_state(self.state_root):
                 msg = f"driver state before batch {batch_id} is missing in {self.driver_root}: the checkpoint is incomplete"
@@ -269,15 +290,23 @@ class ForeachBatchDriver:
             document = self._document(batch)
             self.kept_states.append(state_store.operators_of(document, self.state_root, batch, self.partitions))
         self._restore_graph(document)
+        self.committed_positions = dict(document.get("positions") or {})
+        self.positions = dict(self.committed_positions)
         self.op_state = copy.deepcopy(self.kept_states[-1])
-        if not self._swept:  # files of batches that failed or were replayed before this run: named by no manifest
-            state_store.prune(self.state_root, state_store.referenced(self.kept_states))
-            self._swept = True
+        self._sweep()
         return saved[-1]
 
+    def _sweep(self) -> None:
+        """Once per run: delete the files of batches that failed or were replayed before it (named by no manifest)."""
+        if not self._swept:
+            state_store.prune(self.state_root, state_store.referenced(self.kept_states))
+            self._swept = True
+
     def _commit(self, batch_id: int) -> None:
-        write_atomically(self._state_path(batch_id), driver_document(self.watermark_graph, batch_id, self.op_state))
+        document = driver_document(self.watermark_graph, batch_id, self.op_state, self.positions)
+        write_atomically(self._state_path(batch_id), document)
         self.last_batch = batch_id
+        self.committed_positions = dict(self.positions)
         for old in storage.list_names(self.driver_root):
             if old.startswith("b=") and old.endswith((".json", ".pkl")) and int(old[2:14]) < batch_id - 2:
                 storage.delete(storage.join(self.driver_root, old))
@@ -354,6 +383,10 @@ class ForeachBatchDriver:
             # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
             step_rows, step_frames, batch_index = self._step(step_df, batch_id)  # later steps continue from its state
+            if batch_index is not None:
+                for uid, source in self._replay_sources():
+                    if batch_index < len(source.batches):  # (not the end-of-input file after the last)
+                        self.positions[uid] = {"replay_batch": batch_index}
             materialized.extend(step_frames)
             with self._phase("sort"):
                 for sink_index, rows in step_rows.items():
@@ -395,6 +428,13 @@ class ForeachBatchDriver:
             _log.warning("batch %d: could not publish its progress: %r", batch_id, exc)
         if self.progress is not None:
             self.progress(progress)
+
+    def _replay_sources(self) -> List[Tuple[str, MicroBatchSource]]:
+        return [
+            (self.plan.nodes[i].uid, t.source)
+            for i, t in enumerate(self.plan.transformations)
+            if t.kind == "source" and isinstance(t.source, MicroBatchSource)
+        ]
 
     def _next_processing_timer(self) -> Optional[int]:
         """The earliest processing-time timer pending in any keyed state partition after the batch's last step

@@ -255,6 +255,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         checkpoint_location: Optional[str] = None,
         trigger: Optional[Dict[str, Any]] = None,
         progress: Optional[Callable[[Any], None]] = None,
+        from_savepoint: Optional[str] = None,
+        allow_non_restored_state: bool = False,
     ) -> Any:
         """Run the pipeline (the sinks added since the last ``execute("name")``/``execute_async``/``execute_and_collect``;
         as PyFlink's, each of those clears the pipeline) as a streaming query.
@@ -277,10 +279,18 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         ``checkpoint_location`` is read as Spark reads a path: ``/x`` (on ``fs.defaultFS``), a relative path,
         ``file:/x`` or ``file:///x`` (the local file system), ``hdfs://...``, ``s3a://...``, ``gs://...``,
         ``abfss://...`` or ``dbfs:/x``; every file of the job (Spark's checkpoint, keyed state, the driver's
-        documents) goes there (``docs/operations.md``, *Running on a cluster*). Other schemes are refused up front."""
+        documents) goes there (``docs/operations.md``, *Running on a cluster*). Other schemes are refused up front.
+
+        ``from_savepoint`` (Flink's ``-s <savepoint>``): a new checkpoint location starts with the keyed state and
+        source positions of a savepoint (:meth:`SparkJobHandle.stop_with_savepoint`), in this environment's
+        ``state_partitions`` (rescaling); an operator whose state does not fit is refused, naming it and the change,
+        as is state of an operator the job lacks unless ``allow_non_restored_state`` (Flink's
+        ``--allowNonRestoredState``). Watermarks are not restored (as in Flink). A checkpoint already restored from
+        the same savepoint resumes as it is (a restart after a failure). ``docs/operations.md``, *Savepoints*."""
+        restore = {"from_savepoint": from_savepoint, "allow_non_restored_state": allow_non_restored_state}
         if not checkpoint_location:
             started = time.monotonic()
-            handle = self._start_default(job_name, trigger, progress)
+            handle = self._start_default(job_name, trigger, progress, restore)
             handle.await_termination()
             batches = handle.batches_run
             runtime = int((time.monotonic() - started) * 1000)
@@ -294,7 +304,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         checkpoint = resolve_checkpoint(checkpoint_location, default_file_system(self.spark))
         # the package's restartable form keeps the pipeline: the same job is started again from its checkpoint
         # with another execute(checkpoint_location=...) (PyFlink's forms, without one, clear it as Flink does)
-        return self._start(job_name, self._pending_sinks(), checkpoint, trigger, progress)
+        return self._start(job_name, self._pending_sinks(), checkpoint, trigger, progress, restore)
 
     def execute_async(self, job_name: str = "pyspark_flinkish job") -> SparkJobClient:  # type: ignore[override]
         """Start the job as :meth:`execute` ``("name")`` does (default checkpoint location and trigger) and return at
@@ -303,13 +313,17 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         return SparkJobClient(self._start_default(job_name, None, None), job_name)
 
     def _start_default(
-        self, job_name: str, trigger: Optional[Dict[str, Any]], progress: Optional[Callable[[Any], None]]
+        self,
+        job_name: str,
+        trigger: Optional[Dict[str, Any]],
+        progress: Optional[Callable[[Any], None]],
+        restore: Optional[Dict[str, Any]] = None,
     ) -> SparkJobHandle:
         sinks = self._take_sinks()
         if trigger is None:
             trigger = default_trigger(sinks, self.get_checkpoint_interval())
         checkpoint = default_checkpoint_location(self.spark, job_name)
-        return self._start(job_name, sinks, checkpoint, trigger, progress)
+        return self._start(job_name, sinks, checkpoint, trigger, progress, restore)
 
     # -------------------------------------------------------------------- configuration on Spark
     def set_max_parallelism(self, max_parallelism: int) -> SparkStreamExecutionEnvironment:
@@ -411,7 +425,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         checkpoint: str,
         trigger: Optional[Dict[str, Any]],
         progress: Optional[Callable[[Any], None]],
+        restore: Optional[Dict[str, Any]] = None,
     ) -> SparkJobHandle:
+        restore = restore or {}
         if not sinks:
             msg = "no sinks: add_sink(...), foreach_batch(...), print() or execute_and_collect() before execute()"
             raise InvalidPipelineError(msg)
@@ -429,10 +445,22 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             sinks = batch_plan(sinks)
             trigger = {"availableNow": True}  # the bounded input in one micro-batch, then the query stops
         if self.backend == "apply_in_pandas_with_state":
+            if restore.get("from_savepoint"):
+                msg = (
+                    "from_savepoint: savepoints are taken and restored by the foreachBatch executor (the default "
+                    "backend); apply_in_pandas_with_state keeps its state in Spark's state store, restored only from "
+                    "its own checkpoint"
+                )
+                raise UnsupportedFeatureError(msg)
             return self._start_stateful(job_name, sinks, checkpoint, trigger)
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
         storage.configure(storage_options(self.spark))  # the S3 client's settings from the session's fs.s3a.*
-        driver = ForeachBatchDriver(self, sinks, checkpoint, progress)
+        savepoint = restore.get("from_savepoint")
+        if savepoint:  # read as a checkpoint location is
+            savepoint = resolve_checkpoint(savepoint, default_file_system(self.spark))
+        driver = ForeachBatchDriver(
+            self, sinks, checkpoint, progress, savepoint, bool(restore.get("allow_non_restored_state"))
+        )
         stream = driver.input_stream(trigger)
         spark_checkpoint = spark_path(storage.join(checkpoint, "spark"))
         client, batch_function = None, driver

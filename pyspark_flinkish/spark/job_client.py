@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+from typing import Any, Optional
 
 from ..common.job_client import CompletableFuture, JobCancelledError, JobClient, JobID, JobStatus
 from ..common.job_execution_result import JobExecutionResult
+from ..core.errors import InvalidArgumentError
 from .job_handle import SparkJobHandle
 
 
@@ -66,6 +68,15 @@ class SparkJobClient(JobClient):
 
     def get_job_execution_result(self) -> CompletableFuture:
         return CompletableFuture(self._result)
+
+    def stop_with_savepoint(self, advance_to_end_of_event_time: bool, savepoint_directory: Optional[str] = None) -> Any:
+        """Stop the job with a savepoint (:meth:`SparkJobHandle.stop_with_savepoint`); a completed future of its path.
+        ``savepoint_directory`` is required (Spark has no default savepoint directory)."""
+        if not savepoint_directory:
+            msg = "stop_with_savepoint: give the savepoint_directory (Spark has no state.savepoints.dir)"
+            raise InvalidArgumentError(msg)
+        path = self.handle.stop_with_savepoint(savepoint_directory, advance_to_end_of_event_time)
+        return CompletableFuture.completed(path)
 
 
 __all__ = ["SparkJobClient", "query_job_id"]

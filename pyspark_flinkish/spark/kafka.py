@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Callable, Dict, List, Optional
 
 from ..core.errors import InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
@@ -56,7 +57,7 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from .source_rows import DataFrameSource
+    from .source_rows import DataFrameSource, SourceRestart
 
     if getattr(env, "backend", "foreach_batch") != "foreach_batch":
         msg = (
@@ -67,10 +68,8 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
         raise UnsupportedFeatureError(msg)
     spark = env.spark
     partitions = topic_partitions(spark, source)
-    reader = spark.readStream.format("kafka")
-    for key, value in source.spark_options(partitions).items():
-        reader = reader.option(key, value)
-    raw = reader.load()
+    options = source.spark_options(partitions)
+    raw = _reader(spark, options).load()
     columns = [
         F.col("topic").alias(TOPIC),
         F.col("partition").alias(PARTITION),
@@ -99,7 +98,6 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
         parsed = F.from_json(
             F.col("value").cast("string"), parse_schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         )
-        df = raw.select(*columns, parsed.alias(PARSED))
         parse_failed = F.col(PARSED).isNull() | F.col(f"{PARSED}.{CORRUPT}").isNotNull()
         # Spark decodes invalid UTF-8 with replacement characters, so such a value may still parse as JSON
         not_utf8 = ~F.call_function("is_valid_utf8", F.col(VALUE).cast("string"))
@@ -120,19 +118,36 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
                 raise InvalidTypeError(msg)
             if strategy.timestamp_assigner is None:  # (an assigner gets the field as record_timestamp and decides)
                 bad = bad | event_time.isNull()  # a valid value without event time: Flink would have no timestamp
-        df = df.select(*[F.col(c) for c in df.columns if c != PARSED], *fields, bad.alias(MALFORMED),
-                       F.coalesce(parse_failed, F.lit(True)).alias(PARSE_FAILED),
-                       F.when(~bad, event_time).alias(EVENT_TIME))
+        final = [*fields, bad.alias(MALFORMED), F.coalesce(parse_failed, F.lit(True)).alias(PARSE_FAILED),
+                 F.when(~bad, event_time).alias(EVENT_TIME)]
+
+        def shape(kafka_rows: Any) -> Any:
+            decoded = kafka_rows.select(*columns, parsed.alias(PARSED))
+            return decoded.select(*[F.col(c) for c in decoded.columns if c != PARSED], *final)
         element = _json_element(schema, source.include_metadata, source.timestamp_field)
         if isinstance(deserializer.type_info, TypeInformation) and not source.include_metadata:
             output_type = deserializer.type_info
     else:
-        df = raw.select(*columns, event_time.alias(EVENT_TIME))
+
+        def shape(kafka_rows: Any) -> Any:
+            return kafka_rows.select(*columns, event_time.alias(EVENT_TIME))
+
         charset = getattr(deserializer, "charset", None)
         element = _plain_element(charset, source.include_metadata)
         if charset is not None and not source.include_metadata:
             output_type = Types.STRING()
-    src = DataFrameSource(df, EVENT_TIME, SPLIT, order, [str(tp) for tp in partitions], element=element)
+    df = shape(raw)
+
+    def frame_at(offsets: Dict[str, Dict[str, int]]) -> Any:
+        """The same DataFrame, starting at ``offsets`` (a savepoint's: the source's entry of Spark's offsets log)."""
+        start = {k: v for k, v in options.items() if k not in ("startingOffsets", "startingTimestamp")}
+        start["startingOffsets"] = json.dumps(offsets, sort_keys=True)
+        return shape(_reader(spark, start).load())
+
+    restart = SourceRestart("kafka", lambda entry: _owns(source, entry), frame_at)
+    src = DataFrameSource(
+        df, EVENT_TIME, SPLIT, order, [str(tp) for tp in partitions], element=element, restart=restart
+    )
     t = Transformation("source", name, source=src, watermark_strategy=strategy, output_type=output_type)
     stream = DataStream(env, t)
     if isinstance(deserializer, JsonRowDeserializationSchema):
@@ -145,6 +160,26 @@ def kafka_stream(env: Any, source: KafkaSource, strategy: WatermarkStrategy, nam
             # the driver adds the dead-letter sink when the job starts (its default table is under the checkpoint)
             stream._t.spec = DeadLetterRouteSpec("process", source=name, table=source.dead_letter_table)
     return stream
+
+
+def _reader(spark: Any, options: Dict[str, str]) -> Any:
+    reader = spark.readStream.format("kafka")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader
+
+
+def _owns(source: KafkaSource, entry: Any) -> bool:
+    """Whether an entry of Spark's offsets log (``{topic: {partition: offset}}``) is this source's."""
+    if not isinstance(entry, dict) or not entry:
+        return False
+    if not all(isinstance(v, dict) and all(isinstance(o, int) for o in v.values()) for v in entry.values()):
+        return False
+    if source.topics:
+        return set(entry) <= set(source.topics)
+    if source.topic_pattern is not None:
+        return all(re.fullmatch(source.topic_pattern, topic) for topic in entry)
+    return set(entry) <= {tp.topic for tp in source.assigned}
 
 
 def json_schema(type_info: Any) -> Any:

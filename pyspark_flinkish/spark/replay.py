@@ -33,9 +33,10 @@ def replay_rows(plan: ExecPlan, sources: List[Transformation], i: int) -> Dict[s
     return rows
 
 
-def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Transformation]) -> Any:
+def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Transformation], first: int = 0) -> Any:
     """Replay sources as a file stream: file ``i`` holds every source's batch ``i`` (plus markers, and
-    one last end-of-input file), and ``maxFilesPerTrigger=1`` makes each file one micro-batch."""
+    one last end-of-input file), and ``maxFilesPerTrigger=1`` makes each file one micro-batch. ``first``: the
+    first batch replayed (a job restored from a savepoint goes on after the savepoint's)."""
     import pyarrow as pa
 
     directory = storage.join(checkpoint, "flinkish", "replay")
@@ -49,7 +50,7 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
     if not storage.is_dir(directory):
         tmp = directory + ".tmp-" + uuid.uuid4().hex[:6]
         n = max(len(t.source.batches) for t in sources)
-        for i in range(n + 1):
+        for i in range(first, n + 1):
             rows = replay_rows(plan, sources, i)
             table = pa.table(
                 {

@@ -21,6 +21,20 @@ from .rows import dumps
 SOURCE_DDL = "src string, value binary, ts long, part string, ord array<long>, batch long, marker boolean"
 
 
+@dataclass(frozen=True)
+class SourceRestart:
+    """How a source whose position Spark keeps in its offsets log (``<checkpoint>/spark/offsets/<batch>``, one entry
+    per source) starts again at a recorded position: a savepoint (``spark/savepoint.py``) records the source's entry
+    of its last batch and the restored job reads from there (Flink's source split state)."""
+
+    kind: str
+    """What the position is (``"kafka"``: ``{topic: {partition: next offset}}``)."""
+    owns: Callable[[Any], bool]
+    """Whether an entry of the offsets log (parsed JSON) is this source's."""
+    frame_at: Callable[[Any], Any]
+    """The source's streaming DataFrame starting at such an entry."""
+
+
 @dataclass
 class DataFrameSource:
     """A streaming DataFrame as a source: how rows become elements, timestamps, partitions and order."""
@@ -35,6 +49,8 @@ class DataFrameSource:
     element: Optional[Callable[[Dict[str, Any]], Any]] = None
     """Makes a row's element from its columns (a dict; runs on the executors); default: a ``Row`` of all columns.
     An element with ``no_timestamp_assigner = True`` (a malformed record) skips the strategy's timestamp assigner."""
+    restart: Optional[SourceRestart] = None
+    """How the source starts at a savepoint's position (None: its position cannot be carried to another checkpoint)."""
 
 
 def source_partition(t: Transformation, text: Optional[str]) -> Any:
@@ -139,6 +155,7 @@ def epoch_millis(value: Any) -> int:
 __all__ = [
     "SOURCE_DDL",
     "DataFrameSource",
+    "SourceRestart",
     "source_partition",
     "dataframe_records",
     "assign_timestamp",

@@ -96,6 +96,28 @@ def latest_rows(files: Iterable[Tuple[int, pa.Table]]) -> pa.Table:
     return table.filter(pc.equal(table["seq"], table["newest"])).drop_columns(["newest"])
 
 
+def live_rows(table: pa.Table) -> pa.Table:
+    """The rows of ``table`` (a state file's, or :func:`latest_rows`) without deletions, ordered by key and window
+    start (a key's snapshot row first), with the columns of ``FILE_SCHEMA``: a full snapshot of the state they make
+    up, in the order of :meth:`StateCache.live_table`."""
+    deleted = pc.and_(pc.is_null(table["value"]), pc.is_null(table["window_start"]))
+    live = table.filter(pc.invert(deleted)).select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
+    first = pc.fill_null(live["window_start"], -(2**63))  # a key's snapshot row (no window start) first
+    order = pc.sort_indices(live.append_column("__first", first), [("key", "ascending"), ("__first", "ascending")])
+    return live.take(order)
+
+
+def totals_of(live: pa.Table) -> Tuple[int, int, int]:
+    """(keys, open windows, bytes) of live rows (no deletions): a partition's totals, as its manifest and its cache
+    keep them (bytes: of every row its key and value)."""
+    if not len(live):
+        return 0, 0, 0
+    per_key = live.group_by("key").aggregate([("windows", "max")])
+    windows = pc.sum(per_key["windows_max"]).as_py() or 0
+    size = pc.sum(pc.add(pc.binary_length(live["value"]).fill_null(0), pc.binary_length(live["key"]))).as_py() or 0
+    return len(per_key), int(windows), int(size)
+
+
 class StateCache:
     """One state partition's cache (see the module docstring). Changes are made in a transaction that
     :meth:`commit` ends, after the durable file was written: a task that fails leaves the cache as it was."""
@@ -186,10 +208,7 @@ class StateCache:
             )
             cols = ["key", "event_due_min", "proc_due_min", "ttl_due_min", "windows_max", "bytes_sum", "seq_max", "deleted_max"]
             self.db.executemany("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(*(per_key[c].to_pylist() for c in cols)))
-            keys, windows, size = self.db.execute(
-                "SELECT count(*), coalesce(sum(windows), 0), coalesce(sum(bytes), 0) FROM keys WHERE deleted = 0"
-            ).fetchone()
-            self._set_totals(int(keys), int(windows), int(size))
+            self._set_totals(*totals_of(live))
             self.commit(token)
         except BaseException:
             self.rollback()
@@ -291,4 +310,4 @@ class StateCache:
         self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", (("keys", keys), ("windows", windows), ("bytes", size)))
 
 
-__all__ = ["CACHE_DIR_ENV", "FILE_SCHEMA", "KeyState", "StateCache", "cache_root", "latest_rows"]
+__all__ = ["CACHE_DIR_ENV", "FILE_SCHEMA", "KeyState", "StateCache", "cache_root", "latest_rows", "live_rows", "totals_of"]

@@ -58,6 +58,7 @@ from . import state_store, storage
 from .checkpoint import DRIVER_FORMAT, DRIVER_VERSIONS_READ, META_FILE, META_FORMAT, META_VERSION
 from .checkpoint_location import resolve_checkpoint
 from .keys import decode_key
+from .savepoint import METADATA_FILE, read_savepoint
 from .session import default_file_system, spark_path
 from .types import spark_type, to_spark_value
 
@@ -128,6 +129,8 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
             uids present), or a file its manifests name is missing.
     """
     root = resolve_checkpoint(location, default_fs)
+    if storage.exists(storage.join(root, METADATA_FILE)):  # a savepoint: one version, its batch's
+        return _savepoint_state(location, root, uid, batch_id)
     flinkish = storage.join(root, "flinkish")
     meta_path = storage.join(flinkish, META_FILE)
     if not storage.exists(meta_path):
@@ -165,20 +168,39 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
             f"operators with keyed state: {', '.join(map(repr, sorted(operators))) or 'none'}"
         )
         raise StateError(msg)
-    op = operators[uid]
+    return _version(operators[uid], state_root, uid, batch, (meta.get("operators") or {}).get(uid))
+
+
+def _version(op: Dict[str, Any], state_root: str, uid: str, batch: int, signature: Optional[str]) -> StateVersion:
     files = []
     for sp, manifest in sorted(op["partitions"].items(), key=lambda item: int(item[0])):
         for file_path, entry in state_store.file_paths(state_root, uid, int(sp), manifest):
             if not storage.exists(file_path):
                 msg = (
                     f"keyed state of operator {uid!r} after batch {batch} is missing: {file_path} (the checkpoint "
-                    "directory was copied partially, or a running job pruned it: it keeps the files of its last three "
-                    "committed batches)"
+                    "or savepoint directory was copied partially, or a running job pruned it: it keeps the files of "
+                    "its last three committed batches)"
                 )
                 raise StateError(msg)
             files.append(StateFile(int(sp), file_path, int(entry["seq"]), str(entry["kind"])))
-    signature = (meta.get("operators") or {}).get(uid)
     return StateVersion(uid, batch, str(op["layout"]), tuple(files), signature)
+
+
+def _savepoint_state(location: str, root: str, uid: str, batch_id: Optional[int]) -> StateVersion:
+    """:func:`committed_state` of a savepoint (``spark/savepoint.py``): the state of the batch it was taken at."""
+    metadata = read_savepoint(root)
+    batch = int(metadata["batch"])
+    if batch_id is not None and batch_id != batch:
+        msg = f"savepoint {location!r} holds the state after batch {batch} only; got batch_id={batch_id}"
+        raise StateError(msg)
+    operators = metadata["state"]
+    if uid not in operators:
+        msg = (
+            f"savepoint {location!r} holds no keyed state of an operator with uid {uid!r}; operators with keyed state: "
+            f"{', '.join(map(repr, sorted(operators))) or 'none'}"
+        )
+        raise StateError(msg)
+    return _version(operators[uid], root, uid, batch, (metadata.get("signatures") or {}).get(uid))
 
 
 def _sources() -> List[Tuple[Tuple[str, ...], str, Tuple[str, str, str]]]:
@@ -437,7 +459,8 @@ def read_state(
 
     Args:
         spark: the SparkSession that reads the files.
-        checkpoint: the job's ``checkpoint_location`` (as given to ``execute``).
+        checkpoint: the job's ``checkpoint_location`` (as given to ``execute``), or a savepoint's path (what
+            ``stop_with_savepoint`` returned).
         uid: the operator's uid (``.uid(...)`` in the job).
         descriptor: a ``Value``/``List``/``Map``/``Reducing``/``AggregatingStateDescriptor`` with the state's
             name and type information (a map's ``key_type_info`` too), as the job declares it.

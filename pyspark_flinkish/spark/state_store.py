@@ -42,7 +42,7 @@ import pyarrow as pa
 from ..core.errors import StateError
 from ..core.javamath import LONG_MIN
 from . import storage
-from .state_cache import FILE_SCHEMA, KeyState, StateCache, latest_rows
+from .state_cache import FILE_SCHEMA, KeyState, StateCache, latest_rows, totals_of
 
 Manifest = Dict[str, Any]
 """``{"token": str, "next_seq": int, "files": [{"kind", "name", "from", "seq", "keys"}, ...], "keys": int,
@@ -109,6 +109,20 @@ def read_file(path: str, entry: Dict[str, Any]) -> pa.Table:
 def manifest_rows(root: str, op_uid: str, sp: int, manifest: Optional[Manifest]) -> pa.Table:
     """The partition's state as its manifest's files make it up (``latest_rows``)."""
     return latest_rows((entry["seq"], read_file(path, entry)) for path, entry in file_paths(root, op_uid, sp, manifest))
+
+
+def write_snapshot(root: str, op_uid: str, sp: int, version: int, live: pa.Table) -> Optional[Manifest]:
+    """Write ``live`` (``state_cache.live_rows``: a partition's whole state, no deletions) as the partition's only
+    file, a full snapshot named for state version ``version``; returns the manifest of a partition made up of it
+    alone (None when ``live`` is empty: a partition without state has no file). What a savepoint holds per
+    partition, and what a restore starts each partition from (``spark/savepoint.py``)."""
+    if not len(live):
+        return None
+    keys, windows, size = totals_of(live)
+    name = f"s={max(version, 0):012d}-{uuid.uuid4().hex[:16]}.parquet"
+    storage.write_table(storage.join(partition_dir(root, op_uid, sp), name), live)
+    entry = {"kind": "snapshot", "name": name, "from": 1, "seq": 1, "keys": keys}
+    return {"token": name[15:-8], "next_seq": 2, "files": [entry], "keys": keys, "windows": windows, "bytes": size}
 
 
 def _size_class(weight: int) -> int:
@@ -304,4 +318,5 @@ __all__ = [
     "prune",
     "read_file",
     "referenced",
+    "write_snapshot",
 ]

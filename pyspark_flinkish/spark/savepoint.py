@@ -1,0 +1,403 @@
+"""Savepoints of the foreachBatch executor: Flink's stop-with-savepoint and restore, with rescaling.
+
+A savepoint is a self-contained copy of a stopped job's keyed state and source positions, under a directory of its
+own (on any store ``spark/storage.py`` reaches)::
+
+    <directory>/savepoint-<query id, 6 hex>-<12 hex>/
+        op=<operator uid>/sp=<state partition, 5 digits>/s=<batch>-<token>.parquet   one full snapshot per partition
+        _metadata.json                                                              written last
+
+The state files are full snapshots (``state_store.write_snapshot``: the columns of ``state_cache.FILE_SCHEMA``, no
+deletions), so the savepoint names no file of the checkpoint it was taken from, which may then be deleted.
+``_metadata.json`` (:data:`SAVEPOINT_FORMAT`) holds the state's manifests in the layout of a driver document
+(``{uid: {"layout", "partitions": {sp: manifest}}}``, so ``read_state`` reads a savepoint as it reads a checkpoint),
+the operators' state signatures, the settings that shape the state (state partitions, vectorize) and each source's
+position: Kafka's next offsets from Spark's offsets log of the last committed batch, a ``MicroBatchSource``'s next
+micro-batch. It is written last: a directory without it is an unfinished savepoint and is refused.
+
+Restoring (``execute(..., from_savepoint=...)``) fills a **new** checkpoint location before its query starts: the
+signatures are compared with the job's (an incompatible operator is refused, naming it and the change; state of an
+operator the job no longer has is refused unless ``allow_non_restored_state``), every row is assigned to its state
+partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
+computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, goes to every
+partition), and each partition is written as one snapshot (Spark jobs; the state never passes through the driver).
+The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before batch 0; the
+checkpoint's ``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and
+state are restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time
+timers that are due fire in the first batch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import replace
+from typing import Any, Dict, List, Optional
+
+from ..core.codec import dump_document, load_document
+from ..core.errors import StateError, UnsupportedFeatureError
+from ..datastream.plan import Transformation
+from ..datastream.sources import MicroBatchSource
+from . import state_store, storage
+from .checkpoint import DRIVER_FORMAT, DRIVER_VERSIONS_READ, META_FORMAT, META_VERSION, meta_path, write_meta
+from .session import spark_path
+from .signatures import compare_signatures, state_signature
+from .source_rows import DataFrameSource
+from .state_cache import FILE_SCHEMA, live_rows
+
+_log = logging.getLogger("pyspark_flinkish.spark")
+
+SAVEPOINT_FORMAT = "pyspark_flinkish.savepoint"
+SAVEPOINT_VERSION = 1
+METADATA_FILE = "_metadata.json"
+RESTORED_FILE = "restored.json"
+"""Under ``<checkpoint>/flinkish/driver``: the state a checkpoint restored from a savepoint starts from."""
+RESTORED_FORMAT = "pyspark_flinkish.restored-state"
+RESTORED_VERSION = 1
+FILE_DDL = "key binary, window_start bigint, value binary, event_due bigint, proc_due bigint, ttl_due bigint, windows int"
+_RESULT_DDL = "uid string, sp int, manifest string"
+
+
+# ------------------------------------------------------------------------------------------- sources
+
+
+def _source_uid(plan: Any, t: Transformation) -> str:
+    return str(plan.nodes[plan.transformations.index(t)].uid)
+
+
+def check_sources(plan: Any) -> None:
+    """Refuse a savepoint of a job with a source whose position cannot be carried to another checkpoint (a plain
+    streaming DataFrame, ``from_delta``): Spark keeps it in this checkpoint only."""
+    bad = [
+        t.name
+        for t in plan.transformations
+        if t.kind == "source" and isinstance(t.source, DataFrameSource) and t.source.restart is None
+    ]
+    if bad:
+        msg = (
+            f"stop_with_savepoint: the position of source(s) {bad} is kept only in Spark's checkpoint (a streaming "
+            "DataFrame or Delta source), so a savepoint could not resume them elsewhere; stop the job with stop() and "
+            "restart it from its checkpoint_location, or read the input with from_kafka or a MicroBatchSource"
+        )
+        raise UnsupportedFeatureError(msg)
+
+
+def spark_offsets(checkpoint: str, batch: int) -> List[Any]:
+    """The entries of Spark's offsets log for ``batch`` (one per source of the query, parsed JSON; None for a
+    source without an offset)."""
+    path = storage.join(checkpoint, "spark", "offsets", str(batch))
+    lines = storage.read_bytes(path).decode("utf-8").splitlines()
+    if not lines or not lines[0].startswith("v"):
+        msg = f"{path} is not a Spark offsets log entry"
+        raise StateError(msg)
+    out: List[Any] = []
+    for line in lines[2:]:  # the version, the batch's metadata, then one line per source
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            out.append(None)
+    return out
+
+
+def source_positions(plan: Any, checkpoint: str, batch: int, document: Dict[str, Any]) -> Dict[str, Any]:
+    """``{source uid: position}`` after committed batch ``batch``: ``{"kind": "kafka", "offsets": {topic:
+    {partition: next offset}}}`` from Spark's offsets log, ``{"kind": "replay", "next_batch": n}`` from the driver's
+    document (``positions``)."""
+    out: Dict[str, Any] = {}
+    recorded = document.get("positions") or {}
+    entries: Optional[List[Any]] = None
+    for t in plan.transformations:
+        if t.kind != "source":
+            continue
+        uid = _source_uid(plan, t)
+        if isinstance(t.source, MicroBatchSource):
+            if uid in recorded:
+                out[uid] = {"kind": "replay", "next_batch": int(recorded[uid]["replay_batch"]) + 1}
+        elif isinstance(t.source, DataFrameSource) and t.source.restart is not None:
+            if entries is None:
+                entries = spark_offsets(checkpoint, batch)
+            mine = [e for e in entries if t.source.restart.owns(e)]
+            if len(mine) != 1:
+                msg = (
+                    f"source {t.name!r}: {len(mine)} entries of Spark's offsets log of batch {batch} in {checkpoint} "
+                    "are its own (expected one); the savepoint cannot record its position"
+                )
+                raise StateError(msg)
+            out[uid] = {"kind": t.source.restart.kind, "offsets": mine[0]}
+    return out
+
+
+# ------------------------------------------------------------------------------------------- taking one
+
+
+def _latest_document(checkpoint: str) -> Optional[Dict[str, Any]]:
+    root = storage.join(checkpoint, "flinkish", "driver")
+    batches = sorted(int(n[2:14]) for n in storage.list_names(root) if n.startswith("b=") and n.endswith(".json"))
+    if not batches:
+        return None
+    path = storage.join(root, f"b={batches[-1]:012d}.json")
+    return load_document(storage.read_bytes(path), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+
+
+def take_savepoint(spark: Any, checkpoint: str, plan: Any, directory: str, query_id: str) -> str:
+    """Write a savepoint of the (stopped) job's last committed batch under ``directory``; returns its path.
+
+    Raises:
+        UnsupportedFeatureError: a source's position cannot be carried (:func:`check_sources`).
+        StateError: the checkpoint's files cannot be read, or the savepoint cannot be written (the message names
+            the URI and the cause; an unfinished savepoint has no ``_metadata.json`` and is never restored).
+    """
+    check_sources(plan)
+    meta = load_document(storage.read_bytes(meta_path(checkpoint)), META_FORMAT, META_VERSION, meta_path(checkpoint))
+    partitions = int(meta["state_partitions"])
+    state_root = storage.join(checkpoint, "flinkish", "state")
+    document = _latest_document(checkpoint)
+    batch, operators, positions = -1, {}, {}
+    if document is not None:  # else nothing was committed: the sources start as configured, no state
+        batch = int(document["batch"])
+        operators = state_store.operators_of(document, state_root, batch, partitions)
+        positions = source_positions(plan, checkpoint, batch, document)
+    path = storage.join(directory, f"savepoint-{query_id.replace('-', '')[:6]}-{uuid.uuid4().hex[:12]}")
+    tasks = [
+        (uid, int(sp), json.dumps(m))
+        for uid, op in operators.items()
+        for sp, m in op["partitions"].items()
+        if m["files"]
+    ]
+    state: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in operators.items()}
+    if tasks:
+        options = storage.current_options()
+
+        def copy_partitions(batches: Any) -> Any:
+            import pyarrow as pa
+
+            storage.configure(options)
+            for b in batches:
+                out = []
+                for uid, sp, manifest in zip(*(b.column(c).to_pylist() for c in ("uid", "sp", "manifest"))):
+                    live = live_rows(state_store.manifest_rows(state_root, uid, sp, json.loads(manifest)))
+                    written = state_store.write_snapshot(path, uid, sp, batch, live)
+                    out.append((uid, sp, json.dumps(written)))
+                yield pa.RecordBatch.from_pylist(
+                    [{"uid": u, "sp": s, "manifest": m} for u, s, m in out],
+                    schema=pa.schema([("uid", pa.string()), ("sp", pa.int32()), ("manifest", pa.string())]),
+                )
+
+        frame = spark.createDataFrame(tasks, _RESULT_DDL).repartition(len(tasks))
+        for row in frame.mapInArrow(copy_partitions, _RESULT_DDL).collect():
+            written = json.loads(row["manifest"])
+            if written is not None:
+                state[row["uid"]]["partitions"][str(row["sp"])] = written
+    body = {
+        "batch": batch,
+        "checkpoint": checkpoint,
+        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+        "state_partitions": partitions,
+        "vectorize": bool(meta["vectorize"]),
+        "signatures": meta.get("operators") or {},
+        "state": state,
+        "positions": positions,
+    }
+    storage.write_bytes(storage.join(path, METADATA_FILE), dump_document(SAVEPOINT_FORMAT, SAVEPOINT_VERSION, body))
+    return path
+
+
+# ------------------------------------------------------------------------------------------- reading one
+
+
+def read_savepoint(path: str) -> Dict[str, Any]:
+    """The savepoint's ``_metadata.json``.
+
+    Raises:
+        StateError: ``path`` is not a finished savepoint: the message says whether it is an unfinished one (state
+            files, no metadata), a directory of savepoints (naming them) or something else.
+    """
+    metadata = storage.join(path, METADATA_FILE)
+    if storage.exists(metadata):
+        return load_document(storage.read_bytes(metadata), SAVEPOINT_FORMAT, SAVEPOINT_VERSION, metadata)
+    dirs = storage.list_dirs(path) if storage.is_dir(path) else []
+    if any(d.startswith("op=") for d in dirs):
+        msg = (
+            f"{path} is an unfinished savepoint: it has state files but no {METADATA_FILE}, which is written last (the "
+            "job or its driver stopped while the savepoint was written); it is never restored: take another savepoint"
+        )
+    elif any(d.startswith("savepoint-") for d in dirs):
+        found = ", ".join(storage.join(path, d) for d in sorted(dirs) if d.startswith("savepoint-"))
+        msg = f"{path} is a savepoint directory, not a savepoint: give one of the savepoints in it: {found}"
+    else:
+        msg = f"{path} is not a savepoint of a pyspark_flinkish job: {metadata} is missing"
+    raise StateError(msg)
+
+
+def restored_state(checkpoint: str) -> Optional[Dict[str, Any]]:
+    """What a checkpoint restored from a savepoint starts from (``{"savepoint", "state", "positions"}``), or None."""
+    path = storage.join(checkpoint, "flinkish", "driver", RESTORED_FILE)
+    if not storage.exists(path):
+        return None
+    return load_document(storage.read_bytes(path), RESTORED_FORMAT, RESTORED_VERSION, path)
+
+
+# ------------------------------------------------------------------------------------------- restoring one
+
+
+def compatibility_problems(
+    metadata: Dict[str, Any], current: Dict[str, str], sources: Dict[str, str], allow_non_restored_state: bool
+) -> List[str]:
+    """Why the savepoint cannot be restored into a job whose keyed operators have the state signatures ``current``
+    (uid -> signature) and whose sources are ``sources`` (uid -> name): incompatible operators (the change named),
+    and, unless ``allow_non_restored_state``, operators and sources of the savepoint the job does not have."""
+    problems, _ = compare_signatures(metadata.get("signatures") or {}, current)
+    if not allow_non_restored_state:
+        for uid in sorted(metadata["state"]):
+            if uid not in current:
+                problems.append(
+                    f"operator {uid!r} has state in the savepoint but is not a keyed operator of this job (set the "
+                    "uid() it had, or pass allow_non_restored_state=True to drop its state)"
+                )
+        for uid in sorted(metadata.get("positions") or {}):
+            if uid not in sources:
+                problems.append(
+                    f"source {uid!r} has a position in the savepoint but is not a source of this job (set the uid() "
+                    "it had, or pass allow_non_restored_state=True to drop it)"
+                )
+    return problems
+
+
+def restore_savepoint(
+    spark: Any,
+    path: str,
+    checkpoint: str,
+    sinks: List[Transformation],
+    partitions: int,
+    allow_non_restored_state: bool = False,
+) -> Optional[Dict[str, Any]]:
+    """Fill the new ``checkpoint`` with the savepoint's state in ``partitions`` state partitions and start the job's
+    Kafka sources at its positions; returns the restored state (None when ``checkpoint`` was already restored from
+    this savepoint: a restart after a failure resumes the checkpoint).
+
+    Raises:
+        StateError: not a finished savepoint, a checkpoint that already holds a job's state, or an incompatible job
+            (every operator and change named).
+        UnsupportedFeatureError: rescaling a window that runs on Spark's columnar path.
+    """
+    from .columnar import detect
+    from .plan import ExecPlan, keep_state_layouts
+
+    metadata = read_savepoint(path)
+    if storage.exists(meta_path(checkpoint)):
+        existing = load_document(storage.read_bytes(meta_path(checkpoint)), META_FORMAT, META_VERSION, meta_path(checkpoint))
+        if existing.get("restored_from") == path:
+            _log.info("checkpoint %s was restored from savepoint %s: resuming the checkpoint", checkpoint, path)
+            return None
+        msg = (
+            f"from_savepoint: checkpoint {checkpoint} already holds a job's state; a savepoint is restored into a new "
+            "checkpoint_location (or drop from_savepoint to resume this checkpoint)"
+        )
+        raise StateError(msg)
+    if storage.is_dir(storage.join(checkpoint, "spark", "offsets")):
+        msg = f"from_savepoint: {checkpoint} holds a Spark query's offsets; give a new checkpoint_location"
+        raise StateError(msg)
+    vectorize = bool(metadata["vectorize"])
+    plan = ExecPlan(sinks, vectorize=vectorize)
+    keep_state_layouts(plan, {uid: op["layout"] for uid, op in metadata["state"].items()})
+    current = {}
+    for node in plan.nodes:
+        sig = state_signature(plan.transformations[node.index])
+        if sig is not None:
+            current[node.uid] = sig
+    sources = {_source_uid(plan, t): t.name for t in plan.transformations if t.kind == "source"}
+    problems = compatibility_problems(metadata, current, sources, allow_non_restored_state)
+    if problems:
+        msg = f"savepoint {path} does not fit this job: {'; '.join(problems)}"
+        raise StateError(msg)
+    old_partitions = int(metadata["state_partitions"])
+    columnar = detect(plan, plan.transformations) if vectorize else None
+    if columnar is not None and partitions != old_partitions and metadata["state"]:
+        uid = plan.nodes[columnar.window].uid
+        msg = (
+            f"from_savepoint: window {uid!r} runs on Spark's columnar path, whose state partitions are Spark's hash of "
+            f"the key columns; it can be restored into {old_partitions} state partitions (the savepoint's), not "
+            f"{partitions}: set state_partitions={old_partitions}, or take the savepoint from a job with vectorize=False"
+        )
+        raise UnsupportedFeatureError(msg)
+    state = {uid: op for uid, op in metadata["state"].items() if uid in current}
+    restored = _split(spark, path, checkpoint, state, partitions)
+    positions = {uid: p for uid, p in (metadata.get("positions") or {}).items() if uid in sources}
+    for t in plan.transformations:  # Kafka: start at the savepoint's offsets (Spark reads them in a new checkpoint)
+        position = positions.get(_source_uid(plan, t))
+        if position is not None and position["kind"] != "replay":
+            t.source = replace(t.source, df=t.source.restart.frame_at(position["offsets"]))
+    body = {"savepoint": path, "batch": metadata["batch"], "state": restored, "positions": positions}
+    storage.write_bytes(
+        storage.join(checkpoint, "flinkish", "driver", RESTORED_FILE),
+        dump_document(RESTORED_FORMAT, RESTORED_VERSION, body),
+    )
+    _, merged = compare_signatures(metadata.get("signatures") or {}, current)
+    signatures = {uid: s for uid, s in merged.items() if uid in current}
+    write_meta(
+        checkpoint,
+        {"state_partitions": partitions, "vectorize": vectorize, "operators": signatures, "restored_from": path},
+    )
+    return body
+
+
+def _split(
+    spark: Any, path: str, checkpoint: str, state: Dict[str, Dict[str, Any]], partitions: int
+) -> Dict[str, Dict[str, Any]]:
+    """Write each operator's savepoint rows into the checkpoint's state, one snapshot per state partition of
+    ``partitions`` (a Spark job: Spark assigns the rows, the executors write the files); returns the manifests."""
+    from pyspark.sql import functions as F
+
+    out: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in state.items()}
+    frames = []
+    for uid, op in state.items():
+        files = [
+            spark_path(file_path)
+            for sp, m in op["partitions"].items()
+            for file_path, _ in state_store.file_paths(path, uid, int(sp), m)
+        ]
+        if files:
+            frames.append(spark.read.schema(FILE_DDL).parquet(*files).withColumn("uid", F.lit(uid)))
+    if not frames:
+        return out
+    rows = frames[0]
+    for f in frames[1:]:
+        rows = rows.unionByName(f)
+    # the route's rule (keys.state_partition: crc32 of the key's bytes); broadcast state (the empty key) everywhere
+    every = F.sequence(F.lit(0), F.lit(partitions - 1))
+    one = F.array(F.pmod(F.crc32(F.col("key")), F.lit(partitions)).cast("int"))
+    rows = rows.withColumn("sp", F.explode(F.when(F.length("key") == 0, every).otherwise(one)))
+    root = storage.join(checkpoint, "flinkish", "state")
+    options = storage.current_options()
+
+    def write_partition(table: Any) -> Any:
+        import pyarrow as pa
+
+        storage.configure(options)
+        uid, sp = table.column("uid")[0].as_py(), int(table.column("sp")[0].as_py())
+        written = state_store.write_snapshot(root, uid, sp, 0, live_rows(table.select(FILE_SCHEMA.names)))
+        return pa.table({"uid": [uid], "sp": pa.array([sp], pa.int32()), "manifest": [json.dumps(written)]})
+
+    for row in rows.groupBy("uid", "sp").applyInArrow(write_partition, _RESULT_DDL).collect():
+        written = json.loads(row["manifest"])
+        if written is not None:
+            out[row["uid"]]["partitions"][str(row["sp"])] = written
+    return out
+
+
+__all__ = [
+    "METADATA_FILE",
+    "RESTORED_FILE",
+    "SAVEPOINT_FORMAT",
+    "SAVEPOINT_VERSION",
+    "check_sources",
+    "compatibility_problems",
+    "read_savepoint",
+    "restore_savepoint",
+    "restored_state",
+    "source_positions",
+    "spark_offsets",
+    "take_savepoint",
+]

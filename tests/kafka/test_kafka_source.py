@@ -8,6 +8,7 @@ same on both engines.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -27,8 +28,10 @@ from pyspark_flinkish.datastream.connectors.kafka import (
     MalformedRecord,
 )
 from pyspark_flinkish.datastream.formats.json import JsonRowDeserializationSchema
-from pyspark_flinkish.datastream.functions import ProcessWindowFunction
+from pyspark_flinkish.datastream.functions import KeyedProcessFunction, ProcessWindowFunction
+from pyspark_flinkish.datastream.state import ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.spark import read_state
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -318,3 +321,45 @@ def test_kafka_secrets_never_reach_messages_logs_progress_or_reprs(spark, kafka_
     seen += [repr(stream), repr(progress), handle.query.name or "", json.dumps(handle.last_progress, default=str), caplog.text]
     leaks = {i: [s for s in SECRETS if s in text] for i, text in enumerate(seen) if any(s in text for s in SECRETS)}
     assert leaks == {}, leaks
+
+
+class _RunningCount(KeyedProcessFunction):  # type: ignore[misc]
+    def open(self, ctx: Any) -> None:
+        self.count = ctx.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.count.update((self.count.value() or 0) + 1)
+        yield value.user, self.count.value()
+
+
+def test_a_savepoint_carries_kafka_offsets_and_keyed_state_to_a_rescaled_job(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """stop_with_savepoint records each Kafka partition's next offset (Spark's offsets log of the last batch); the
+    job restored from it in another checkpoint, with 3 state partitions instead of 2, reads only what came after
+    (the source's own start is ``earliest``) and continues every key's state: each (user, n) appears once."""
+    topic = kafka_topic(partitions=2)
+    users = ["ann", "bob", "cat", "dan", "eve"]
+    first = [(i % 2, {"user": users[i % 5], "t": 1_000 * i, "v": i}) for i in range(12)]
+    second = [(i % 2, {"user": users[(i * 3) % 5], "t": 20_000 + 1_000 * i, "v": i}) for i in range(9)]
+    kafka_broker.produce_json(topic, first)
+
+    def job(partitions: int, out: List[Any]) -> Any:
+        env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
+        events = env.from_kafka(topic, kafka_broker.bootstrap_servers, schema="user STRING, t BIGINT, v BIGINT",
+                                timestamp_field="t")
+        events.key_by(lambda r: r.user, key_type=Types.STRING()).process(_RunningCount()).uid("counts").add_sink(out.append)
+        return env
+
+    got: List[Any] = []
+    handle = job(2, got).execute("kafka-savepoint-1", checkpoint_location=str(tmp_path / "ck1"),
+                                  trigger={"availableNow": True})
+    handle.await_termination()
+    path = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
+    kafka_broker.produce_json(topic, second)
+    handle = job(3, got).execute("kafka-savepoint-2", checkpoint_location=str(tmp_path / "ck2"),
+                                  trigger={"availableNow": True}, from_savepoint=path)
+    handle.await_termination()
+
+    totals = collections.Counter(e["user"] for _, e in first + second)
+    assert sorted(got) == sorted((u, n) for u, total in totals.items() for n in range(1, total + 1))
+    counts = read_state(spark, str(tmp_path / "ck2"), "counts", ValueStateDescriptor("count", Types.LONG())).collect()
+    assert {r["key"]: r["value"] for r in counts} == dict(totals)

@@ -1,0 +1,159 @@
+"""Savepoints without a JVM (``spark/savepoint.py``): what a finished, unfinished or foreign savepoint reads as, which
+jobs a savepoint fits, source positions from Spark's offsets log, the snapshot a partition is written as, and the
+refusals that come before any Spark job. The Spark side (stop, write, split into another number of partitions,
+restore) runs in ``tests/hdfs/test_savepoints.py`` and ``tests/kafka/test_kafka_source.py``."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any, Dict, List
+
+import pyarrow as pa
+import pytest
+
+from pyspark_flinkish.core.codec import dump_document
+from pyspark_flinkish.core.errors import StateError, UnsupportedFeatureError
+from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
+from pyspark_flinkish.spark import state_store, storage
+from pyspark_flinkish.spark.checkpoint import write_meta
+from pyspark_flinkish.spark.savepoint import (
+    METADATA_FILE,
+    SAVEPOINT_FORMAT,
+    SAVEPOINT_VERSION,
+    check_sources,
+    compatibility_problems,
+    read_savepoint,
+    restore_savepoint,
+    source_positions,
+    spark_offsets,
+)
+from pyspark_flinkish.spark.source_rows import DataFrameSource, SourceRestart
+from pyspark_flinkish.spark.state_cache import FILE_SCHEMA, latest_rows, live_rows, totals_of
+
+
+def _rows(items: List[Dict[str, Any]]) -> pa.Table:
+    cols = {n: [r.get(n) for r in items] for n in FILE_SCHEMA.names}
+    return pa.table({n: pa.array(cols[n], FILE_SCHEMA.field(n).type) for n in FILE_SCHEMA.names}, schema=FILE_SCHEMA)
+
+
+def _metadata(**body: Any) -> bytes:
+    doc = {"batch": 3, "state_partitions": 2, "vectorize": True, "signatures": {}, "state": {}, "positions": {}}
+    doc.update(body)
+    return dump_document(SAVEPOINT_FORMAT, SAVEPOINT_VERSION, doc)
+
+
+def test_a_snapshot_holds_the_live_rows_with_the_totals_a_cache_reports(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    older = _rows([{"key": b"a", "value": b"1", "event_due": 5}, {"key": b"b", "value": b"22"}])
+    newer = _rows([
+        {"key": b"b", "value": None},  # b deleted
+        {"key": b"c", "window_start": 10, "value": b"w10", "windows": 2},
+        {"key": b"c", "value": b"snap", "windows": 2},
+        {"key": b"c", "window_start": 0, "value": b"w0", "windows": 2},
+    ])
+    live = live_rows(latest_rows([(1, older), (2, newer)]))
+    assert [(r["key"], r["window_start"]) for r in live.to_pylist()] == [(b"a", None), (b"c", None), (b"c", 0), (b"c", 10)]
+    assert totals_of(live) == (2, 2, 1 + 1 + (1 + 4) + (1 + 2) + (1 + 3))
+    manifest = state_store.write_snapshot(str(tmp_path), "op", 1, 7, live)
+    assert manifest is not None and manifest["keys"] == 2 and manifest["windows"] == 2
+    assert [f["kind"] for f in manifest["files"]] == ["snapshot"]
+    assert manifest["files"][0]["name"].startswith("s=000000000007-")
+    back = state_store.manifest_rows(str(tmp_path), "op", 1, manifest)
+    assert live_rows(back).equals(live)
+    assert state_store.write_snapshot(str(tmp_path), "op", 2, 7, live_rows(_rows([]))) is None  # no state, no file
+
+
+def test_only_a_finished_savepoint_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    directory = tmp_path / "savepoints"
+    path = directory / "savepoint-abcdef-0123456789ab"
+    (path / "op=sums" / "sp=00000").mkdir(parents=True)
+    with pytest.raises(StateError, match=r"unfinished savepoint.*never restored"):
+        read_savepoint(str(path))
+    with pytest.raises(StateError, match=r"savepoint directory, not a savepoint: give one of the savepoints in it: .*savepoint-abcdef"):
+        read_savepoint(str(directory))
+    with pytest.raises(StateError, match="is not a savepoint of a pyspark_flinkish job"):
+        read_savepoint(str(tmp_path / "elsewhere"))
+    storage.write_bytes(str(path / METADATA_FILE), _metadata())
+    assert read_savepoint(str(path))["batch"] == 3
+    storage.write_bytes(str(path / METADATA_FILE), b'{"format": "pyspark_flinkish.driver-state", "version": 2}')
+    with pytest.raises(StateError, match=r"is not a pyspark_flinkish\.savepoint document"):
+        read_savepoint(str(path))
+
+
+def test_which_jobs_a_savepoint_fits() -> None:
+    metadata = {
+        "signatures": {"sums": "window:A | key=str", "remind": "keyed_process:-"},
+        "state": {"sums": {}, "remind": {}},
+        "positions": {"events": {"kind": "replay", "next_batch": 2}},
+    }
+    sources = {"events": "events"}
+    assert compatibility_problems(metadata, {"sums": "window:A | key=str", "remind": "keyed_process:-"}, sources, False) == []
+    changed = compatibility_problems(metadata, {"sums": "window:B | key=str", "remind": "keyed_process:-"}, sources, False)
+    assert changed == ["operator 'sums': [window:A] -> [window:B]"]
+    key_type = compatibility_problems(metadata, {"sums": "window:A | key=int", "remind": "keyed_process:-"}, sources, False)
+    assert key_type == ["operator 'sums': key str -> int"]
+    missing = compatibility_problems(metadata, {"sums": "window:A"}, {}, False)
+    assert [p.split(" has ")[0] for p in missing] == ["operator 'remind'", "source 'events'"]
+    assert "allow_non_restored_state=True" in missing[0]
+    assert compatibility_problems(metadata, {"sums": "window:A"}, {}, True) == []
+    # a new operator of the job starts empty, as in Flink
+    assert compatibility_problems(metadata, {"sums": "window:A", "remind": "keyed_process:-", "new": "x"}, sources, False) == []
+
+
+def _offsets_log(tmp_path, lines: List[str]) -> str:  # type: ignore[no-untyped-def]
+    checkpoint = str(tmp_path / "ck")
+    storage.write_bytes(storage.join(checkpoint, "spark", "offsets", "4"), "\n".join(lines).encode())
+    return checkpoint
+
+
+def test_kafka_positions_come_from_sparks_offsets_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}})
+    entries = ['{"logOffset":4}', json.dumps({"orders": {"0": 17, "1": 5}}), "-", json.dumps({"users": {"0": 3}})]
+    checkpoint = _offsets_log(tmp_path, ["v1", meta, *entries])
+    assert spark_offsets(checkpoint, 4) == [{"logOffset": 4}, {"orders": {"0": 17, "1": 5}}, None, {"users": {"0": 3}}]
+
+    def kafka(topic: str) -> DataFrameSource:
+        owns = lambda e: isinstance(e, dict) and set(e) == {topic}  # noqa: E731
+        return DataFrameSource(None, "t", "p", [], [], restart=SourceRestart("kafka", owns, lambda e: None))
+
+    replay = MicroBatchSource([MicroBatch([1]), MicroBatch([2])])
+    plan = _plan([("orders", kafka("orders")), ("users", kafka("users")), ("replayed", replay)])
+    document = {"positions": {"uid-replayed": {"replay_batch": 1}}}
+    assert source_positions(plan, checkpoint, 4, document) == {
+        "uid-orders": {"kind": "kafka", "offsets": {"orders": {"0": 17, "1": 5}}},
+        "uid-users": {"kind": "kafka", "offsets": {"users": {"0": 3}}},
+        "uid-replayed": {"kind": "replay", "next_batch": 2},
+    }
+    with pytest.raises(StateError, match="0 entries of Spark's offsets log of batch 4"):
+        source_positions(_plan([("gone", kafka("gone"))]), checkpoint, 4, {})
+    with pytest.raises(StateError, match="is not a Spark offsets log entry"):
+        spark_offsets(_offsets_log(tmp_path, ["garbage"]), 4)
+
+
+def _plan(sources: List[Any]) -> Any:
+    transformations = [SimpleNamespace(kind="source", name=name, source=src) for name, src in sources]
+    nodes = [SimpleNamespace(uid=f"uid-{name}") for name, _ in sources]
+    return SimpleNamespace(transformations=transformations, nodes=nodes)
+
+
+def test_a_source_whose_position_stays_in_sparks_checkpoint_is_refused_up_front() -> None:
+    plan = _plan([("clicks", DataFrameSource(None, "t", None, [], [])), ("events", MicroBatchSource([MicroBatch([1])]))])
+    with pytest.raises(UnsupportedFeatureError, match=r"source\(s\) \['clicks'\].*restart it from its checkpoint_location"):
+        check_sources(plan)
+    check_sources(_plan([("events", MicroBatchSource([MicroBatch([1])]))]))
+
+
+def test_a_savepoint_is_restored_only_into_a_new_checkpoint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    savepoint = str(tmp_path / "sp")
+    storage.write_bytes(storage.join(savepoint, METADATA_FILE), _metadata())
+    used = str(tmp_path / "used")
+    write_meta(used, {"state_partitions": 2, "vectorize": True})
+    with pytest.raises(StateError, match="already holds a job's state; a savepoint is restored into a new checkpoint"):
+        restore_savepoint(None, savepoint, used, [], 2)
+    # the same savepoint restored before: a restart after a failure resumes the checkpoint as it is
+    write_meta(used, {"state_partitions": 2, "vectorize": True, "restored_from": savepoint})
+    assert restore_savepoint(None, savepoint, used, [], 2) is None
+    spark_only = str(tmp_path / "spark-only")
+    storage.write_bytes(storage.join(spark_only, "spark", "offsets", "0"), b"v1\n{}\n")
+    with pytest.raises(StateError, match="holds a Spark query's offsets"):
+        restore_savepoint(None, savepoint, spark_only, [], 2)

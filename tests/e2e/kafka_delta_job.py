@@ -19,6 +19,10 @@ Kill hooks (all SIGKILL the driver's JVM, then the driver, as if its machine die
 * ``--kill-after-planning N``: after the N-th batch, as soon as Spark writes the next batch's offsets
   (``spark/offsets/<id>``), i.e. a batch planned and not started.
 
+``--checkpoint`` and ``--lake`` are paths or URIs (the test gives ``hdfs://`` ones, on its test HDFS): the tables
+are ``<lake>/<name>``, and the planning hook lists the offsets log through the package's storage layer
+(:mod:`pyspark_flinkish.spark.storage`: hdfs-native on ``hdfs://``, no JVM).
+
 :func:`events` makes the seeded event stream the test produces; :func:`run_local` computes the same pipeline on
 the JVM-free engine over given micro-batches (the test rebuilds them from Spark's offsets log).
 """
@@ -188,11 +192,15 @@ def crash(reason: str) -> None:
 
 
 def kill_at_planning(checkpoint: str) -> None:
-    """SIGKILL this process as soon as Spark writes a new entry of its offsets log (the next batch is planned)."""
-    log = os.path.join(checkpoint, "spark", "offsets")
-    before = set(os.listdir(log))
+    """SIGKILL this process as soon as Spark writes a new entry of its offsets log (the next batch is planned).
+    The log is listed through the package's storage layer, so ``checkpoint`` may be a path or an ``hdfs://`` (or
+    other supported) URI; names starting with ``.`` (Spark's temporary files and checksums) are not entries."""
+    from pyspark_flinkish.spark import storage
+
+    log = storage.join(checkpoint, "spark", "offsets")
+    before = set(storage.list_names(log))
     while True:
-        new = [n for n in os.listdir(log) if n not in before and not n.startswith(".")]
+        new = [n for n in storage.list_names(log) if n not in before and not n.startswith(".")]
         if new:
             crash(f"at planning: new offsets log entry {new}")
         time.sleep(0.0005)
@@ -212,7 +220,7 @@ def main(argv: List[str]) -> int:
 
     from pyspark_flinkish.datastream.connectors.delta import DeltaSink
     from pyspark_flinkish.spark import delta as spark_delta
-    from pyspark_flinkish.spark import session
+    from pyspark_flinkish.spark import session, storage
 
     t0 = time.monotonic()
     spark = session("kafka-to-delta", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2")
@@ -243,7 +251,7 @@ def main(argv: List[str]) -> int:
         max_offsets_per_trigger=args.max_offsets_per_trigger,
     )
     for name, stream in build(source).items():
-        sink = DeltaSink.for_path(os.path.join(args.lake, name), merge_keys=MERGE_KEYS.get(name, ()))
+        sink = DeltaSink.for_path(storage.join(args.lake, name), merge_keys=MERGE_KEYS.get(name, ()))  # a URI stays one
         stream.sink_to(sink).uid(name)
 
     def progress(p: Any) -> None:

@@ -8,6 +8,13 @@ process — reads it with ``env.from_kafka`` (a watermark per partition, ``max_o
 lateness (append), their late-data side output (append), and a tumbling 1-minute count/sum per key (merge on
 key and window start).
 
+The job's checkpoint (Spark's and the package's files, keyed state included) and its three Delta tables are on the
+test HDFS (``hdfs_cluster``: a MiniDFSCluster in its own JVM, one per test session), under ``hdfs://…/e2e-<id>/``;
+the job is given plain ``hdfs://`` URIs, and the test reads Spark's logs and the Delta logs back through the
+JVM-free hdfs-native client (``hdfs_cluster.client()``). Only the runs' logs and the summary are on the local disk
+(``tmp_path``), and the test checks that nothing of the checkpoint or the tables landed there (nor in the job's
+working directory).
+
 The driver is SIGKILLed five times (``FLINKISH_KILL_TESTS=full``; ``make test`` kills it three times, once of each
 kind marked *default* below, to keep the suite in its time budget), each time restarted from its checkpoint, at
 points drawn with a seeded ``random.Random`` (the seed is in every assertion message) in a shuffled order:
@@ -45,7 +52,6 @@ change the size, e.g. for a quicker run while developing).
 from __future__ import annotations
 
 import collections
-import glob
 import importlib.util
 import itertools
 import json
@@ -61,9 +67,10 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.hdfs]
 
 JOB = Path(__file__).resolve().with_name("kafka_delta_job.py")
+JOB_CWD = JOB.parents[2]  # the job's working directory: the checkout
 SEED = int(os.environ.get("KAFKA_DELTA_E2E_SEED", "1729"))
 N_EVENTS = int(os.environ.get("KAFKA_DELTA_E2E_EVENTS", "100000"))
 MAX_OFFSETS_PER_TRIGGER = int(os.environ.get("KAFKA_DELTA_E2E_MAX_OFFSETS", "12500"))  # about 8 micro-batches
@@ -109,7 +116,7 @@ class Run:
             [sys.executable, "-u", str(JOB), *args],
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
-            cwd=str(JOB.parents[2]),
+            cwd=str(JOB_CWD),
             env={**os.environ, "KAFKA_DELTA_E2E_RUN": tag},
         )
 
@@ -186,19 +193,36 @@ def _produce(broker: Any, topic: str, events: List[Tuple[int, Dict[str, Any]]]) 
         producer.close()
 
 
-def _next_batch(checkpoint: Path) -> int:
-    """The batch id a restart from ``checkpoint`` begins with: the one after Spark's last committed batch."""
-    commits = [int(p.name) for p in (checkpoint / "spark" / "commits").glob("[0-9]*")]
+def _names(client: Any, directory: str) -> List[str]:
+    """The names of the files in the HDFS ``directory`` whose name starts with a digit (a log's entries; Spark's
+    and Delta's temporary files start with ``.``); none when it does not exist (yet)."""
+    try:
+        statuses = list(client.list_status(directory))
+    except FileNotFoundError:
+        return []
+    names = (s.path.rstrip("/").rsplit("/", 1)[-1] for s in statuses if not s.isdir)
+    return sorted(n for n in names if n[:1].isdigit())
+
+
+def _read(client: Any, path: str) -> str:
+    with client.read(path) as f:
+        return f.read().decode("utf-8")
+
+
+def _next_batch(client: Any, checkpoint: str) -> int:
+    """The batch id a restart from ``checkpoint`` (its path on HDFS) begins with: the one after Spark's last
+    committed batch."""
+    commits = [int(n) for n in _names(client, f"{checkpoint}/spark/commits")]
     return max(commits) + 1 if commits else 0
 
 
-def _offsets_log(checkpoint: Path, topic: str) -> Dict[int, Dict[int, int]]:
-    """batch id -> partition -> end offset (exclusive), from Spark's offsets log."""
+def _offsets_log(client: Any, checkpoint: str, topic: str) -> Dict[int, Dict[int, int]]:
+    """batch id -> partition -> end offset (exclusive), from Spark's offsets log (on HDFS)."""
     out = {}
-    for path in (checkpoint / "spark" / "offsets").glob("[0-9]*"):
-        lines = path.read_text().splitlines()
+    for name in _names(client, f"{checkpoint}/spark/offsets"):
+        lines = _read(client, f"{checkpoint}/spark/offsets/{name}").splitlines()
         source = json.loads(lines[2])  # "v1", the batch metadata, then the (only) source's offset
-        out[int(path.name)] = {int(p): int(o) for p, o in source[topic].items()}
+        out[int(name)] = {int(p): int(o) for p, o in source[topic].items()}
     return out
 
 
@@ -215,14 +239,24 @@ def _batches(
     return batches
 
 
-def _commits(table: Path) -> List[Dict[str, Any]]:
-    """The commitInfo of every commit of a Delta table, in version order (from its JSON log)."""
+def _commits(client: Any, table: str) -> List[Dict[str, Any]]:
+    """The commitInfo of every commit of a Delta table (its path on HDFS), in version order (from its JSON log)."""
     out = []
-    for path in sorted(glob.glob(str(table / "_delta_log" / "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            info = next(json.loads(line)["commitInfo"] for line in f if '"commitInfo"' in line)
-        out.append(info)
+    for name in _names(client, f"{table}/_delta_log"):  # zero-padded versions: name order is version order
+        if name.endswith(".json"):
+            text = _read(client, f"{table}/_delta_log/{name}")
+            out.append(next(json.loads(line)["commitInfo"] for line in text.splitlines() if '"commitInfo"' in line))
     return out
+
+
+LOCAL_NAMES = ("spark", "flinkish", "_delta_log", "hdfs:")
+"""Directories a checkpoint or a table would leave on the local disk (``hdfs:``: an ``hdfs://`` URI taken for a
+relative path)."""
+
+
+def _local_leftovers(tmp_path: Path, run_dir: str) -> List[str]:
+    """Directories under ``tmp_path`` that are a checkpoint's or a table's, or named after the run's HDFS directory."""
+    return sorted(str(p) for p in tmp_path.rglob("*") if p.is_dir() and (p.name in LOCAL_NAMES or p.name == run_dir))
 
 
 def _diff(expected: collections.Counter, got: collections.Counter) -> str:  # type: ignore[type-arg]
@@ -232,7 +266,7 @@ def _diff(expected: collections.Counter, got: collections.Counter) -> str:  # ty
 
 @pytest.mark.timeout(1800)
 def test_kafka_to_delta_exactly_once_across_driver_kills_and_a_broker_restart(
-    kafka_broker: Any, kafka_topic: Any, tmp_path: Path, runs: List[Run], request: pytest.FixtureRequest
+    kafka_broker: Any, kafka_topic: Any, hdfs_cluster: Any, tmp_path: Path, runs: List[Run], request: pytest.FixtureRequest
 ) -> None:
     job = _job_module()
     rng = random.Random(SEED)
@@ -243,18 +277,22 @@ def test_kafka_to_delta_exactly_once_across_driver_kills_and_a_broker_restart(
     assert len(stored) == N_EVENTS
     timings["produce"] = time.monotonic() - t0
 
-    checkpoint, lake = tmp_path / "ck", tmp_path / "lake"
+    # the checkpoint and the tables on the test HDFS: the job gets URIs, the test reads paths with hdfs-native
+    run_dir = f"e2e-{uuid.uuid4().hex[:12]}"
+    checkpoint, lake = f"/{run_dir}/checkpoint", f"/{run_dir}/lake"
+    hdfs = hdfs_cluster.client()
+    local_names_before = {n for n in (*LOCAL_NAMES, run_dir) if (JOB_CWD / n).exists()}
     base = [
-        "--checkpoint", str(checkpoint), "--lake", str(lake), "--topic", topic,
+        "--checkpoint", hdfs_cluster.uri + checkpoint, "--lake", hdfs_cluster.uri + lake, "--topic", topic,
         "--bootstrap-servers", kafka_broker.bootstrap_servers, "--max-offsets-per-trigger", str(MAX_OFFSETS_PER_TRIGGER),
     ]  # fmt: skip
-    seed_msg = f"[KAFKA_DELTA_E2E_SEED={SEED}; logs in {tmp_path}]"
+    seed_msg = f"[KAFKA_DELTA_E2E_SEED={SEED}; logs in {tmp_path}; checkpoint and lake in {hdfs_cluster.uri}/{run_dir}]"
     plan = KILLS[:]
     rng.shuffle(plan)
     history: List[Dict[str, Any]] = []
     batch_seconds: List[float] = []
     for i, kind in enumerate(plan):
-        first = _next_batch(checkpoint)  # the batch this run starts with (Spark replays it if it was begun)
+        first = _next_batch(hdfs, checkpoint)  # the batch this run starts with (Spark replays it if it was begun)
         # the batch each kill aims at: this run's first (a second crash in a replayed batch) or the next one, so
         # that the kills fall in the first half of the ~8 batches and the last run still has several to go
         target = first + (1 if kind == "timer" else rng.randint(0, 1))
@@ -308,9 +346,23 @@ def test_kafka_to_delta_exactly_once_across_driver_kills_and_a_broker_restart(
     assert final.committed()[-1] > restarted_at[-1], f"{seed_msg} no batch ran after the broker restart: {history}"
     timings["runs"] = time.monotonic() - t0 - timings["produce"]
 
+    # the checkpoint and the tables are on HDFS, and nothing of them on the local disk: no checkpoint or Delta log
+    # directory among the logs (tmp_path), none new in the job's working directory
+    def listing(path: str) -> List[str]:
+        return sorted(s.path.rstrip("/").rsplit("/", 1)[-1] for s in hdfs.list_status(path))
+
+    assert {"spark", "flinkish"} <= set(listing(checkpoint)), f"{seed_msg} checkpoint on HDFS: {listing(checkpoint)}"
+    assert listing(lake) == sorted(job.TABLES), f"{seed_msg} lake on HDFS: {listing(lake)}"
+    for name in job.TABLES:
+        assert "_delta_log" in listing(f"{lake}/{name}"), f"{seed_msg} {name} on HDFS: {listing(f'{lake}/{name}')}"
+    assert not _local_leftovers(tmp_path, run_dir), f"{seed_msg} on the local disk: {_local_leftovers(tmp_path, run_dir)}"
+    local_names = {n for n in (*LOCAL_NAMES, run_dir) if (JOB_CWD / n).exists()}
+    assert local_names == local_names_before, f"{seed_msg} new in {JOB_CWD}: {local_names - local_names_before}"
+    assert not Path("/", run_dir).exists(), f"{seed_msg} the HDFS paths taken for local ones: /{run_dir} exists"
+
     # the micro-batches of the run, from Spark's offsets log
-    last = _next_batch(checkpoint) - 1
-    offsets = _offsets_log(checkpoint, topic)
+    last = _next_batch(hdfs, checkpoint) - 1
+    offsets = _offsets_log(hdfs, checkpoint, topic)
     assert sorted(offsets) == list(range(last + 1)), f"{seed_msg} offsets log {sorted(offsets)}, last commit {last}"
     ends = collections.Counter(p for p, _ in stored)
     assert offsets[last] == dict(ends), f"{seed_msg} the job stopped at {offsets[last]}, the topic ends at {dict(ends)}"
@@ -326,12 +378,11 @@ def test_kafka_to_delta_exactly_once_across_driver_kills_and_a_broker_restart(
     summary: Dict[str, Any] = {"seed": SEED, "batches": last + 1, "runs": history}
     for name in job.TABLES:
         want = collections.Counter(tuple(r) for r in to_rows(expected[name], job.TYPES[name]))
-        got = collections.Counter(
-            tuple(r) for r in spark.read.format("delta").load(str(lake / name)).select(*job.TYPES[name].field_names).collect()
-        )
+        table = spark.read.format("delta").load(f"{hdfs_cluster.uri}{lake}/{name}")
+        got = collections.Counter(tuple(r) for r in table.select(*job.TYPES[name].field_names).collect())
         assert got == want, f"{seed_msg} {name}: Delta vs the JVM-free engine: {_diff(want, got)}; runs: {history}"
         # one commit per Spark batch id, none repeated (a replayed batch's commit is skipped by Delta)
-        commits = [c for c in _commits(lake / name) if c.get("userMetadata")]
+        commits = [c for c in _commits(hdfs, f"{lake}/{name}") if c.get("userMetadata")]
         batch_ids = [json.loads(c["userMetadata"])["flinkish"]["batch_id"] for c in commits]
         assert batch_ids == list(range(last + 1)), f"{seed_msg} {name}: commits for batch ids {batch_ids}"
         updated = sum(int(c.get("operationMetrics", {}).get("numTargetRowsUpdated", 0)) for c in commits)

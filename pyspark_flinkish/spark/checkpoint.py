@@ -9,9 +9,10 @@ the state codec (``core/codec.py``): a format name and version, then plain data.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+import re
+from typing import Any, Dict, List, Optional
 
-from ..core.codec import dump_document
+from ..core.codec import dump_document, load_document
 from ..core.errors import StateError
 from ..local.executor import LocalExecutor
 from . import storage
@@ -24,6 +25,7 @@ DRIVER_VERSION = 2
 """Version 2 records the keyed state's manifests (``state``); version 1 (before incremental state) has none, and
 its batch's state is one file per partition (``state_store.legacy_manifests``)."""
 DRIVER_VERSIONS_READ = (1, 2)
+_DRIVER_DOCUMENT = re.compile(r"b=(\d{12})\.json")
 
 
 def driver_document(
@@ -64,6 +66,30 @@ def spark_query_id(checkpoint: str) -> str:
         return ""
 
 
+def read_meta(checkpoint: str) -> Dict[str, Any]:
+    """``<checkpoint>/flinkish/meta.json`` (a :class:`StateError` naming it when it is missing or not such a document)."""
+    path = meta_path(checkpoint)
+    return load_document(storage.read_bytes(path), META_FORMAT, META_VERSION, path)
+
+
+def driver_document_path(checkpoint: str, batch_id: int) -> str:
+    """``<checkpoint>/flinkish/driver/b=<batch>.json``."""
+    return storage.join(checkpoint, "flinkish", "driver", f"b={batch_id:012d}.json")
+
+
+def committed_batches(checkpoint: str) -> List[int]:
+    """The committed batches whose driver documents the checkpoint keeps, oldest first (JSON documents only: the
+    driver converts pickles of older versions when it opens the checkpoint)."""
+    names = storage.list_names(storage.join(checkpoint, "flinkish", "driver"))
+    return sorted(int(m.group(1)) for m in map(_DRIVER_DOCUMENT.fullmatch, names) if m)
+
+
+def read_driver_document(checkpoint: str, batch_id: int) -> Dict[str, Any]:
+    """The driver's document of committed batch ``batch_id``."""
+    path = driver_document_path(checkpoint, batch_id)
+    return load_document(storage.read_bytes(path), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+
+
 def write_meta(checkpoint: str, meta: Dict[str, Any]) -> None:
     """Write ``<checkpoint>/flinkish/meta.json``."""
     write_atomically(meta_path(checkpoint), dump_document(META_FORMAT, META_VERSION, meta))
@@ -76,8 +102,12 @@ __all__ = [
     "DRIVER_FORMAT",
     "DRIVER_VERSION",
     "DRIVER_VERSIONS_READ",
+    "committed_batches",
     "driver_document",
+    "driver_document_path",
     "meta_path",
+    "read_driver_document",
+    "read_meta",
     "spark_query_id",
     "write_atomically",
     "write_meta",

@@ -29,7 +29,6 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..core.clock import ManualClock
-from ..core.codec import load_document
 from ..core.errors import StateError, UnsupportedFeatureError
 from ..core.operators import TimestampsAndWatermarksOperator
 from ..datastream.plan import Transformation
@@ -39,12 +38,12 @@ from ..monitoring import log_progress
 from . import columnar, state_store, storage
 from .chain import route_partition, route_records
 from .checkpoint import (
-    DRIVER_FORMAT,
-    DRIVER_VERSIONS_READ,
-    META_FORMAT,
-    META_VERSION,
+    committed_batches,
     driver_document,
+    driver_document_path,
     meta_path,
+    read_driver_document,
+    read_meta,
     write_atomically,
     write_meta,
 )
@@ -149,7 +148,7 @@ class ForeachBatchDriver:
             migrate_pickled_checkpoint(self.checkpoint, legacy, self._new_graph, self.env.clock)
             meta_exists = True
         if meta_exists:
-            stored = load_document(storage.read_bytes(meta), META_FORMAT, META_VERSION, meta)
+            stored = read_meta(self.checkpoint)
             for name, value in wanted.items():
                 if stored[name] != value:
                     _log.warning(
@@ -218,7 +217,7 @@ class ForeachBatchDriver:
 
     # -- driver state per batch
     def _state_path(self, batch_id: int) -> str:
-        return storage.join(self.driver_root, f"b={batch_id:012d}.json")
+        return driver_document_path(self.checkpoint, batch_id)
 
     def _graph_state(self) -> Dict[str, Any]:
         """The watermark bookkeeping as plain JSON data (see ``LocalExecutor.watermark_state``)."""
@@ -230,15 +229,10 @@ class ForeachBatchDriver:
     def _saved_batches(self, before: Optional[int] = None) -> List[int]:
         """The committed batches whose driver documents are kept (only JSON files: pickles of older versions were
         converted when the checkpoint was opened, ``_meta``), before batch ``before`` if given."""
-        return sorted(
-            int(p[2:14])
-            for p in storage.list_names(self.driver_root)
-            if p.startswith("b=") and p.endswith(".json") and (before is None or int(p[2:14]) < before)
-        )
+        return [b for b in committed_batches(self.checkpoint) if before is None or b < before]
 
     def _document(self, batch: int) -> Dict[str, Any]:
-        path = self._state_path(batch)
-        return load_document(storage.read_bytes(path), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+        return read_driver_document(self.checkpoint, batch)
 
     def _stored_layouts(self) -> Dict[str, str]:
         """``{uid: layout}`` of the operators whose state the newest committed batch holds."""

@@ -41,7 +41,7 @@ from ..core.errors import StateError, UnsupportedFeatureError
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from . import state_store, storage
-from .checkpoint import DRIVER_FORMAT, DRIVER_VERSIONS_READ, META_FORMAT, META_VERSION, meta_path, write_meta
+from .checkpoint import committed_batches, meta_path, read_driver_document, read_meta, write_meta
 from .session import spark_path
 from .signatures import compare_signatures, state_signature
 from .source_rows import DataFrameSource
@@ -132,15 +132,6 @@ def source_positions(plan: Any, checkpoint: str, batch: int, document: Dict[str,
 # ------------------------------------------------------------------------------------------- taking one
 
 
-def _latest_document(checkpoint: str) -> Optional[Dict[str, Any]]:
-    root = storage.join(checkpoint, "flinkish", "driver")
-    batches = sorted(int(n[2:14]) for n in storage.list_names(root) if n.startswith("b=") and n.endswith(".json"))
-    if not batches:
-        return None
-    path = storage.join(root, f"b={batches[-1]:012d}.json")
-    return load_document(storage.read_bytes(path), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
-
-
 def take_savepoint(spark: Any, checkpoint: str, plan: Any, directory: str, query_id: str) -> str:
     """Write a savepoint of the (stopped) job's last committed batch under ``directory``; returns its path.
 
@@ -150,13 +141,14 @@ def take_savepoint(spark: Any, checkpoint: str, plan: Any, directory: str, query
             the URI and the cause; an unfinished savepoint has no ``_metadata.json`` and is never restored).
     """
     check_sources(plan)
-    meta = load_document(storage.read_bytes(meta_path(checkpoint)), META_FORMAT, META_VERSION, meta_path(checkpoint))
+    meta = read_meta(checkpoint)
     partitions = int(meta["state_partitions"])
     state_root = storage.join(checkpoint, "flinkish", "state")
-    document = _latest_document(checkpoint)
+    committed = committed_batches(checkpoint)
     batch, operators, positions = -1, {}, {}
-    if document is not None:  # else nothing was committed: the sources start as configured, no state
-        batch = int(document["batch"])
+    if committed:  # else nothing was committed: the sources start as configured, no state
+        batch = committed[-1]
+        document = read_driver_document(checkpoint, batch)
         operators = state_store.operators_of(document, state_root, batch, partitions)
         positions = source_positions(plan, checkpoint, batch, document)
     path = storage.join(directory, f"savepoint-{query_id.replace('-', '')[:6]}-{uuid.uuid4().hex[:12]}")
@@ -287,7 +279,7 @@ def restore_savepoint(
 
     metadata = read_savepoint(path)
     if storage.exists(meta_path(checkpoint)):
-        existing = load_document(storage.read_bytes(meta_path(checkpoint)), META_FORMAT, META_VERSION, meta_path(checkpoint))
+        existing = read_meta(checkpoint)
         if existing.get("restored_from") == path:
             _log.info("checkpoint %s was restored from savepoint %s: resuming the checkpoint", checkpoint, path)
             return None

@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from ..core.codec import decode_snapshot, decode_value, load_document
+from ..core.codec import decode_snapshot, decode_value
 from ..core.errors import InvalidArgumentError, InvalidTypeError, StateError, UnsupportedFeatureError
 from ..core.state import VOID_NAMESPACE
 from ..core.state_descriptors import StateDescriptor
@@ -55,7 +55,7 @@ from ..core.typeinfo import TypeInformation
 from ..core.window_operator import CONTENTS, MERGING_SET
 from ..core.windows import TimeWindow
 from . import state_store, storage
-from .checkpoint import DRIVER_FORMAT, DRIVER_VERSIONS_READ, META_FILE, META_FORMAT, META_VERSION
+from .checkpoint import META_FILE, committed_batches, driver_document_path, read_driver_document, read_meta
 from .checkpoint_location import resolve_checkpoint
 from .keys import decode_key
 from .savepoint import METADATA_FILE, read_savepoint
@@ -101,7 +101,6 @@ class StateVersion:
         return self.layout == state_store.LAYOUT_WINDOWS
 
 
-_DRIVER_DOCUMENT = re.compile(r"b=(\d{12})\.json")
 
 
 def _not_a_checkpoint(location: str, root: str, meta_path: str) -> StateError:
@@ -135,10 +134,8 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
     meta_path = storage.join(flinkish, META_FILE)
     if not storage.exists(meta_path):
         raise _not_a_checkpoint(location, root, meta_path)
-    meta = load_document(storage.read_bytes(meta_path), META_FORMAT, META_VERSION, meta_path)
-    driver = storage.join(flinkish, "driver")
-    # only JSON documents: the driver converts pickles of older versions when it opens the checkpoint
-    committed = sorted(int(m.group(1)) for m in map(_DRIVER_DOCUMENT.fullmatch, storage.list_names(driver)) if m)
+    meta = read_meta(root)
+    committed = committed_batches(root)
     if not committed:
         msg = f"checkpoint {location!r} has no committed micro-batch yet: its state has never been completely written"
         raise StateError(msg)
@@ -153,25 +150,27 @@ def committed_state(location: str, uid: str, batch_id: Optional[int] = None, def
     if batch_id is not None and batch_id not in committed:
         raise not_kept()
     batch = committed[-1] if batch_id is None else batch_id
-    path = storage.join(driver, f"b={batch:012d}.json")
     try:
-        document = load_document(storage.read_bytes(path), DRIVER_FORMAT, DRIVER_VERSIONS_READ, path)
+        document = read_driver_document(root, batch)
     except StateError:  # pruned by a running job since the listing
-        if storage.exists(path):
+        if storage.exists(driver_document_path(root, batch)):
             raise
         raise not_kept() from None
     state_root = storage.join(flinkish, "state")
     operators = state_store.operators_of(document, state_root, batch, int(meta["state_partitions"]))
+    owner = f"checkpoint {location!r} holds no keyed state of an operator with uid {uid!r} after batch {batch}"
+    return _version(operators, state_root, uid, batch, meta.get("operators") or {}, owner)
+
+
+def _version(
+    operators: Dict[str, Any], state_root: str, uid: str, batch: int, signatures: Dict[str, str], missing: str
+) -> StateVersion:
+    """Operator ``uid``'s files among ``operators`` (a driver document's or a savepoint's state); ``missing``
+    starts the message when it has none."""
     if uid not in operators:
-        msg = (
-            f"checkpoint {location!r} holds no keyed state of an operator with uid {uid!r} after batch {batch}; "
-            f"operators with keyed state: {', '.join(map(repr, sorted(operators))) or 'none'}"
-        )
+        msg = f"{missing}; operators with keyed state: {', '.join(map(repr, sorted(operators))) or 'none'}"
         raise StateError(msg)
-    return _version(operators[uid], state_root, uid, batch, (meta.get("operators") or {}).get(uid))
-
-
-def _version(op: Dict[str, Any], state_root: str, uid: str, batch: int, signature: Optional[str]) -> StateVersion:
+    op = operators[uid]
     files = []
     for sp, manifest in sorted(op["partitions"].items(), key=lambda item: int(item[0])):
         for file_path, entry in state_store.file_paths(state_root, uid, int(sp), manifest):
@@ -183,7 +182,7 @@ def _version(op: Dict[str, Any], state_root: str, uid: str, batch: int, signatur
                 )
                 raise StateError(msg)
             files.append(StateFile(int(sp), file_path, int(entry["seq"]), str(entry["kind"])))
-    return StateVersion(uid, batch, str(op["layout"]), tuple(files), signature)
+    return StateVersion(uid, batch, str(op["layout"]), tuple(files), signatures.get(uid))
 
 
 def _savepoint_state(location: str, root: str, uid: str, batch_id: Optional[int]) -> StateVersion:
@@ -193,14 +192,8 @@ def _savepoint_state(location: str, root: str, uid: str, batch_id: Optional[int]
     if batch_id is not None and batch_id != batch:
         msg = f"savepoint {location!r} holds the state after batch {batch} only; got batch_id={batch_id}"
         raise StateError(msg)
-    operators = metadata["state"]
-    if uid not in operators:
-        msg = (
-            f"savepoint {location!r} holds no keyed state of an operator with uid {uid!r}; operators with keyed state: "
-            f"{', '.join(map(repr, sorted(operators))) or 'none'}"
-        )
-        raise StateError(msg)
-    return _version(operators[uid], root, uid, batch, (metadata.get("signatures") or {}).get(uid))
+    missing = f"savepoint {location!r} holds no keyed state of an operator with uid {uid!r}"
+    return _version(metadata["state"], root, uid, batch, metadata.get("signatures") or {}, missing)
 
 
 def _sources() -> List[Tuple[Tuple[str, ...], str, Tuple[str, str, str]]]:

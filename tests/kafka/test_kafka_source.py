@@ -363,3 +363,61 @@ def test_a_savepoint_carries_kafka_offsets_and_keyed_state_to_a_rescaled_job(spa
     assert sorted(got) == sorted((u, n) for u, total in totals.items() for n in range(1, total + 1))
     counts = read_state(spark, str(tmp_path / "ck2"), "counts", ValueStateDescriptor("count", Types.LONG())).collect()
     assert {r["key"]: r["value"] for r in counts} == dict(totals)
+
+
+class _RemindSoon(KeyedProcessFunction):  # type: ignore[misc]
+    """Counts a user's records and registers a processing-time timer 1.5 s after each."""
+
+    def open(self, ctx: Any) -> None:
+        self.count = ctx.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1_500)
+        return []
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield "fired", ctx.get_current_key(), timestamp, self.count.value()
+
+
+def test_due_processing_time_timers_fire_right_after_a_restore_on_an_idle_topic(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Flink fires a restored processing-time timer that is due as soon as the restored job runs, input or not. The
+    first run's processing time is a manual clock at 0, so its timers (at 1500) stay pending; the job restored from
+    its savepoint runs on the wall clock and its topic has nothing new: Spark runs a new query's first micro-batch
+    without input (every source, the tick source too, has an initial offset), where every state partition advances
+    its processing time and fires them; a timer due later is ticked as on any idle stream (``spark/ticks.py``)."""
+    import time
+
+    from pyspark_flinkish.spark import read_timers
+
+    topic = kafka_topic(partitions=2)
+    kafka_broker.produce_json(topic, [(i % 2, {"user": u, "t": 1_000 * i, "v": i}) for i, u in enumerate("abab")])
+
+    def job(partitions: int, out: List[Any], clock: Any = None) -> Any:
+        env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions, clock=clock)
+        events = env.from_kafka(topic, kafka_broker.bootstrap_servers, schema="user STRING, t BIGINT, v BIGINT",
+                                timestamp_field="t")
+        events.key_by(lambda r: r.user, key_type=Types.STRING()).process(_RemindSoon()).uid("soon").add_sink(out.append)
+        return env
+
+    first: List[Any] = []
+    handle = job(2, first, ManualClock(0)).execute("kafka-soon-1", checkpoint_location=str(tmp_path / "ck1"))
+    handle.process_all_available()
+    path = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
+    assert first == []
+    pending = sorted((r["key"], r["timestamp"], r["kind"]) for r in read_timers(spark, path, "soon").collect())
+    assert pending == [("a", 1_500, "processing"), ("b", 1_500, "processing")]
+
+    second: List[Any] = []
+    handle = job(3, second).execute("kafka-soon-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path)
+    try:
+        deadline = time.time() + 60
+        while len(second) < 2 and time.time() < deadline and handle.is_active:
+            time.sleep(0.2)
+        handle.driver.raise_if_failed()
+        assert sorted(second) == [("fired", "a", 1_500, 2), ("fired", "b", 1_500, 2)]
+        progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]
+        kafka_rows = [sum(s["numInputRows"] for s in p["sources"] if "Kafka" in s["description"]) for p in progress]
+        assert progress and not any(kafka_rows)  # no input: the timers fired without any
+    finally:
+        handle.stop()

@@ -1,6 +1,6 @@
 """The benchmark suite: pyspark_flinkish against native Spark and Apache Flink (PyFlink), in one command.
 
-    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,2,3,4,5,6,7]
+    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,2,3,4,5,6,7,8]
 
 This is a benchmark, not a test: it prints figures and never passes or fails on speed. Before any timing of a part
 is reported, every engine's results are compared with the others' and with an independent pandas computation of
@@ -21,6 +21,9 @@ exits non-zero when results disagree. ``docs/benchmarks.md`` describes every par
 7. *state growth*: K idle keys (a ``KeyedProcessFunction`` with a ``ValueState`` and a timer per key), then small
    micro-batches touching a few keys: time and checkpoint bytes written per small batch, this package's
    foreachBatch executor vs native ``groupBy(key).count()`` with the HDFS-backed and the RocksDB state store.
+8. *savepoint*: part 7's job with K keys stopped with a savepoint, the savepoint read back with ``read_state`` and
+   restored into more state partitions, against native Spark's state data source reader and a restart on the same
+   checkpoint (HDFS-backed and RocksDB stores).
 
 Repeats (``--repeats``, default 3; ``--quick``: 1 and small sizes) run the engines in turn, and every ratio pairs
 two runs of one repeat; tables give the median and [min-max] over repeats. PyFlink runs in its own virtualenv
@@ -46,11 +49,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common as bc
 import bench_joins_async as bja
+import bench_savepoint as bsp
 import bench_state_growth as bsg
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
@@ -65,7 +68,7 @@ PYFLINK_VERSION = "2.3.0"
 # events; a user tuning PyFlink would set it.
 PYFLINK_CONF = ["python.state.cache-size=1000000"]
 PYFLINK_WORKER_MODE = "process"
-PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency", "joins_async", "state_growth"]
+PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency", "joins_async", "state_growth", "savepoint"]
 
 
 # ----------------------------------------------------------------------------------------------- PyFlink
@@ -838,7 +841,9 @@ def _await(handle: Any, timeout_s: float) -> None:
         raise RuntimeError(str(handle.query.exception()))
 
 
-def run_native_interval_join(spark: Any, gen: Dict[str, Any], args: argparse.Namespace, work: str) -> Tuple[Any, List[Any], float]:
+def run_native_interval_join(
+    spark: Any, gen: Dict[str, Any], args: argparse.Namespace, work: str
+) -> Tuple[Any, List[Any], float]:
     """Spark's time-bounded stream-stream inner join: both sides ``withWatermark`` (B + 1 ms, the package's
     ``max - B - 1``), equal keys and ``l.et + lower <= r.et <= l.et + upper``; a memory sink, read back."""
     from pyspark.sql import functions as F
@@ -874,7 +879,9 @@ def run_native_interval_join(spark: Any, gen: Dict[str, Any], args: argparse.Nam
     return query, rows, wall
 
 
-def run_flinkish_interval_join(spark: Any, gen: Dict[str, Any], args: argparse.Namespace, work: str) -> Tuple[Any, List[Any], float]:
+def run_flinkish_interval_join(
+    spark: Any, gen: Dict[str, Any], args: argparse.Namespace, work: str
+) -> Tuple[Any, List[Any], float]:
     """``left.key_by(key).interval_join(right.key_by(key)).between(lower, upper).process(SeqPair())`` on the
     foreachBatch executor; the pairs are collected to the driver."""
     env = StreamExecutionEnvironment.get_execution_environment(spark)
@@ -1122,6 +1129,87 @@ def part_state_growth(spark: Any, args: argparse.Namespace, work: str) -> Part:
     return part
 
 
+# ----------------------------------------------------------------------------------------------- part 8: savepoint
+def part_savepoint(spark: Any, args: argparse.Namespace, work: str) -> Part:
+    """Part 8: K keys in part 7's job, stopped with a savepoint, read back and restored into more state partitions,
+    against native Spark's state data source reader and restart on the same keys (``bench_savepoint.py``). One run
+    per engine, side by side; nothing is repeated."""
+    k = args.savepoint_keys
+    restore_partitions = args.savepoint_restore_partitions or args.shuffle_partitions + 1
+    part = Part("savepoint", [f"{e}@{k}" for e in bsp.ENGINES])
+    inp = bsp.generate(os.path.join(work, "savepoint", f"k{k}"), k, args.state_load_rows, args.savepoint_batches,
+                       args.state_batch_events, args.state_touched_keys, args.seed)
+    part.input = {"keys": k, "load_rows": args.state_load_rows, "load_batches": inp.load_batches,
+                  "small_batches": args.savepoint_batches, "batch_events": args.state_batch_events,
+                  "touched_keys": args.state_touched_keys, "state_partitions": args.shuffle_partitions,
+                  "restore_partitions": restore_partitions, "load_avg_start": os.getloadavg()}
+    print(f"part 8: {k:,} keys in {inp.load_batches} batch(es), savepoint, restore {args.shuffle_partitions} -> "
+          f"{restore_partitions} state partitions, then {args.savepoint_batches} batches of "
+          f"{args.state_batch_events:,} events on {args.state_touched_keys} keys", flush=True)
+    results: Dict[str, Dict[str, Any]] = {}
+    for e in bsp.ENGINES:
+        name = f"{e}@{k}"
+        r = _try(part, name, lambda e=e: bsp.run_engine(e, spark, inp, work, args.shuffle_partitions,
+                                                        restore_partitions, log=lambda m: print(m, flush=True)))
+        if r is None:
+            continue
+        for problem in r["problems"]:
+            part.mismatches.append(f"{name}: {problem}")
+            print(f"  {name}: MISMATCH ({problem})", flush=True)
+        results[e] = r
+        part.record(name, 0, keys=k, match=not r["problems"], load_avg=os.getloadavg(),
+                    **{x: v for x, v in r.items() if x != "problems"})
+    shutil.rmtree(inp.staging, ignore_errors=True)
+    part.input["load_avg_end"] = os.getloadavg()
+
+    def s(v: Optional[float], fmt: str = ".1f") -> str:
+        return "" if v is None else format(v, fmt)
+
+    lines = []
+    for e in bsp.ENGINES:
+        st = part.status(f"{e}@{k}")
+        if st:
+            lines.append([e, st])
+            continue
+        r = results[e]
+        first, later = bsp.first_and_later(r)
+        package = e == "package"
+        lines.append([
+            e, s(r["load_s"]),
+            f"{s(r['savepoint_s'])} ({s(r['savepoint_write_s'])})" if package else "n/a (no savepoint)",
+            _kb(r["savepoint_bytes"]) if package else "", s(r["read_s"]), f"{r['keys_read']:,}",
+            f"{s(r['restore_s'])} ({s(r['restore_split_s'])})" if package else s(r["restore_s"]),
+            _ms(first), s(r.get("restore_first_batch_s")),
+            (f"{_ms(statistics.median(later))} [{_ms(min(later))}-{_ms(max(later))}]" if len(later) > 1
+             else _ms(later[0]) if later else ""),
+        ])
+    part.table = (["engine", "load s (wall)", "stop with savepoint s (of which writing)", "savepoint size",
+                   "read K keys s", "keys read", "restore / restart s (of which the split job)",
+                   "first small batch ms", "restore / restart to first batch done s", "next small batches ms"], lines)
+
+    def ratio(a: Optional[float], b: Optional[float]) -> str:
+        return f"{a / b:.2f}" if a and b else "n/a"
+
+    pkg = results.get("package", {})
+    ratios = []
+    for label, key in [("read K keys (package: read_state of the savepoint; native: state data source)", "read_s"),
+                       ("restore / restart to first small batch done (wall)", "restore_first_batch_s")]:
+        ratios.append([label] + [ratio(pkg.get(key), results.get(e, {}).get(key)) for e in bsp.ENGINES[1:]])
+    for label, pick in [("first small batch after it (ms)", lambda r: bsp.first_and_later(r)[0]),
+                        ("next small batches (median ms)",
+                         lambda r: statistics.median(bsp.first_and_later(r)[1]) if bsp.first_and_later(r)[1] else None)]:
+        ratios.append([label] + [ratio(pick(pkg) if pkg else None, pick(results[e]) if e in results else None)
+                                 for e in bsp.ENGINES[1:]])
+    part.extra_tables = [(  # type: ignore[attr-defined]
+        f"8. Savepoint and restore: package / native, {k:,} keys", ["ratio", "/ native HDFS-backed",
+                                                                      "/ native RocksDB"], ratios)]
+    part.notes.append(
+        "batch ms: Spark's triggerExecution; the package's first batch after the restore runs at watermark MIN "
+        "(watermarks are not restored); native Spark has no savepoint: its restart is a new query on the same checkpoint"
+    )
+    return part
+
+
 # ----------------------------------------------------------------------------------------------- output
 def print_part(part: Part) -> None:
     titles = {"tumbling": "1. Tumbling 1-minute count+sum per key",
@@ -1131,7 +1219,8 @@ def print_part(part: Part) -> None:
               "latency": "5. Kafka -> Delta latency",
               "interval_join": "6a. Interval join of two keyed streams",
               "async_lookup": "6b. Async enrichment against a local HTTP lookup (fixed latency)",
-              "state_growth": "7. State growth: small micro-batches after K idle keys (per small batch)"}
+              "state_growth": "7. State growth: small micro-batches after K idle keys (per small batch)",
+              "savepoint": "8. Savepoint and restore of K keys, against Spark's state reader and restart"}
     if part.name == "scaling":
         for what, lines in part.table_keys:  # type: ignore[attr-defined]
             head = list(part.table[0])
@@ -1235,7 +1324,7 @@ def write_png(parts: List[Part], path: str) -> None:
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes (minutes, not hours)")
-    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {PARTS} (or 1-7)")
+    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {PARTS} (or 1-8)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--events", type=int, default=2_000_000, help="parts 1, 3 (keys), 4 (default 2,000,000)")
     p.add_argument("--keys", type=int, default=10_000, help="parts 1, 3 (events), 4 (default 10,000)")
@@ -1273,6 +1362,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--state-batches", type=int, default=5, help="part 7: small micro-batches after the load")
     p.add_argument("--state-batch-events", type=int, default=10_000, help="part 7: events per small micro-batch")
     p.add_argument("--state-touched-keys", type=int, default=10, help="part 7: keys each small micro-batch touches")
+    p.add_argument("--savepoint-keys", type=int, default=1_000_000,
+                   help="part 8: keys K in the savepoint (loaded in batches of --state-load-rows; default 1,000,000)")
+    p.add_argument("--savepoint-batches", type=int, default=3,
+                   help="part 8: small micro-batches after the restore (of --state-batch-events on --state-touched-keys)")
+    p.add_argument("--savepoint-restore-partitions", type=int, default=None,
+                   help="part 8: state partitions of the restored job (default: --shuffle-partitions + 1, a rescale)")
     p.add_argument("--parallelism", type=int, default=2, help="Flink parallelism (as local[2])")
     p.add_argument("--pyflink-warmup-rows", type=int, default=2000, help="PyFlink warm-up run (0: none)")
     p.add_argument("--pyflink-conf", action="append", default=None, metavar="KEY=VALUE",
@@ -1300,6 +1395,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         args.join_events, args.join_keys, args.join_batch_rows = 20_000, 500, 5_000
         args.async_events, args.async_batch_rows = 2_000, 1_000
         args.state_keys, args.state_batches = "2000,20000", 3
+        args.savepoint_keys = 20_000
     if args.pyflink_conf is None:
         args.pyflink_conf = list(PYFLINK_CONF)
     args.scale_keys = [int(x) for x in str(args.scale_keys).split(",")]
@@ -1345,6 +1441,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "latency": lambda: part_latency(spark, args, work),
         "joins_async": lambda: part_joins_async(spark, args, work),
         "state_growth": lambda: part_state_growth(spark, args, work),
+        "savepoint": lambda: part_savepoint(spark, args, work),
     }
     try:
         tiny = os.path.join(work, "tiny")

@@ -1,0 +1,327 @@
+"""The pieces of the suite's part 8 (``run_all.py --parts 8``): savepoint and restore of K keys (issue 13), against
+native Spark's state data source reader and restart on the same keys.
+
+The input and the jobs are part 7's (``bench_state_growth.py``): K idle keys (one event each, in load batches of at
+most 100,000 events), then a few small batches of 10,000 events on 10 keys.
+
+* ``package``: ``key_by(key).process(IdleKeys()).uid("idle_keys")`` in ``state_partitions`` partitions (the
+  shuffle partitions, 2). ``stop_with_savepoint`` refuses a plain streaming DataFrame source (its position lives
+  only in Spark's checkpoint), so the job reads a ``MicroBatchSource(end_of_input=False)`` whose micro-batches are
+  the rows of part 7's files as dicts (the same elements ``IdleKeys`` sees in part 7), one file per micro-batch.
+  Timed separately: the load (``execute`` writes the replay files, then ``process_all_available``);
+  ``stop_with_savepoint`` (and, inside it, ``take_savepoint``: writing the savepoint after the query stopped) and
+  the savepoint's size; ``read_state(savepoint).agg(count, sum)`` (and the same on the stopped job's checkpoint);
+  ``execute(..., from_savepoint=...)`` into a new checkpoint with ``restore_partitions`` state partitions (a
+  rescale; inside it ``restore_savepoint``, the split job), then each small batch: Spark's ``triggerExecution``,
+  and the wall time from the ``execute`` call to the end of the batch's work (the ``progress`` callback the
+  driver calls at the end of each batch). The restored job's source holds the load batches and the small batches;
+  it replays the small ones only (the savepoint's position).
+* ``native_hdfs`` / ``native_rocksdb``: part 7's ``groupBy(key).count()`` (HDFS-backed store; RocksDB with
+  changelog checkpointing), fed the same files one per micro-batch, then stopped. Spark has no savepoint: timed are
+  Spark's state data source reader (``spark.read.format("statestore").load(checkpoint).agg(count, sum)``) and a
+  restart on the same checkpoint with the first small file already there (``start`` until it returns, then the
+  wall time to the end of ``processAllAvailable``), then the next small batches one at a time.
+
+Results before figures: the savepoint and the stopped job's checkpoint must read as K keys summing to the load's
+events; after the restore the emitted ``(key, count)`` rows must be the ones computed from the input, ``numKeys``
+must be K, the new checkpoint must have ``restore_partitions`` state partitions and ``read_state`` on it must give K
+keys summing to every event. For the native engines, the state reader must give K keys summing to the load's events
+before the restart, and part 7's checks after it.
+
+The breakdowns inside ``stop_with_savepoint`` and ``execute`` are taken by wrapping ``take_savepoint`` and
+``restore_savepoint`` with a timer for the duration of the call (the package's code is not changed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+import uuid
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import bench_state_growth as bsg
+import pyarrow.parquet as pq
+
+from pyspark_flinkish.common import Types, WatermarkStrategy
+from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
+
+ENGINES = ["package", "native_hdfs", "native_rocksdb"]
+
+
+def generate(directory: str, keys: int, load_rows: int, small_batches: int, batch_events: int, touched: int,
+             seed: int) -> bsg.GrowthInput:
+    """Part 7's input: ``keys`` idle keys in load files of at most ``load_rows`` events, then ``small_batches``."""
+    return bsg.generate(directory, keys, -(-keys // load_rows), small_batches, batch_events, touched, seed)
+
+
+def _elements(inp: bsg.GrowthInput, name: str) -> List[Dict[str, int]]:
+    """A file's rows as the dicts ``IdleKeys`` reads (``value["key"]``, ``value["mark"]``), in ``seq`` order."""
+    return pq.read_table(os.path.join(inp.staging, name)).to_pylist()  # type: ignore[no-any-return]
+
+
+def _size(root: str) -> int:
+    return sum(size for size, _ in bsg.snapshot(root).values())
+
+
+@contextlib.contextmanager
+def _timed(module: Any, name: str, into: Dict[str, float]) -> Iterator[None]:
+    """While inside: ``module.name`` is wrapped so that each call adds its wall seconds to ``into[name]``."""
+    original = getattr(module, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            into[name] = into.get(name, 0.0) + time.perf_counter() - t
+
+    setattr(module, name, wrapper)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+def _ts(e: Any, _: Any) -> int:
+    return int(e["ts"])
+
+
+def _pipeline(spark: Any, partitions: int, batches: List[List[Dict[str, int]]], out: List[Any]) -> Any:
+    env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
+    source = MicroBatchSource([MicroBatch(b) for b in batches], end_of_input=False)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(_ts)
+    (
+        env.from_source(source, strategy, "events").uid("events")
+        .key_by(lambda r: r["key"], key_type=Types.LONG())
+        .process(bsg.IdleKeys(), output_type=Types.TUPLE([Types.LONG(), Types.LONG()]))
+        .uid(bsg.UID)
+        .add_sink(out.append)
+    )
+    return env
+
+
+def _count_sum(df: Any, column: str) -> Tuple[int, int]:
+    from pyspark.sql import functions as F
+
+    row = df.agg(F.count("*"), F.sum(column)).first()
+    return int(row[0]), int(row[1] or 0)
+
+
+def _batch_ms(query: Any) -> Dict[int, int]:
+    """Spark's ``triggerExecution`` of each batch that ran, per batch id."""
+    return {b: ms for b, (_, ms) in bsg._progress_ms(query).items()}
+
+
+def run_package(spark: Any, inp: bsg.GrowthInput, work: str, partitions: int, restore_partitions: int,
+                log: Callable[[str], None] = print) -> Dict[str, Any]:
+    """The package's job: load, stop with a savepoint, read it, restore it rescaled and run the small batches.
+    Returns the figures and ``problems`` (the failed checks). Raises what the job raised."""
+    from pyspark_flinkish.spark import driver as driver_module
+    from pyspark_flinkish.spark import read_state
+    from pyspark_flinkish.spark import savepoint as savepoint_module
+    from pyspark_flinkish.spark.checkpoint import read_meta
+
+    run = os.path.join(work, f"package-{inp.keys}-{uuid.uuid4().hex[:6]}")
+    ck1, ck2, savepoints = (os.path.join(run, x) for x in ("ck1", "ck2", "savepoints"))
+    load_events = sum(inp.rows[: inp.load_batches])
+    problems: List[str] = []
+    r: Dict[str, Any] = {"load_events": load_events, "state_partitions": partitions,
+                         "restore_partitions": restore_partitions}
+    t = time.perf_counter()
+    batches = [_elements(inp, name) for name in inp.files]
+    r["elements_s"] = time.perf_counter() - t
+    load = batches[: inp.load_batches]
+
+    # the first job: the load batches, then stop with a savepoint
+    out1: List[Any] = []
+    env = _pipeline(spark, partitions, load, out1)
+    t = time.perf_counter()
+    handle = env.execute("bench_savepoint_" + uuid.uuid4().hex[:8], checkpoint_location=ck1)
+    r["load_start_s"] = time.perf_counter() - t
+    try:
+        handle.process_all_available()
+    except BaseException:
+        handle.stop()
+        raise
+    r["load_s"] = time.perf_counter() - t
+    history = handle.recent_progress()
+    keys = history[-1]["operators"].get(bsg.UID, {}).get("numKeys") if history else None
+    if keys != inp.keys:
+        problems.append(f"numKeys {keys} after the load, expected {inp.keys}")
+    log(f"    package K={inp.keys:,}: loaded in {r['load_s']:.1f} s ({r['load_start_s']:.1f} s of it in execute: "
+        f"the replay files)")
+    inner: Dict[str, float] = {}
+    with _timed(savepoint_module, "take_savepoint", inner):
+        t = time.perf_counter()
+        path = handle.stop_with_savepoint(savepoints)
+        r["savepoint_s"] = time.perf_counter() - t
+    r["savepoint_write_s"] = inner.get("take_savepoint")
+    r["savepoint_bytes"] = _size(path)
+    r["savepoint_files"] = len(bsg.snapshot(path))
+    r["checkpoint_state_bytes"] = _size(os.path.join(ck1, "flinkish", "state"))
+    log(f"    package K={inp.keys:,}: stop_with_savepoint {r['savepoint_s']:.1f} s (writing "
+        f"{r['savepoint_write_s'] or 0:.1f} s), {r['savepoint_bytes']:,} bytes")
+
+    # reading the keys back: from the savepoint, then from the stopped job's checkpoint
+    t = time.perf_counter()
+    got = _count_sum(read_state(spark, path, bsg.UID, bsg.COUNT, key_type=Types.LONG()), "value")
+    r["read_s"] = time.perf_counter() - t
+    r["keys_read"] = got[0]
+    if got != (inp.keys, load_events):
+        problems.append(f"read_state(savepoint): {got[0]} keys summing to {got[1]}, expected {inp.keys} and {load_events}")
+    t = time.perf_counter()
+    got = _count_sum(read_state(spark, ck1, bsg.UID, bsg.COUNT, key_type=Types.LONG()), "value")
+    r["read_checkpoint_s"] = time.perf_counter() - t
+    if got != (inp.keys, load_events):
+        problems.append(f"read_state(checkpoint): {got[0]} keys summing to {got[1]}, expected {inp.keys} and {load_events}")
+    log(f"    package K={inp.keys:,}: read_state {r['read_s']:.1f} s from the savepoint, "
+        f"{r['read_checkpoint_s']:.1f} s from the checkpoint")
+
+    # the restore, rescaled, and the small batches
+    out2: List[Any] = []
+    env = _pipeline(spark, restore_partitions, batches, out2)
+    ended: Dict[int, float] = {}
+
+    def stamp(progress: Dict[str, Any]) -> None:
+        if progress.get("replay_batch") is not None:
+            ended[int(progress["replay_batch"])] = time.perf_counter()
+
+    inner = {}
+    with _timed(driver_module, "restore_savepoint", inner):
+        t0 = time.perf_counter()
+        handle = env.execute("bench_savepoint_restored_" + uuid.uuid4().hex[:8], checkpoint_location=ck2,
+                             from_savepoint=path, progress=stamp)
+        r["restore_s"] = time.perf_counter() - t0
+    r["restore_split_s"] = inner.get("restore_savepoint")
+    try:
+        handle.process_all_available()
+        history = handle.recent_progress()
+        spark_ms = _batch_ms(handle.query)
+    finally:
+        handle.stop()
+    by_replay = {int(p["replay_batch"]): p for p in history if p.get("replay_batch") is not None}
+    r["small"] = []
+    for i in range(inp.load_batches, len(inp.files)):
+        p = by_replay.get(i)
+        if p is None:
+            problems.append(f"no progress of the restored job for replay batch {i}")
+            continue
+        r["small"].append({"replay_batch": i, "batch_id": p["batch_id"], "ms": spark_ms.get(p["batch_id"]),
+                           "since_restore_s": ended[i] - t0 if i in ended else None,
+                           "durations_ms": p.get("durations_ms")})
+    if r["small"] and r["small"][0]["since_restore_s"] is not None:
+        r["restore_first_batch_s"] = r["small"][0]["since_restore_s"]
+    log(f"    package K={inp.keys:,}: restore {r['restore_s']:.1f} s (split {r['restore_split_s'] or 0:.1f} s), "
+        f"small batches {[b['ms'] for b in r['small']]} ms")
+
+    emitted = sorted((int(k), int(n)) for k, n in out1 + out2)
+    if emitted != inp.emitted:
+        problems.append(f"emitted {len(emitted)} (key, count) rows, expected {len(inp.emitted)}; first differing: "
+                        f"{next(((g, e) for g, e in zip(emitted, inp.emitted) if g != e), None)}")
+    keys = history[-1]["operators"].get(bsg.UID, {}).get("numKeys") if history else None
+    if keys != inp.keys:
+        problems.append(f"numKeys {keys} after the restore and the small batches, expected {inp.keys}")
+    if int(read_meta(ck2)["state_partitions"]) != restore_partitions:
+        problems.append(f"the restored checkpoint has {read_meta(ck2)['state_partitions']} state partitions, "
+                        f"expected {restore_partitions}")
+    got = _count_sum(read_state(spark, ck2, bsg.UID, bsg.COUNT, key_type=Types.LONG()), "value")
+    if got != (inp.keys, inp.events):
+        problems.append(f"read_state after the restore: {got[0]} keys summing to {got[1]}, expected {inp.keys} and "
+                        f"{inp.events}")
+    r["problems"] = problems
+    shutil.rmtree(run, ignore_errors=True)
+    return r
+
+
+def _link(inp: bsg.GrowthInput, name: str, source: str, run: str) -> None:
+    """Makes a staged file appear whole in the query's source directory (as part 7 does)."""
+    try:
+        os.link(os.path.join(inp.staging, name), os.path.join(source, name))
+    except OSError:
+        tmp = os.path.join(run, name)
+        shutil.copyfile(os.path.join(inp.staging, name), tmp)
+        os.replace(tmp, os.path.join(source, name))
+
+
+def run_native(spark: Any, inp: bsg.GrowthInput, work: str, rocksdb: bool,
+               log: Callable[[str], None] = print) -> Dict[str, Any]:
+    """Native ``groupBy(key).count()``: load, stop, read the state with Spark's state data source, restart on the
+    same checkpoint and run the small batches. Returns the figures and ``problems``."""
+    engine = "native_rocksdb" if rocksdb else "native_hdfs"
+    run = os.path.join(work, f"{engine}-{inp.keys}-{uuid.uuid4().hex[:6]}")
+    source, ck = os.path.join(run, "input"), os.path.join(run, "ck")
+    os.makedirs(source)
+    load_events = sum(inp.rows[: inp.load_batches])
+    problems: List[str] = []
+    r: Dict[str, Any] = {"load_events": load_events}
+    t = time.perf_counter()
+    q = bsg.start_native(spark, inp, source, ck, rocksdb)
+    try:
+        for name in inp.files[: inp.load_batches]:
+            _link(inp, name, source, run)
+            q.process_all_available()
+    finally:
+        q.stop()
+    r["load_s"] = time.perf_counter() - t
+    r["checkpoint_state_bytes"] = _size(os.path.join(ck, "state"))
+    log(f"    {engine} K={inp.keys:,}: loaded in {r['load_s']:.1f} s")
+
+    t = time.perf_counter()
+    got = _count_sum(spark.read.format("statestore").load(ck), "value.count")
+    r["read_s"] = time.perf_counter() - t
+    r["keys_read"] = got[0]
+    if got != (inp.keys, load_events):
+        problems.append(f"state data source: {got[0]} keys summing to {got[1]}, expected {inp.keys} and {load_events}")
+
+    small = inp.files[inp.load_batches:]
+    _link(inp, small[0], source, run)  # waiting when the query restarts, as the package's restored batches are
+    t0 = time.perf_counter()
+    q = bsg.start_native(spark, inp, source, ck, rocksdb)
+    r["restore_s"] = time.perf_counter() - t0
+    walls = []
+    try:
+        q.process_all_available()
+        walls.append(time.perf_counter() - t0)
+        for name in small[1:]:
+            t = time.perf_counter()
+            _link(inp, name, source, run)
+            q.process_all_available()
+            walls.append(time.perf_counter() - t)
+        problems.extend(q.check())
+        spark_ms = _batch_ms(q.query)
+    finally:
+        q.stop()
+    ran = sorted(spark_ms)
+    if len(ran) != len(small):
+        problems.append(f"{len(ran)} micro-batches ran after the restart, expected one per small file ({len(small)})")
+    r["small"] = [{"batch_id": b, "ms": spark_ms[b], "wall_s": w} for b, w in zip(ran, walls)]
+    r["restore_first_batch_s"] = walls[0]
+    log(f"    {engine} K={inp.keys:,}: state reader {r['read_s']:.1f} s; restart {r['restore_s']:.1f} s, "
+        f"small batches {[b['ms'] for b in r['small']]} ms")
+    r["problems"] = problems
+    shutil.rmtree(run, ignore_errors=True)
+    return r
+
+
+def run_engine(engine: str, spark: Any, inp: bsg.GrowthInput, work: str, partitions: int, restore_partitions: int,
+               log: Callable[[str], None] = print) -> Dict[str, Any]:
+    if engine == "package":
+        return run_package(spark, inp, work, partitions, restore_partitions, log)
+    if engine in ("native_hdfs", "native_rocksdb"):
+        return run_native(spark, inp, work, engine == "native_rocksdb", log)
+    msg = f"unknown engine {engine!r}; choose from {ENGINES}"
+    raise ValueError(msg)
+
+
+def first_and_later(r: Dict[str, Any]) -> Tuple[Optional[int], List[int]]:
+    """Spark's ms of the first small batch after the restore/restart, and of the later ones."""
+    ms = [b["ms"] for b in r.get("small", [])]
+    return (ms[0] if ms else None), [m for m in ms[1:] if m is not None]
+
+
+from pyspark import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # ship this module's functions to workers by value

@@ -559,21 +559,25 @@ class ForeachBatchDriver:
                 )
                 .persist()
             )
-            with self._phase(f"keyed level {level}"):
-                keyed.count()
+            if level != levels[-1]:  # a later level reads it; the last one is computed by the collect below
+                with self._phase(f"keyed level {level}"):
+                    keyed.count()
             outputs.append(keyed)
             materialized.append(keyed)
 
         by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
         step = len({s for s, _, _ in self.metric_rows})
-        with self._phase("collect"):
-            for o in outputs:  # the keyed operators' metric rows come with the sinks' rows (no job of their own)
-                wanted = F.col("dest").isin(plan.sinks) | (F.col("kind") == "metric")
-                for r in o.filter(wanted).select("kind", "dest", "value", "ord").collect():
-                    if r["kind"] == "metric":
-                        self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
-                    else:
-                        by_sink[int(r["dest"])].append(r)
+        with self._phase("collect"):  # one Spark job: the sinks' rows of every stage and the keyed metric rows
+            wanted = F.col("dest").isin(plan.sinks) | (F.col("kind") == "metric")
+            selected = [o.filter(wanted).select("kind", "dest", "value", "ord") for o in outputs]
+            rows = selected[0]
+            for o in selected[1:]:
+                rows = rows.unionByName(o)
+            for r in rows.collect():
+                if r["kind"] == "metric":
+                    self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
+                else:
+                    by_sink[int(r["dest"])].append(r)
         self._record_manifests([m for m in self.metric_rows if m[0] == step])
         return by_sink, materialized
 

@@ -29,9 +29,11 @@ def default_file_system(spark: Any) -> str:
 
 
 def storage_options(spark: Any) -> Dict[str, str]:
-    """The settings the package's S3 client takes from the session (``storage.options_from_hadoop``): the JVM's
-    Hadoop configuration on a classic session (``core-site.xml`` and ``spark.hadoop.*``), else the session's
-    ``spark.hadoop.fs.s3a.*`` (Spark Connect)."""
+    """The settings the package's S3 client takes from the session (``storage.options_from_hadoop``), as Spark's
+    own ``s3a`` file system gets them for a query (``SessionState.newHadoopConf``): the JVM's Hadoop configuration
+    (``core-site.xml`` and ``spark.hadoop.*``) overridden by the session's ``fs.s3a.*`` settings
+    (``spark.conf.set("fs.s3a.endpoint", ...)`` on a running session). On Spark Connect (no JVM in reach) the
+    session's ``spark.hadoop.fs.s3a.*``, overridden by its ``fs.s3a.*``."""
     conf: Dict[str, str] = {}
     try:
         hadoop = spark.sparkContext._jsc.hadoopConfiguration()
@@ -44,6 +46,13 @@ def storage_options(spark: Any) -> Dict[str, str]:
             value = spark.conf.get(f"spark.hadoop.{name}", None) if spark is not None else None
             if value:
                 conf[name] = str(value)
+    for name in S3A_SETTINGS:  # the session's settings win, as in the Hadoop configuration of Spark's queries
+        try:
+            value = spark.conf.get(name, None) if spark is not None else None
+        except Exception:  # a session that refuses to answer (stopped): its Hadoop configuration stands
+            value = None
+        if value:
+            conf[name] = str(value)
     return options_from_hadoop(conf)
 
 

@@ -59,7 +59,7 @@ from .checkpoint import META_FILE, committed_batches, driver_document_path, read
 from .checkpoint_location import resolve_checkpoint
 from .keys import decode_key
 from .savepoint import METADATA_FILE, read_savepoint
-from .session import default_file_system, spark_path
+from .session import default_file_system, spark_path, storage_options
 from .types import spark_type, to_spark_value
 
 RowValues = Tuple[Any, ...]
@@ -427,6 +427,9 @@ def _decoded(
 def _open(
     spark: Any, checkpoint: str, uid: str, batch_id: Optional[int], key_type: Optional[TypeInformation]
 ) -> Tuple[StateVersion, TypeInformation]:
+    # the S3 client's settings from the session's fs.s3a.*, as a job's execute() takes them: a process that only
+    # reads a checkpoint on s3a:// (no job ran in it) must reach the same endpoint as Spark's s3a does
+    storage.configure(storage_options(spark))
     version = committed_state(checkpoint, uid, batch_id, default_file_system(spark))
     key = key_type or declared_key_type(version.signature)
     if key is None:

@@ -91,3 +91,34 @@ def test_a_writer_travels_to_the_connect_server_without_its_session_and_lock() -
     assert copy._session is None and copy._shared is False and copy.sink.path == "/lake/t"
     with copy._lock:  # a lock of its own
         assert not writer._lock.locked()
+
+
+class ConfWithGetAll(RecordingConf):
+    @property
+    def getAll(self) -> Dict[str, str]:  # noqa: N802 (pyspark's name)
+        return dict(self.values)
+
+
+class ClassicSession(RecordingSession):
+    def __init__(self, conf: Dict[str, str]) -> None:
+        super().__init__(conf)
+        self.conf = ConfWithGetAll(conf)
+        self.children: List[Any] = []
+
+    def newSession(self) -> Any:  # noqa: N802 (pyspark's name)
+        child = ClassicSession({"spark.app.name": self.conf.values.get("spark.app.name", "")})
+        self.children.append(child)
+        return child
+
+
+def test_the_writers_own_session_keeps_the_jobs_file_system_settings() -> None:
+    """``spark.conf.set("fs.s3a.access.key", ...)`` on the job's session reaches Spark's s3a for the job's queries;
+    the writer's ``newSession()`` started without it and the table on s3a:// was written with no credentials (found
+    against S3Proxy, tests/s3). Its ``fs.*`` settings are carried over, nothing else."""
+    job = ClassicSession({"spark.app.name": "j", "fs.s3a.endpoint": "http://127.0.0.1:9000", "fs.s3a.access.key": "k",
+                          "spark.sql.shuffle.partitions": "2"})
+    writer = DeltaBatchWriter(DeltaSink.for_path("s3a://b/t"), Types.LONG())
+    own = writer._own_session(job)
+    assert own is job.children[0] and writer._own_session(job) is own
+    assert own.conf.values == {"spark.app.name": "j", "fs.s3a.endpoint": "http://127.0.0.1:9000", "fs.s3a.access.key": "k",
+                               SKIP_EMPTY_COMMITS_CONF: "false"}

@@ -56,6 +56,17 @@ SKIP_EMPTY_COMMITS_CONF = "spark.databricks.delta.skipRecordingEmptyCommits"
 _SHARED_SESSION_LOCK = threading.Lock()
 
 
+def file_system_settings(spark: Any) -> Dict[str, str]:
+    """The session's run-time settings of Hadoop file systems (``fs.*``, e.g. ``fs.s3a.endpoint`` set with
+    ``spark.conf.set``): Spark adds a session's settings to the Hadoop configuration of its queries, so these reach
+    ``s3a://``, ``abfss://``, ``gs://`` paths; a ``newSession()`` does not inherit them."""
+    try:
+        settings = spark.conf.getAll
+    except Exception:  # an older pyspark or a stand-in: nothing to carry over
+        return {}
+    return {str(k): str(v) for k, v in dict(settings).items() if str(k).startswith("fs.") and v is not None}
+
+
 class DeltaBatchWriter:
     """Writes one sink's micro-batches to a Delta table, exactly once per (query, sink, batch id).
 
@@ -101,6 +112,11 @@ class DeltaBatchWriter:
                 self._session, self._shared = spark, True
             else:
                 self._session = spark.newSession()
+                # a new session starts from the static settings only: the job session's file-system settings set at
+                # run time (spark.conf.set("fs.s3a.access.key", ...)), which Spark puts into each query's Hadoop
+                # configuration, must reach the table's files from this one too
+                for key, value in file_system_settings(spark).items():
+                    self._session.conf.set(key, value)
                 # an empty batch is still a commit: it carries the watermark (Delta elides empty commits by default)
                 self._session.conf.set(SKIP_EMPTY_COMMITS_CONF, "false")
         return self._session
@@ -212,5 +228,6 @@ __all__ = [
     "DeltaBatchWriter",
     "SKIP_EMPTY_COMMITS_CONF",
     "USER_METADATA_CONF",
+    "file_system_settings",
     "with_delta_writers",
 ]

@@ -1,13 +1,14 @@
 """Integration tests (JVM): Spark, Kafka and later Delta. Shares the root conftest's ``spark`` fixture; the
-Kafka fixtures (one broker per session) come from :mod:`pyspark_flinkish.testing.fixtures`."""
+Kafka, HDFS and S3 fixtures (one broker, cluster and server per session) come from
+:mod:`pyspark_flinkish.testing.fixtures`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark_flinkish.testing.fixtures import hdfs_cluster, kafka_broker, kafka_topic
+from pyspark_flinkish.testing.fixtures import hdfs_cluster, kafka_broker, kafka_topic, s3_server
 
-__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic"]
+__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic", "s3_server"]
 
 
 def pytest_collection_finish(session: Any) -> None:

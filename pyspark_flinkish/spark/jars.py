@@ -1,7 +1,7 @@
 """The JVM jars pyspark_flinkish needs, fetched from Maven with ``mvn`` into one folder.
 
 ``python -m pyspark_flinkish.spark.jars [DIR]`` (``make jars``) runs ``mvn dependency:copy-dependencies`` on the
-three POMs shipped with the package (``pyspark_flinkish/spark/jvm/``):
+POMs shipped with the package (``pyspark_flinkish/spark/jvm/``):
 
 * ``DIR/spark/``: Delta Lake (``io.delta:delta-spark_<spark major.minor>_2.13``) and Spark's Kafka connector
   (``org.apache.spark:spark-sql-kafka-0-10_2.13``) with their runtime dependencies, minus every jar pyspark
@@ -11,7 +11,12 @@ three POMs shipped with the package (``pyspark_flinkish/spark/jvm/``):
 * ``DIR/hdfs/``: a real HDFS for tests (Hadoop's ``MiniDFSCluster`` from ``org.apache.hadoop:hadoop-client-minicluster``,
   of the Hadoop version pyspark ships, read from its ``jars/hadoop-client-api-<version>.jar``), with the package's
   launcher ``spark/jvm/MiniHdfs.java`` compiled by ``javac`` into ``DIR/hdfs/classes/``; run in its own JVM by
-  :mod:`pyspark_flinkish.testing.hdfs`, never on Spark's classpath.
+  :mod:`pyspark_flinkish.testing.hdfs`, never on Spark's classpath;
+* ``DIR/s3proxy/``: an S3-compatible server for tests (S3Proxy, ``org.gaul:s3proxy``, one jar with its
+  dependencies), run in its own JVM by :mod:`pyspark_flinkish.testing.s3`, never on Spark's classpath;
+* ``DIR/s3a/``: Spark's ``s3a://`` file system, ``org.apache.hadoop:hadoop-aws`` of the Hadoop version pyspark
+  ships (pyspark has none) with the AWS SDK v2 ``software.amazon.awssdk:bundle`` its pom declares (about 690 MB),
+  minus every jar pyspark already ships; for a session that reads or writes ``s3a://`` (:func:`s3a_settings`).
 
 ``DIR`` is ``$PYSPARK_FLINKISH_JARS`` if set, else ``.jars`` in the source checkout the package runs from
 (git-ignored). Fetching is idempotent: a folder that holds a ``.complete`` marker for the same POM (and, for
@@ -35,7 +40,11 @@ POMS: Dict[str, Path] = {
     "spark": _JVM / "spark-pom.xml",
     "kafka": _JVM / "kafka-broker-pom.xml",
     "hdfs": _JVM / "hdfs-minicluster-pom.xml",
+    "s3proxy": _JVM / "s3proxy-pom.xml",
+    "s3a": _JVM / "hadoop-aws-pom.xml",
 }
+_PYSPARK_HADOOP = ("hdfs", "s3a")
+"""Kinds whose Hadoop jars must be of the Hadoop version pyspark ships."""
 HDFS_LAUNCHER = "MiniHdfs"
 """The main class of the HDFS test cluster's JVM (``spark/jvm/MiniHdfs.java``, compiled into ``<jars>/hdfs/classes``)."""
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -107,8 +116,9 @@ def fetched_hadoop_version(directory: Optional[Path] = None) -> Optional[str]:
 
 
 def _overrides(kind: str) -> Dict[str, str]:
-    """POM properties set on mvn's command line (``-Dname=value``): the HDFS cluster's Hadoop is pyspark's own."""
-    return {"hadoop.version": hadoop_version()} if kind == "hdfs" else {}
+    """POM properties set on mvn's command line (``-Dname=value``): the HDFS cluster's and hadoop-aws's Hadoop is
+    pyspark's own."""
+    return {"hadoop.version": hadoop_version()} if kind in _PYSPARK_HADOOP else {}
 
 
 def coordinates(kind: str = "spark") -> List[str]:
@@ -212,7 +222,7 @@ def fetch(directory: Optional[Path] = None, quiet: bool = True) -> Path:
         if quiet:
             cmd.insert(1, "-q")
         subprocess.run(cmd, check=True)
-        if kind == "spark":
+        if kind in ("spark", "s3a"):  # on Spark's classpath: never a second copy of a jar pyspark ships
             shipped = _pyspark_artifacts()
             for jar in folder.glob("*.jar"):
                 if _artifact(jar.name) in shipped:
@@ -220,6 +230,14 @@ def fetch(directory: Optional[Path] = None, quiet: bool = True) -> Path:
         (folder / ".complete").write_text(_stamp(kind))
     hdfs_launcher(base)
     return base
+
+
+def s3a_settings(directory: Optional[Path] = None) -> Dict[str, str]:
+    """Spark settings that put the fetched ``s3a`` jars (hadoop-aws and the AWS SDK bundle) on the classpath of a
+    local session's JVM (``spark.driver.extraClassPath``: local mode runs its executors there, and the jars are
+    not copied to an executors' folder as ``spark.jars`` would, about 690 MB). Empty when they were not fetched."""
+    found = jars("s3a", directory)
+    return {"spark.driver.extraClassPath": os.pathsep.join(found)} if found else {}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -246,4 +264,5 @@ __all__ = [
     "fetch",
     "main",
     "pyspark_jars_dir",
+    "s3a_settings",
 ]

@@ -1,5 +1,5 @@
-"""pytest fixtures for pipelines that read Kafka or use HDFS: a broker per test session, fresh topics per test, and
-a test HDFS (``MiniDFSCluster``) per test session.
+"""pytest fixtures for pipelines that read Kafka or use HDFS or S3: a broker per test session, fresh topics per test,
+a test HDFS (``MiniDFSCluster``) per test session and an S3-compatible server (S3Proxy) per test session.
 
 A module of fixtures only, so that it can be registered as a pytest plugin (an entry point in the
 ``pytest11`` group pointing here, or ``-p pyspark_flinkish.testing.fixtures``); this repository's ``tests/``
@@ -16,8 +16,9 @@ import pytest
 
 from .hdfs import MiniHdfs
 from .kafka import KafkaBroker
+from .s3 import S3Proxy
 
-__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic"]
+__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic", "s3_server"]
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +64,23 @@ def hdfs_cluster() -> Iterator[MiniHdfs]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Proxy]:
+    """One S3-compatible server (S3Proxy on 127.0.0.1, own JVM, objects in a temporary folder) for the whole test
+    session, stopped at its end.
+
+    Yields the running :class:`~pyspark_flinkish.testing.s3.S3Proxy`: ``s3_server.create_bucket(name)`` makes a
+    bucket, ``s3_server.hadoop_settings()`` are the ``fs.s3a.*`` settings of a Spark session that reaches it
+    (with the ``s3a`` jars of ``make jars`` on its classpath: ``pyspark_flinkish.spark.jars.s3a_settings()``) and
+    ``s3_server.filesystem()`` a pyarrow S3 client. Its buckets are shared by every test of the session: give each
+    test its own bucket or paths. When the jar is missing, the error says how to fetch it (``make jars``); a
+    server that does not answer within 60 s fails with its log's tail.
+    """
+    server = S3Proxy()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -20,9 +20,12 @@ Fixtures:
 * ``hdfs_cluster`` -- a test HDFS (Hadoop's ``MiniDFSCluster``, one NameNode and one DataNode, own JVM) per test
   session: a :class:`~pyspark_flinkish.testing.hdfs.MiniHdfs` with ``.uri`` (``hdfs://127.0.0.1:<port>``) and
   ``.client()`` (:mod:`pyspark_flinkish.testing.fixtures`).
+* ``s3_server`` -- an S3-compatible server (S3Proxy, own JVM) per test session: a
+  :class:`~pyspark_flinkish.testing.s3.S3Proxy` with ``.create_bucket(name)``, ``.hadoop_settings()`` (the
+  ``fs.s3a.*`` of a Spark session that reaches it) and ``.filesystem()`` (:mod:`pyspark_flinkish.testing.fixtures`).
 
 Importing this module imports neither pyspark nor kafka-python nor hdfs-native, and starts no JVM: only the Spark,
-Kafka and HDFS fixtures do, when a test requests them.
+Kafka, HDFS and S3 fixtures do, when a test requests them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 import pytest
 
 from ..core.clock import ManualClock
-from .fixtures import hdfs_cluster, kafka_broker, kafka_topic
+from .fixtures import hdfs_cluster, kafka_broker, kafka_topic, s3_server
 from .harness import KeyedProcessHarness, OneInputHarness, WindowHarness
 
 if TYPE_CHECKING:
@@ -52,6 +55,7 @@ __all__ = [
     "kafka_broker",
     "kafka_topic",
     "keyed_process_harness",
+    "s3_server",
     "window_harness",
 ]
 

@@ -28,7 +28,8 @@ $(STAMP):
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-# Delta, the Kafka connector and a Kafka broker from Maven (`mvn`), into the git-ignored .jars/ (once).
+# Delta, the Kafka connector, a Kafka broker, a test HDFS, a test S3 server (S3Proxy) and Spark's s3a (hadoop-aws and
+# the AWS SDK bundle, about 690 MB) from Maven (`mvn`), into the git-ignored .jars/ (once).
 jars: setup
 	$(VPY) -m pyspark_flinkish.spark.jars
 

@@ -1,12 +1,14 @@
-"""A test service that runs in a JVM of its own (the Kafka broker of :mod:`.kafka`, the test HDFS of :mod:`.hdfs`):
-its working directory (temporary, or a kept ``data_dir``), its log file, how its process is launched and ended.
-A subclass builds the command line, starts the service and waits until it serves (``start()``)."""
+"""A test service that runs in a JVM of its own (the Kafka broker of :mod:`.kafka`, the test HDFS of :mod:`.hdfs`,
+the S3 server of :mod:`.s3`): its working directory (temporary, or a kept ``data_dir``), its log file, how its process
+is launched and ended, and a free port for it. A subclass builds the command line, starts the service and waits until
+it serves (``start()``)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+import socket
 import subprocess
 from pathlib import Path
 from typing import IO, Any, List, Optional
@@ -16,6 +18,13 @@ def default_java() -> str:
     """``$JAVA_HOME/bin/java``, else ``java`` on ``PATH``."""
     home = os.environ.get("JAVA_HOME")
     return os.path.join(home, "bin", "java") if home else "java"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that no one listens on now (the operating system's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class JvmProcess:
@@ -97,4 +106,4 @@ class JvmProcess:
         self.stop()
 
 
-__all__ = ["JvmProcess", "default_java"]
+__all__ = ["JvmProcess", "default_java", "free_port"]

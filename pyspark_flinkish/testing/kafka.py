@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ..core.errors import FlinkishError
-from .jvm_process import JvmProcess
+from .jvm_process import JvmProcess, free_port
 
 __all__ = ["KafkaBroker", "KafkaBrokerError", "random_cluster_id"]
 
@@ -48,12 +48,6 @@ logger.state.level = WARN
 
 class KafkaBrokerError(FlinkishError, RuntimeError):
     """The test broker could not be started, formatted or reached; the message holds its log's tail."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def random_cluster_id() -> str:
@@ -185,9 +179,9 @@ class KafkaBroker(JvmProcess):
                 self._formatted = (self.data_dir / "data" / "meta.properties").exists()
             else:
                 self.directory = Path(tempfile.mkdtemp(prefix="flinkish-kafka-"))
-            self.port, self.controller_port = _free_port(), _free_port()
+            self.port, self.controller_port = free_port(), free_port()
             while self.controller_port == self.port:
-                self.controller_port = _free_port()
+                self.controller_port = free_port()
         try:
             props = self.directory / "server.properties"
             props.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..core.errors import FlinkishError
-from .jvm_process import JvmProcess
+from .jvm_process import JvmProcess, free_port
 
 __all__ = ["S3Proxy", "S3ProxyError", "s3proxy_classpath"]
 
@@ -39,12 +39,6 @@ MAIN_CLASS = "org.gaul.s3proxy.Main"
 
 class S3ProxyError(FlinkishError, RuntimeError):
     """The test S3 server could not be started or reached; the message holds its log's tail."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def s3proxy_classpath(directory: Optional[Path] = None) -> List[str]:
@@ -173,7 +167,7 @@ class S3Proxy(JvmProcess):
         else:
             self.directory = Path(tempfile.mkdtemp(prefix="flinkish-s3-"))
         try:
-            self.port = self.requested_port or _free_port()
+            self.port = self.requested_port or free_port()
             blobs = self.directory / "blobs"
             blobs.mkdir(exist_ok=True)
             props = self.directory / "s3proxy.conf"

@@ -32,6 +32,7 @@ from pyspark_flinkish.spark.far_future import FutureRecords, position
 from pyspark_flinkish.spark.kafka import malformed_reason
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import FUTURE_SAMPLES
+from pyspark_flinkish.spark.sink_frames import SinkFrame
 
 SCHEMA = T.StructType(
     [
@@ -182,12 +183,12 @@ def test_dead_letter_sinks_are_added_after_the_users_transformations(caplog: pyt
     assert [s.inputs[0].inputs[0] for s in added] == routes
     assert "/ck/dead_letters" in caplog.text and caplog.text.count("dead-letter Delta table") == 1
     plan = [user, other, *added]
-    assert dead_letter_counts(plan, {0: [1], 2: [1, 2], 3: [3]}) == {"orders": 3}
+    assert dead_letter_counts(plan, {0: 1, 2: 2, 3: 1}) == {"orders": 3}
 
 
 def test_dead_letter_writer_commits_nothing_for_an_empty_batch() -> None:
     writer = DeadLetterWriter("orders", DeltaSink.for_path("/nowhere"))
-    writer(None, [], 3, {})  # no Spark, no Delta: an empty batch must not touch either
+    writer(None, SinkFrame(None, DEAD_LETTER_TYPE, 0), 3, {})  # no Spark, no Delta: an empty batch touches neither
     assert writer.delta.commits == 0
 
 

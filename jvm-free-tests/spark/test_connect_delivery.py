@@ -23,11 +23,10 @@ from pyspark_flinkish.spark.connect import (
     ClientDelivery,
     Outbox,
     RemoteBatchFunction,
-    is_client_sink,
     is_connect,
     remote_batch_function,
 )
-from pyspark_flinkish.spark.delivery import deliver_values
+from pyspark_flinkish.spark.delivery import deliver_values, is_client_sink
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -120,8 +120,9 @@ class ForeachBatchSpec(NodeSpec):
 
 @dataclass(eq=False, kw_only=True)
 class BatchWriterSinkSpec(NodeSpec):
-    """A sink written one micro-batch at a time by ``writer(spark, values, batch_id, context)``, which the executor
-    that runs the job builds (None until then)."""
+    """A sink written one micro-batch at a time by ``writer(spark, frame, batch_id, context)``, which the executor
+    that runs the job builds (None until then); ``frame`` holds the batch's records where the executor keeps them
+    (on Spark a ``SinkFrame``: a DataFrame written by the executors)."""
 
     writer: Any = None
 

@@ -39,6 +39,7 @@ class ChainRunner:
         self.now = now
         self.partitions = partitions
         self.rows: List[Dict[str, Any]] = []
+        self.sink_counts: Dict[int, int] = {}  # records this task sent to each sink (``count`` rows)
         self.stats: Dict[Tuple[int, Optional[str]], List[int]] = {}
         self._ops: Dict[int, StreamOperator] = {}
         self._outputs: Dict[int, ChainOutput] = {}  # the output each operator was opened with (never op.output)
@@ -85,6 +86,7 @@ class ChainRunner:
     def _push(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
         node = self.plan.nodes[index]
         if node.kind == "sink":
+            self.sink_counts[index] = self.sink_counts.get(index, 0) + 1
             self.rows.append(
                 {
                     "kind": "rec",
@@ -156,6 +158,14 @@ class ChainRunner:
                 "ord": order,
             }
         )
+
+    def output_rows(self) -> List[Dict[str, Any]]:
+        """The task's rows, then one ``count`` row per sink it sent records to (``stat_count``: how many): the
+        driver learns each sink's size from these, without reading its records (``spark/sink_frames.py``)."""
+        counts = [
+            {"kind": "count", "dest": index, "sp": -1, "stat_count": n} for index, n in sorted(self.sink_counts.items())
+        ]
+        return self.rows + counts
 
     def finish(self) -> None:
         """The task's input is done: every async operator (``AsyncDataStream``) it ran runs its requests and emits
@@ -302,7 +312,7 @@ def route_records(
 
 
 def _routed_frame(runner: ChainRunner) -> Any:
-    rows = runner.rows + [
+    rows = runner.output_rows() + [
         {"kind": "stat", "dest": node, "sp": -1, "part": part, "stat_max": mx, "stat_count": n, "stat_batch": b}
         for (node, part), (mx, n, b) in runner.stats.items()
     ]

@@ -40,7 +40,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
 
 from ..core.clock import ManualClock
 from ..core.errors import UnsupportedFeatureError
-from ..datastream.plan import BatchWriterSinkSpec, ForeachBatchSpec, Transformation
+from ..datastream.plan import Transformation
 from . import storage
 from .checkpoint import write_atomically
 from .error_transport import reported_to_driver
@@ -62,12 +62,6 @@ def set_log_level(spark: Any, level: str) -> None:
     client: the server's log level is the server's configuration)."""
     if not is_connect(spark):
         spark.sparkContext.setLogLevel(level)
-
-
-def is_client_sink(t: Transformation) -> bool:
-    """True for a sink that hands values to the user's Python (``add_sink``, ``print``, ``execute_and_collect``),
-    False for one that writes through Spark (``foreach_batch``, ``DeltaSink`` and other batch writers)."""
-    return t.kind == "sink" and not isinstance(t.spec, (BatchWriterSinkSpec, ForeachBatchSpec))
 
 
 def check_connect_job(env: Any) -> None:
@@ -393,7 +387,6 @@ __all__ = [
     "Outbox",
     "RemoteBatchFunction",
     "check_connect_job",
-    "is_client_sink",
     "is_connect",
     "package_zip",
     "remote_batch_function",

@@ -27,6 +27,7 @@ from ..datastream.connectors.kafka import DEAD_LETTER_COLUMNS, MalformedRecord
 from ..datastream.plan import BatchWriterSinkSpec, DeadLetterRouteSpec, Transformation, topological
 from . import storage
 from .checkpoint import spark_query_id
+from .sink_frames import SinkFrame
 
 _log = logging.getLogger("pyspark_flinkish.spark.dead_letters")
 
@@ -72,7 +73,8 @@ def query_id(checkpoint: str) -> str:
 
 class DeadLetterWriter:
     """The batch writer of one source's dead-letter sink (called on the driver with the batch's
-    :class:`MalformedRecord`s; see the module docstring)."""
+    :class:`MalformedRecord`s as a :class:`~.sink_frames.SinkFrame`: the rows are made and written on the
+    executors; see the module docstring)."""
 
     def __init__(self, source: str, table: DeltaSink) -> None:
         from .delta import DeltaBatchWriter
@@ -81,18 +83,23 @@ class DeadLetterWriter:
         self.table = table
         self.delta = DeltaBatchWriter(table, DEAD_LETTER_TYPE)
 
-    def __call__(self, spark: Any, values: List[Any], batch_id: int, context: Dict[str, Any]) -> None:
-        if not values:
+    def __call__(self, spark: Any, frame: SinkFrame, batch_id: int, context: Dict[str, Any]) -> None:
+        if frame.count == 0:
             return  # nothing to commit; a replay of a batch that had dead letters is found in the log and skipped
         now = _dt.datetime.now(_dt.UTC)
         qid = query_id(context.get("checkpoint", ""))
-        rows = [dead_letter_row(v, self.source, batch_id, now, qid) for v in values]
+        source = self.source
+
+        def row(record: MalformedRecord) -> tuple:  # type: ignore[type-arg]
+            return dead_letter_row(record, source, batch_id, now, qid)  # on the executors
+
+        letters = SinkFrame(frame.rows, DEAD_LETTER_TYPE, frame.count, convert=row)
         try:
-            self.delta(spark, rows, batch_id, context)
+            self.delta(spark, letters, batch_id, context)
         except Exception as exc:
             cause = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             msg = (
-                f"could not write {len(rows)} dead letters of Kafka source {self.source!r} (batch {batch_id}) to the "
+                f"could not write {frame.count} dead letters of Kafka source {self.source!r} (batch {batch_id}) to the "
                 f"Delta table {self.table.target}: {cause}. Check that Delta Lake is on Spark's classpath and that "
                 "the table, if it exists, has the dead-letter schema; or choose another malformed-records policy"
             )
@@ -140,13 +147,14 @@ def with_dead_letter_sinks(sinks: List[Transformation], checkpoint: str) -> List
     return out
 
 
-def dead_letter_counts(transformations: List[Transformation], by_sink: Dict[int, List[Any]]) -> Dict[str, int]:
-    """Dead letters written this batch, per source name (the driver's progress ``dead_letters``)."""
+def dead_letter_counts(transformations: List[Transformation], sink_counts: Dict[int, int]) -> Dict[str, int]:
+    """Dead letters written this batch, per source name (the driver's progress ``dead_letters``), from the
+    records per sink (``sink_counts``: plan index -> count)."""
     out: Dict[str, int] = {}
-    for i, rows in by_sink.items():
+    for i, n in sink_counts.items():
         spec = transformations[i].spec
         if isinstance(spec, DeadLetterSinkSpec):
-            out[spec.source] = out.get(spec.source, 0) + len(rows)
+            out[spec.source] = out.get(spec.source, 0) + n
     return out
 
 

@@ -1,4 +1,13 @@
-"""Sinks on Spark: how a sink gets its values of one micro-batch (on the driver, in Flink's order).
+"""Sinks on Spark: how a sink gets its records of one micro-batch.
+
+Two kinds of sink, two paths:
+
+* a sink that writes through Spark (``DeltaSink`` and other batch writers, the dead-letter tables, ``foreach_batch``)
+  gets a :class:`~.sink_frames.SinkFrame`: its records stay on the executors and are written by them
+  (:func:`deliver_frame`);
+* PyFlink's driver-side sinks (``add_sink(callable)``, ``print``, ``execute_and_collect``), which hand each value to
+  Python code, get the values on the driver, in Flink's order (:func:`deliver_values`): only they bring records to
+  the driver (:func:`is_client_sink`).
 """
 
 from __future__ import annotations
@@ -8,40 +17,55 @@ from typing import Any, Dict, List, Optional
 from ..core.errors import UserFunctionError
 from ..core.operators import call_user, in_node, short
 from ..datastream.plan import BatchWriterSinkSpec, ForeachBatchSpec, Transformation
+from .sink_frames import SinkFrame
+
+
+def is_client_sink(t: Transformation) -> bool:
+    """True for a sink that hands values to the user's Python (``add_sink``, ``print``, ``execute_and_collect``):
+    its records are collected on the driver; False for one that writes through Spark (``foreach_batch``,
+    ``DeltaSink`` and other batch writers), whose records stay on the executors."""
+    return t.kind == "sink" and not isinstance(t.spec, (BatchWriterSinkSpec, ForeachBatchSpec))
 
 
 def deliver_values(
     spark: Any, t: Transformation, values: List[Any], batch_id: int, context: Optional[Dict[str, Any]] = None
 ) -> None:
-    """Hand a sink its values of one micro-batch: a typed DataFrame for ``foreach_batch``, the values and the
-    ``context`` (checkpoint, sink uid, the sink's input watermark after the batch) for a ``batch_writer`` such as
-    :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`, else one call per value.
+    """Hand a driver-side sink (:func:`is_client_sink`) its values of one micro-batch, one call per value.
 
     On a Spark Connect session this runs in the server's Python: the ``context``'s ``outbox`` (:class:`.connect.Outbox`)
-    then takes the values of a sink that hands them to the user's Python (``sink_index`` names it), and the client
-    delivers them in its own process."""
+    then takes the values (``sink_index`` names the sink), and the client delivers them in its own process."""
     outbox = (context or {}).get("outbox")
-    if outbox is not None and not isinstance(t.spec, (BatchWriterSinkSpec, ForeachBatchSpec)):
+    if outbox is not None:
         outbox.write(batch_id, int((context or {})["sink_index"]), values)
-        return
-    if isinstance(t.spec, BatchWriterSinkSpec):
-        t.spec.writer(spark, values, batch_id, context or {})
         return
     uid = (context or {}).get("sink_uid") or t.uid or t.name
     try:
-        if isinstance(t.spec, ForeachBatchSpec):
-            from .types import to_rows, to_spark_type
+        for v in values:
+            call_user(t.sink, lambda v=v: f"{t.name}: sink function on {short(v)}", v)
+    except UserFunctionError as exc:
+        raise in_node(exc, t.name, uid)  # noqa: B904 (its cause is the user's exception)
 
-            output_type = t.inputs[0].output_type
-            df = spark.createDataFrame(to_rows(values, output_type), to_spark_type(output_type))
-            call_user(t.spec.function, lambda: f"{t.name}: foreach_batch function (batch {batch_id})", df, batch_id)
-        else:
-            for v in values:
-                call_user(t.sink, lambda v=v: f"{t.name}: sink function on {short(v)}", v)
+
+def deliver_frame(
+    spark: Any, t: Transformation, frame: SinkFrame, batch_id: int, context: Optional[Dict[str, Any]] = None
+) -> None:
+    """Hand a sink that writes through Spark its records of one micro-batch as a :class:`~.sink_frames.SinkFrame`:
+    a ``batch_writer`` (such as :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`'s) gets the frame
+    and the ``context`` (checkpoint, sink uid, the sink's input watermark after the batch); ``foreach_batch`` gets
+    the typed DataFrame (rows in no particular order)."""
+    if isinstance(t.spec, BatchWriterSinkSpec):
+        t.spec.writer(spark, frame, batch_id, context or {})
+        return
+    uid = (context or {}).get("sink_uid") or t.uid or t.name
+    try:
+        df = frame.typed()
+        call_user(t.spec.function, lambda: f"{t.name}: foreach_batch function (batch {batch_id})", df, batch_id)  # type: ignore[union-attr]
     except UserFunctionError as exc:
         raise in_node(exc, t.name, uid)  # noqa: B904 (its cause is the user's exception)
 
 
 __all__ = [
+    "deliver_frame",
     "deliver_values",
+    "is_client_sink",
 ]

@@ -29,24 +29,14 @@ import contextlib
 import logging
 import threading
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional
 
 from ..datastream.plan import DeltaSinkSpec, Transformation
 from .delta_commits import app_id, commit_metadata, last_committed_batch, table_identifier
+from .sink_frames import SinkFrame
 
 _log = logging.getLogger("pyspark_flinkish.spark.delta")
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-
-
-def _last_wins(rows: List[tuple], names: Sequence[str], keys: Sequence[str]) -> List[tuple]:  # type: ignore[type-arg]
-    """One row per merge key: the last in emission order."""
-    idx = [list(names).index(k) for k in keys]
-    latest: Dict[tuple, tuple] = {}  # type: ignore[type-arg]
-    for r in rows:
-        k = tuple(r[i] for i in idx)
-        latest.pop(k, None)
-        latest[k] = r
-    return list(latest.values())
 
 
 # ---------------------------------------------------------------------------------------------- writer
@@ -70,12 +60,14 @@ def file_system_settings(spark: Any) -> Dict[str, str]:
 class DeltaBatchWriter:
     """Writes one sink's micro-batches to a Delta table, exactly once per (query, sink, batch id).
 
-    Called on the driver by both executors with the batch's values in Flink's order and a context
-    (``checkpoint``, ``sink_uid``, ``watermark``). Lifecycle: one instance per sink of a pipeline; the table is
+    Called on the driver by both executors with the batch's records as a :class:`~.sink_frames.SinkFrame` (they stay
+    on the executors, which write the files; the driver commits) and a context (``checkpoint``, ``sink_uid``,
+    ``watermark``); a merge keeps each key's last record in Flink's order
+    (:meth:`~.sink_frames.SinkFrame.last_per_key`). Lifecycle: one instance per sink of a pipeline; the table is
     created (with the change data feed on) at the first batch if it does not exist.
 
     Everything goes through Spark SQL and the DataFrame writer (``CREATE TABLE IF NOT EXISTS``, ``MERGE INTO`` over a
-    temporary view, ``DESCRIBE HISTORY``), never delta-spark's ``DeltaTable`` API, so that the same code runs on a
+    global temporary view, ``DESCRIBE HISTORY``), never delta-spark's ``DeltaTable`` API, so that the same code runs on a
     Spark Connect session without Delta Connect. The Delta settings a write needs (``userMetadata`` of a MERGE,
     recording an empty commit) are session settings: on a classic session they are set on a session of the
     writer's own (``newSession()``); a Connect session has none, so they are set on the job's session for the
@@ -92,6 +84,7 @@ class DeltaBatchWriter:
         self._last: Dict[str, Optional[int]] = {}  # app id -> the newest batch id of it in the table (None: none)
         self.commits = 0  # commits made by this instance
         self.skipped = 0  # replayed batches found already committed and not written again
+        self.rows_written = 0  # records committed by this instance
 
     def __getstate__(self) -> Dict[str, Any]:
         state = dict(self.__dict__)
@@ -157,13 +150,13 @@ class DeltaBatchWriter:
         )
         self._table_ready = True
 
-    def __call__(self, spark: Any, values: List[Any], batch_id: int, context: Dict[str, Any]) -> None:
-        from .types import to_rows, to_spark_type
+    def __call__(self, spark: Any, frame: SinkFrame, batch_id: int, context: Dict[str, Any]) -> None:
+        """Commit the batch's records (``frame``, still on the executors) unless this batch id is committed."""
+        from .types import to_spark_type
 
         with self._lock:
-            session = self._own_session(spark)
+            session = self._own_session(frame.session)
             schema = to_spark_type(self.output_type)
-            rows = to_rows(values, self.output_type)
             app = app_id(context.get("checkpoint", ""), str(context.get("sink_uid", "sink")))
             metadata = commit_metadata(context.get("watermark"), batch_id, app)
             self._ensure_table(session, schema)
@@ -175,17 +168,22 @@ class DeltaBatchWriter:
                 _log.info("Delta sink %s: batch %d is already committed (last: %d); not written again", app, batch_id, last)
                 return
             try:
-                if self.sink.merge_keys and rows:
-                    self._merge(session, _last_wins(rows, schema.names, self.sink.merge_keys), schema, metadata)
+                if frame.count == 0:  # still a commit: it carries the watermark
+                    self._append(session, session.createDataFrame([], schema), metadata, empty=True)
+                elif self.sink.merge_keys:
+                    self._merge(session, frame.last_per_key(self.sink.merge_keys, self.output_type), metadata)
                 else:
-                    self._append(session, session.createDataFrame(rows, schema), metadata, empty=not rows)
+                    self._append(session, frame.typed(self.output_type), metadata, empty=False)
             except BaseException:
                 del self._last[app]  # the commit may have happened: read the log again before the next write
                 raise
             self._last[app] = batch_id
             self.commits += 1
+            self.rows_written += frame.count
 
     def _append(self, spark: Any, df: Any, metadata: str, empty: bool) -> None:
+        """Append ``df`` (written by the executors: ``df.write`` runs in the session ``df`` belongs to) with the
+        commit's ``userMetadata``."""
         writer = df.write.format("delta").mode("append").option("userMetadata", metadata)
         if self.sink.partition_by:
             writer = writer.partitionBy(*self.sink.partition_by)
@@ -196,18 +194,20 @@ class DeltaBatchWriter:
             else:
                 writer.saveAsTable(self.sink.table)
 
-    def _merge(self, spark: Any, rows: List[tuple], schema: Any, metadata: str) -> None:  # type: ignore[type-arg]
+    def _merge(self, spark: Any, df: Any, metadata: str) -> None:
+        """MERGE ``df`` (one row per merge key) into the table on the writer's session ``spark``: ``df`` belongs to
+        the query's session, so it is reached through a global temporary view (visible to every session)."""
         view = f"flinkish_delta_merge_{uuid.uuid4().hex}"
-        spark.createDataFrame(rows, schema).createOrReplaceTempView(view)
+        df.createOrReplaceGlobalTempView(view)
         condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in self.sink.merge_keys)
         try:
             with self._settings(spark, {USER_METADATA_CONF: metadata}):
                 spark.sql(
-                    f"MERGE INTO {table_identifier(self.sink.path, self.sink.table)} AS t USING {view} AS s ON {condition} "
-                    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+                    f"MERGE INTO {table_identifier(self.sink.path, self.sink.table)} AS t USING global_temp.{view} AS s "
+                    f"ON {condition} WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
                 )
         finally:
-            spark.catalog.dropTempView(view)
+            spark.catalog.dropGlobalTempView(view)
 
 
 def _quote(name: str) -> str:

@@ -48,7 +48,7 @@ from .checkpoint import (
     write_meta,
 )
 from .checkpoint_migration import migrate_pickled_checkpoint
-from .delivery import deliver_values
+from .delivery import deliver_frame, deliver_values, is_client_sink
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import package_error_from
 from .far_future import FutureRecords
@@ -59,6 +59,7 @@ from .replay import replay_stream
 from .rows import ROW_DDL, loads
 from .savepoint import restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
+from .sink_frames import SinkFrame, sink_rows
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
 from .ticks import needs_ticks, read_due, tick_stream, write_due
 
@@ -126,6 +127,11 @@ class ForeachBatchDriver:
         self.fused = self._fused_source()
         self.step_watermarks: Dict[int, Optional[int]] = {}
         self.outbox: Any = None  # Spark Connect: where client sinks' values go (``spark/connect.py``)
+        # the sinks whose records the driver collects (add_sink, print, execute_and_collect); the others' stay on
+        # the executors and reach their writers as DataFrames (``spark/sink_frames.py``)
+        self.client_sinks = [i for i in self.plan.sinks if is_client_sink(self.plan.transformations[i])]
+        self.sink_counts: Dict[int, int] = {}  # records per sink in the batch (from the tasks' count rows)
+        self.collected_rows = 0  # rows the driver collected in the batch (coordination and driver-side sinks)
 
     # -- set-up
     def _new_graph(self) -> LocalExecutor:
@@ -359,6 +365,8 @@ class ForeachBatchDriver:
         self.durations = {}
         self.input_counts = {}
         self.metric_rows = []
+        self.sink_counts = {}
+        self.collected_rows = 0
         self.future = None
         start = time.perf_counter()
         with self._phase("open"):
@@ -367,8 +375,9 @@ class ForeachBatchDriver:
         explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
         if self.stepper is not None:
             steps, explicit = self.stepper(self, df, batch_id)
-        by_sink: Dict[int, List[Any]] = {i: [] for i in self.plan.sinks}
+        by_sink: Dict[int, List[Any]] = {i: [] for i in self.client_sinks}
         materialized: List[Any] = []
+        step_outputs: List[List[Any]] = []  # per step: the DataFrames whose rows hold the sinks' records
         batch_index: Optional[int] = None
         for n, (step_df, step_watermarks) in enumerate(zip(steps, explicit)):
             self.step_watermarks = step_watermarks  # explicit source watermarks after this step (hook)
@@ -376,19 +385,24 @@ class ForeachBatchDriver:
                 self.enter_replay_batch(replay_indices[n])
             # one Flink micro-batch: its rows, then its watermark (a Spark batch holds several replay batches
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
-            step_rows, step_frames, batch_index = self._step(step_df, batch_id)  # later steps continue from its state
+            step_rows, step_frames, outputs, batch_index = self._step(step_df, batch_id)  # later steps go on from its state
             if batch_index is not None:
                 for uid, source in self._replay_sources():
                     if batch_index < len(source.batches):  # (not the end-of-input file after the last)
                         self.positions[uid] = {"replay_batch": batch_index}
             materialized.extend(step_frames)
+            step_outputs.append(outputs)
             with self._phase("sort"):
                 for sink_index, rows in step_rows.items():
                     rows.sort(key=lambda r: list(r["ord"]))
                     by_sink[sink_index].extend(rows)
         with self._phase("deliver"):
-            for sink_index, rows in by_sink.items():  # one delivery per Spark batch id: sinks stay idempotent
-                self._deliver(self.plan.transformations[sink_index], rows, batch_id)
+            for sink_index in self.plan.sinks:  # one delivery per Spark batch id: sinks stay idempotent
+                t = self.plan.transformations[sink_index]
+                if sink_index in by_sink:
+                    self._deliver(t, by_sink[sink_index], batch_id)
+                else:
+                    self._deliver_frame(t, self._frame(sink_index, step_outputs), batch_id)
         with self._phase("commit"):
             for m in materialized:
                 m.unpersist()
@@ -410,7 +424,7 @@ class ForeachBatchDriver:
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
             "watermarks": self.operator_watermarks(),
             "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
-            **progress_counters(self, by_sink),
+            **progress_counters(self, self.sink_counts),
         }
         progress["sources"] = source_metrics(progress)
         progress["operators"] = operator_metrics(self, now)
@@ -482,10 +496,11 @@ class ForeachBatchDriver:
             partials = partials.unionByName(self._heartbeats)
             args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, self.manifests())
             cogrouped = partials.groupBy("__sp").cogroup(others.groupBy("__sp"))
-            keyed = cogrouped.applyInPandas(columnar.columnar_function(*args), ROW_DDL)
+            # persisted: the collect computes it (state written once), the sinks' frames and later levels read it
+            keyed = cogrouped.applyInPandas(columnar.columnar_function(*args), ROW_DDL).persist()
         if plan.levels[1:]:
-            keyed = keyed.persist()
-            keyed.count()  # materialise before later levels read it; otherwise the sinks' collect computes it
+            with self._phase("keyed level 1"):
+                keyed.count()  # materialise before later levels read it
         return self._levels_and_sinks([keyed], [keyed], plan.levels[1:], wm_prev, wm_new, now, batch_id) + (
             batch_index,
         )
@@ -565,21 +580,30 @@ class ForeachBatchDriver:
             outputs.append(keyed)
             materialized.append(keyed)
 
-        by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}
+        by_sink: Dict[int, List[Any]] = {i: [] for i in self.client_sinks}
         step = len({s for s, _, _ in self.metric_rows})
-        with self._phase("collect"):  # one Spark job: the sinks' rows of every stage and the keyed metric rows
-            wanted = F.col("dest").isin(plan.sinks) | (F.col("kind") == "metric")
-            selected = [o.filter(wanted).select("kind", "dest", "value", "ord") for o in outputs]
+        with self._phase("collect"):
+            # one Spark job: the keyed metric rows, the sinks' record counts and the rows of the sinks that hand
+            # records to Python on the driver (add_sink, print, execute_and_collect); every other sink's records
+            # stay on the executors (``_frames``)
+            wanted = F.col("kind").isin("metric", "count")
+            if self.client_sinks:
+                wanted = wanted | ((F.col("kind") == "rec") & F.col("dest").isin(self.client_sinks))
+            selected = [o.filter(wanted).select("kind", "dest", "value", "ord", "stat_count") for o in outputs]
             rows = selected[0]
             for o in selected[1:]:
                 rows = rows.unionByName(o)
-            for r in rows.collect():
+            collected = rows.collect()
+            self.collected_rows += len(collected)
+            for r in collected:
                 if r["kind"] == "metric":
                     self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
+                elif r["kind"] == "count":
+                    self.sink_counts[int(r["dest"])] = self.sink_counts.get(int(r["dest"]), 0) + int(r["stat_count"])
                 else:
                     by_sink[int(r["dest"])].append(r)
         self._record_manifests([m for m in self.metric_rows if m[0] == step])
-        return by_sink, materialized
+        return by_sink, materialized, outputs
 
     def _take_future(self, rows: List[Any], now: int) -> List[Any]:
         """Record the ``future`` rows (far-future records, see ``spark/rows.py``); returns the other rows."""
@@ -644,15 +668,34 @@ class ForeachBatchDriver:
                     runner.end_input()
         return batch_index
 
-    def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:
-        context = {
+    def _context(self, t: Transformation) -> Dict[str, Any]:
+        return {
             "checkpoint": self.checkpoint,
             "sink_uid": self.plan.nodes[self.plan.transformations.index(t)].uid,
             "watermark": self.watermark_graph.nodes[t.id].valve.last_output,  # the sink's input, after the batch
             "sink_index": self.plan.transformations.index(t),
             "outbox": self.outbox,
         }
-        deliver_values(self.spark, t, [loads(r["value"]) for r in rows], batch_id, context)
+
+    def _deliver(self, t: Transformation, rows: List[Any], batch_id: int) -> None:
+        """Hand a driver-side sink (``add_sink``, ``print``, ``execute_and_collect``) its values, in Flink's order."""
+        deliver_values(self.spark, t, [loads(r["value"]) for r in rows], batch_id, self._context(t))
+
+    def _frame(self, sink_index: int, step_outputs: List[List[Any]]) -> SinkFrame:
+        """Sink ``sink_index``'s records of the batch (every step's), left on the executors."""
+        from pyspark.sql import functions as F
+
+        frames = [sink_rows(outputs, sink_index, F.lit(n).cast("long")) for n, outputs in enumerate(step_outputs)]
+        rows = frames[0]
+        for f in frames[1:]:
+            rows = rows.unionByName(f)
+        t = self.plan.transformations[sink_index]
+        return SinkFrame(rows, t.inputs[0].output_type, self.sink_counts.get(sink_index, 0))
+
+    def _deliver_frame(self, t: Transformation, frame: SinkFrame, batch_id: int) -> None:
+        """Hand a sink that writes through Spark (``DeltaSink``, dead letters, ``foreach_batch``) its records as a
+        DataFrame: written by the executors."""
+        deliver_frame(self.spark, t, frame, batch_id, self._context(t))
 
 
 def _source_stepper(plan: ExecPlan) -> Optional[Callable[..., Any]]:

@@ -5,7 +5,7 @@ passed as ``driver``) after the batch.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from ..datastream.plan import AsyncWaitSpec
 from ..monitoring import OPERATOR_COUNTERS, async_metrics, merge_partitions, watermark_lag
@@ -54,11 +54,13 @@ def operator_metrics(driver: Any, processing_time: Optional[int] = None) -> Dict
         out[driver.plan.nodes[i].uid] = entry
     return out
 
-def progress_counters(driver: Any, by_sink: Dict[int, List[Any]]) -> Dict[str, Any]:
+def progress_counters(driver: Any, sink_counts: Dict[int, int]) -> Dict[str, Any]:
     """``input_records`` (this batch, per source and partition), ``source_watermarks`` (per source and
-    partition, None while idle), ``sink_records`` (records delivered to each sink this batch, by sink uid),
-    ``dead_letters`` (malformed records written to dead-letter tables, per source) and ``future_records``
-    (records more than ``future_horizon_ms`` ahead of processing time, per source and partition)."""
+    partition, None while idle), ``sink_records`` (records delivered to each sink this batch, by sink uid, counted
+    by the tasks that produced them), ``dead_letters`` (malformed records written to dead-letter tables, per
+    source), ``future_records`` (records more than ``future_horizon_ms`` ahead of processing time, per source and
+    partition) and ``driver_rows_collected`` (rows the driver collected in the batch: the coordination rows and the
+    records of driver-side sinks only, ``docs/architecture.md``)."""
     g = driver.watermark_graph
     return {
         "input_records": {name: dict(parts) for name, parts in driver.input_counts.items()},
@@ -67,11 +69,10 @@ def progress_counters(driver: Any, by_sink: Dict[int, List[Any]]) -> Dict[str, A
             for t in g.order
             if t.id in g.runners
         },
-        "sink_records": {
-            driver.plan.nodes[i].uid: len(rows) for i, rows in by_sink.items()
-        },
-        "dead_letters": dead_letter_counts(driver.plan.transformations, by_sink),
+        "sink_records": {driver.plan.nodes[i].uid: sink_counts.get(i, 0) for i in driver.plan.sinks},
+        "dead_letters": dead_letter_counts(driver.plan.transformations, sink_counts),
         "future_records": {} if driver.future is None else {k: dict(v) for k, v in driver.future.counts.items()},
+        "driver_rows_collected": driver.collected_rows,
     }
 
 

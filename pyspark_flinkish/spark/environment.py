@@ -30,13 +30,12 @@ from .connect import (
     ClientDelivery,
     Outbox,
     check_connect_job,
-    is_client_sink,
     is_connect,
     remote_batch_function,
     start_query,
 )
 from .dead_letters import with_dead_letter_sinks
-from .delivery import deliver_values
+from .delivery import deliver_frame, deliver_values, is_client_sink
 from .delta import with_delta_writers
 from .driver import ForeachBatchDriver
 from .far_future import DEFAULT_HORIZON_MS
@@ -45,6 +44,7 @@ from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
 from .rows import loads
 from .session import default_file_system, local_temp_dir, spark_path, storage_options
+from .sink_frames import STEP_COLUMN, SinkFrame
 from .source_rows import DataFrameSource
 
 
@@ -406,11 +406,35 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         by_dest = dict(zip(builder.targets, sinks))
 
         def deliver(batch: Any, batch_id: int) -> None:
-            rows = sorted(batch.select("dest", "value", "ord").collect(), key=lambda r: list(r["ord"]))
-            for dest, t in by_dest.items():
-                context = {"checkpoint": checkpoint, "sink_uid": builder.plan.nodes[dest].uid, "watermark": None}
-                values = [loads(r["value"]) for r in rows if r["dest"] == dest]
-                deliver_values(self.spark, t, values, batch_id, context)
+            """Driver-side sinks get their values (collected, in Flink's order); the others a frame of their rows,
+            written by the executors. One job computes the batch (persisted) and brings its per-sink counts."""
+            from pyspark.sql import functions as F
+
+            client = [d for d, t in by_dest.items() if is_client_sink(t)]
+            batch = batch.persist()
+            try:
+                counts = batch.groupBy("dest").agg(F.count(F.lit(1)).alias("n")).select(
+                    "dest", F.lit(None).cast("binary").alias("value"), F.lit(None).cast("array<long>").alias("ord"), "n"
+                )
+                values = batch.filter(F.col("dest").isin(client)).select(
+                    "dest", "value", "ord", F.lit(None).cast("long").alias("n")
+                )
+                collected = counts.unionByName(values).collect()
+                sizes = {int(r["dest"]): int(r["n"]) for r in collected if r["n"] is not None}
+                rows = sorted((r for r in collected if r["n"] is None), key=lambda r: list(r["ord"]))
+                for dest, t in by_dest.items():
+                    context = {"checkpoint": checkpoint, "sink_uid": builder.plan.nodes[dest].uid, "watermark": None}
+                    if dest in client:
+                        values_ = [loads(r["value"]) for r in rows if r["dest"] == dest]
+                        deliver_values(self.spark, t, values_, batch_id, context)
+                    else:
+                        frame_rows = batch.filter(F.col("dest") == dest).select("value", "ord").withColumn(
+                            STEP_COLUMN, F.lit(0).cast("long")
+                        )
+                        frame = SinkFrame(frame_rows, t.inputs[0].output_type, sizes.get(dest, 0))
+                        deliver_frame(self.spark, t, frame, batch_id, context)
+            finally:
+                batch.unpersist()
 
         writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", spark_path(storage.join(checkpoint, "spark")))
         writer = writer.queryName(_query_name(job_name))

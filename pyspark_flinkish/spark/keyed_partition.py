@@ -86,7 +86,7 @@ def run_keyed_partition(
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
         metrics = _run_batched(op, out, pdf, wm_prev, wm_new, now, store, batch_id)
         runner.finish()
-        return row_frame([*runner.rows, metric_row(index, sp, metrics)])
+        return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)])
     broadcast = hasattr(op, "snapshot_broadcast_state")
     wanted = _record_keys(pdf) + ([OPERATOR_STATE_KEY] if broadcast else [])
     for key_bytes, state in store.load(wanted, watermarks_new[index], now).items():
@@ -141,7 +141,7 @@ def run_keyed_partition(
     manifest = store.commit(batch_id, states)
     metrics = partition_metrics(op, len(records), out.emitted, started)
     metrics = store_metrics(metrics, store, manifest, windows, 1 if broadcast else 0)
-    return row_frame([*runner.rows, metric_row(index, sp, metrics)])
+    return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)])
 
 
 def _run_batched(

@@ -6,7 +6,8 @@ tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_
 * ``kind``: ``rec`` (a record for node ``dest``), ``stat`` (watermark statistics), ``hb`` (a heartbeat that
   makes every state partition of a keyed operator run in every batch, so that its timers fire) or ``metric``
   (one per keyed operator ``dest`` and state partition ``sp`` and batch: its metrics as JSON in ``value``,
-  see :mod:`pyspark_flinkish.monitoring`);
+  see :mod:`pyspark_flinkish.monitoring`) or ``count`` (one per task and sink ``dest`` it sent records to:
+  how many in ``stat_count``, so that the driver knows a sink's size without reading its records);
 * ``dest``: the plan node the record goes to (a keyed operator or a sink); ``sp``: the state partition;
 * ``key``: the encoded key (keyed destinations, :mod:`.keys`); ``value``: the pickled element; ``ts``: its
   timestamp;

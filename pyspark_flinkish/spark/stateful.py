@@ -59,6 +59,7 @@ from .error_transport import reported_to_driver
 from .keys import decode_key
 from .plan import ExecPlan, Node
 from .rows import dumps, loads
+from .sink_frames import STEP_COLUMN, SinkFrame
 
 SHIFT = 2**40
 """Event times are shifted by this many ms inside Spark (Spark's watermark starts at 0, Flink's at LONG_MIN)."""
@@ -519,22 +520,14 @@ def _for_executors(plan: ExecPlan) -> ExecPlan:
 
 
 def _decode(out: Any, output_type: Any) -> Any:
-    """Typed columns from the output_type (as the foreachBatch sinks), else ``value`` (pickled) and ``timestamp``."""
+    """Typed columns from the output_type (decoded on the executors as the foreachBatch sinks' frames are), else
+    ``value`` (pickled) and ``timestamp``."""
     if output_type is None:
         return out.selectExpr("value", "ts AS timestamp")
-    from .types import to_rows, to_spark_type
+    from pyspark.sql import functions as F
 
-    schema = to_spark_type(output_type)
-    names = [f.name for f in schema.fields]
-
-    def decode(frames: Any) -> Any:
-        import pandas as pd
-
-        for pdf in frames:
-            values = [loads(v) for v in pdf["value"]]
-            yield pd.DataFrame(to_rows(values, output_type), columns=names)
-
-    return out.mapInPandas(decode, schema)
+    rows = out.select("value", "ord").withColumn(STEP_COLUMN, F.lit(0).cast("long"))
+    return SinkFrame(rows, output_type, 0).typed()
 
 
 __all__ = [

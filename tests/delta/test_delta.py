@@ -115,16 +115,17 @@ def test_writer_replay_of_a_batch_id_is_skipped(spark: Any, tmp_path: Any) -> No
     """The same (query, sink, batch id) written twice — even with other records — commits once; the next
     batch id commits again; an empty batch commits its watermark."""
     from pyspark_flinkish.spark.delta import DeltaBatchWriter
+    from pyspark_flinkish.spark.sink_frames import SinkFrame
     from pyspark_flinkish.spark.delta_commits import parse_watermark
 
     path = str(tmp_path / "t")
     writer = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
     context = {"checkpoint": str(tmp_path / "ck"), "sink_uid": "out", "watermark": 100}
-    writer(spark, [("a", 1, 1), ("b", 2, 2)], 0, context)
-    writer(spark, [("a", 1, 1), ("zzz", 9, 9)], 0, context)  # a replay of batch 0
-    writer(spark, [], 1, {**context, "watermark": 200})
-    writer(spark, [("c", 3, 3)], 2, {**context, "watermark": 300})
-    writer(spark, [("c", 3, 3)], 1, context)  # an older batch id: skipped too
+    writer(spark, SinkFrame.of_values(spark, [("a", 1, 1), ("b", 2, 2)], EVENT), 0, context)
+    writer(spark, SinkFrame.of_values(spark, [("a", 1, 1), ("zzz", 9, 9)], EVENT), 0, context)  # a replay of batch 0
+    writer(spark, SinkFrame.of_values(spark, [], EVENT), 1, {**context, "watermark": 200})
+    writer(spark, SinkFrame.of_values(spark, [("c", 3, 3)], EVENT), 2, {**context, "watermark": 300})
+    writer(spark, SinkFrame.of_values(spark, [("c", 3, 3)], EVENT), 1, context)  # an older batch id: skipped too
     assert _rows(spark, path, ["key", "ts", "v"]) == [("a", 1, 1), ("b", 2, 2), ("c", 3, 3)]
     commits = _commits(path)
     assert [c["operation"] for c in commits] == ["CREATE TABLE", "WRITE", "WRITE", "WRITE"]
@@ -133,24 +134,25 @@ def test_writer_replay_of_a_batch_id_is_skipped(spark: Any, tmp_path: Any) -> No
     # a restart: a new writer knows nothing and reads the log; another writer's append in between hides nothing
     spark.createDataFrame([("x", 0, 0)], "key string, ts long, v long").write.format("delta").mode("append").save(path)
     restarted = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
-    restarted(spark, [("c", 3, 3), ("yyy", 8, 8)], 2, context)  # the replay of the last batch: skipped
-    restarted(spark, [("d", 4, 4)], 3, context)
+    restarted(spark, SinkFrame.of_values(spark, [("c", 3, 3), ("yyy", 8, 8)], EVENT), 2, context)  # the replay of the last batch: skipped
+    restarted(spark, SinkFrame.of_values(spark, [("d", 4, 4)], EVENT), 3, context)
     other = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
-    other(spark, [("e", 5, 5)], 2, {**context, "sink_uid": "other"})  # another sink (app id): its own batch ids
+    other(spark, SinkFrame.of_values(spark, [("e", 5, 5)], EVENT), 2, {**context, "sink_uid": "other"})  # another sink (app id): its own batch ids
     assert _rows(spark, path, ["key", "ts", "v"]) == [("a", 1, 1), ("b", 2, 2), ("c", 3, 3), ("d", 4, 4), ("e", 5, 5), ("x", 0, 0)]
     assert (restarted.commits, restarted.skipped, other.commits) == (1, 1, 1)
 
 
 def test_writer_merge_is_idempotent_and_last_record_of_a_key_wins(spark: Any, tmp_path: Any) -> None:
     from pyspark_flinkish.spark.delta import DeltaBatchWriter
+    from pyspark_flinkish.spark.sink_frames import SinkFrame
 
     path = str(tmp_path / "m")
     writer = DeltaBatchWriter(DeltaSink.for_path(path).with_merge_keys("key"), EVENT)
     context = {"checkpoint": str(tmp_path / "ck"), "sink_uid": "out", "watermark": 5}
-    writer(spark, [("a", 1, 1), ("b", 1, 10), ("a", 2, 2)], 0, context)  # a twice in one batch: the last wins
-    writer(spark, [("a", 9, 99)], 0, context)  # replay of batch 0 with other data: skipped
-    writer(spark, [("b", 3, 30)], 1, context)
-    writer(spark, [("b", 4, 40)], 1, context)  # replay of batch 1: skipped
+    writer(spark, SinkFrame.of_values(spark, [("a", 1, 1), ("b", 1, 10), ("a", 2, 2)], EVENT), 0, context)  # a twice in one batch: the last wins
+    writer(spark, SinkFrame.of_values(spark, [("a", 9, 99)], EVENT), 0, context)  # replay of batch 0 with other data: skipped
+    writer(spark, SinkFrame.of_values(spark, [("b", 3, 30)], EVENT), 1, context)
+    writer(spark, SinkFrame.of_values(spark, [("b", 4, 40)], EVENT), 1, context)  # replay of batch 1: skipped
     assert _rows(spark, path, ["key", "ts", "v"]) == [("a", 2, 2), ("b", 3, 30)]
     assert [c["operation"] for c in _commits(path)] == ["CREATE TABLE", "MERGE", "MERGE"]
 

@@ -230,12 +230,12 @@ def main(argv: List[str]) -> int:
     writes = commits = 0
     write_batch = spark_delta.DeltaBatchWriter.__call__
 
-    def counted(self: Any, spark: Any, values: List[Any], batch_id: int, context: Dict[str, Any]) -> None:
+    def counted(self: Any, spark: Any, frame: Any, batch_id: int, context: Dict[str, Any]) -> None:
         nonlocal writes
-        write_batch(self, spark, values, batch_id, context)
+        write_batch(self, spark, frame, batch_id, context)
         writes += 1
         uid = context.get("sink_uid")
-        print(f"delta {uid} batch_id={batch_id} rows={len(values)} write={writes} t={time.monotonic() - t0:.1f}s", flush=True)
+        print(f"delta {uid} batch_id={batch_id} rows={frame.count} write={writes} t={time.monotonic() - t0:.1f}s", flush=True)
         if args.kill_after_delta_commit is not None and writes >= args.kill_after_delta_commit:
             crash(f"after Delta write {writes}")
 

@@ -1,0 +1,160 @@
+"""A sink's records of one micro-batch as a distributed DataFrame: written by the executors, never collected.
+
+The stages of a micro-batch leave every record for a sink in their (persisted) output rows (:mod:`.rows`: the
+pickled element in ``value``, its position in Flink's processing order in ``ord``). A sink that writes through Spark
+(``DeltaSink``, dead letters, ``foreach_batch``) gets those rows as a :class:`SinkFrame`: its :meth:`SinkFrame.typed`
+DataFrame decodes the elements into the columns of the stream's type on the executors (``mapInArrow``), and
+:meth:`SinkFrame.last_per_key` keeps one row per key, the last in Flink's order, in Spark (a window over the
+order). The driver only learns how many records the frame has (:attr:`SinkFrame.count`, counted by the tasks that
+produced them, see :meth:`.chain.ChainRunner.output_rows`).
+
+Only PyFlink's driver-side sinks (``add_sink(callable)``, ``print``, ``execute_and_collect``) bring records to the
+driver (``spark/delivery.py``).
+
+:func:`decode_batches` is the executors' part and needs no JVM.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
+
+from .rows import loads
+
+ORDER_COLUMN = "__flinkish_order"
+"""The column of :meth:`SinkFrame.typed` (``with_order=True``) with each record's place in Flink's order."""
+
+STEP_COLUMN = "__flinkish_step"
+"""The column the driver adds to a sink's rows: the Flink micro-batch (step) of the Spark batch they belong to."""
+
+
+def arrow_schema(schema: Any) -> Any:
+    """The Arrow schema Spark expects from ``mapInArrow`` for the Spark ``schema`` (a ``StructType``); timestamps are
+    microseconds since the epoch (UTC), whatever the session's time zone."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def decode_batches(
+    batches: Iterable[Any],
+    output_type: Any,
+    schema: Any,
+    convert: Optional[Callable[[Any], Any]] = None,
+    with_order: bool = False,
+) -> Iterator[Any]:
+    """``mapInArrow`` body: Arrow batches of sink rows (``value``, and ``ord`` and the step with ``with_order``) to
+    batches of the stream's columns (``schema``, from :func:`~.types.to_spark_type` of ``output_type``), each element
+    first passed through ``convert`` if given (e.g. a dead letter's row). With ``with_order`` the last column is
+    :data:`ORDER_COLUMN`: ``[step, *ord]``."""
+    import pyarrow as pa
+
+    from .types import to_rows
+
+    target = arrow_schema(schema)
+    names = [f.name for f in schema.fields]
+    for batch in batches:
+        values = [loads(v) for v in batch.column("value").to_pylist()]
+        if convert is not None:
+            values = [convert(v) for v in values]
+        rows = to_rows(values, output_type)
+        arrays = [
+            pa.array([r[i] for r in rows], type=target.field(name).type) for i, name in enumerate(names)
+        ]
+        fields = list(target)
+        if with_order:
+            steps = batch.column(STEP_COLUMN).to_pylist()
+            orders = batch.column("ord").to_pylist()
+            arrays.append(pa.array([[s, *o] for s, o in zip(steps, orders)], type=pa.list_(pa.int64())))
+            fields.append(pa.field(ORDER_COLUMN, pa.list_(pa.int64())))
+        yield pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+class SinkFrame:
+    """One sink's records of one micro-batch, still on the executors.
+
+    ``rows`` is a DataFrame of the sink's output rows (``value``, ``ord`` and :data:`STEP_COLUMN`), ``output_type``
+    the type of the sink's rows (what its columns are), ``count`` how many records it holds (known without reading
+    them), ``convert`` what turns an element into a value of ``output_type`` (run on the executors; None: the
+    element is one)."""
+
+    def __init__(
+        self, rows: Any, output_type: Any, count: int, convert: Optional[Callable[[Any], Any]] = None
+    ) -> None:
+        self.rows = rows
+        self.output_type = output_type
+        self.count = count
+        self.convert = convert
+
+    @property
+    def session(self) -> Any:
+        """The Spark session the rows belong to (the streaming query's)."""
+        return self.rows.sparkSession
+
+    def typed(self, output_type: Any = None, with_order: bool = False) -> Any:
+        """The records as a DataFrame of the columns of ``output_type`` (default: the frame's), decoded on the
+        executors. With ``with_order``, also :data:`ORDER_COLUMN`. Its rows are in no particular order, as a
+        DataFrame's are."""
+        from pyspark.sql import types as T
+
+        from .types import to_spark_type
+
+        output_type = self.output_type if output_type is None else output_type
+        schema = to_spark_type(output_type)
+        out_schema = schema
+        if with_order:
+            out_schema = T.StructType([*schema.fields, T.StructField(ORDER_COLUMN, T.ArrayType(T.LongType()))])
+        columns = ["value", "ord", STEP_COLUMN] if with_order else ["value"]
+        convert = self.convert
+
+        def decode(batches: Iterable[Any]) -> Iterator[Any]:
+            return decode_batches(batches, output_type, schema, convert, with_order)
+
+        return self.rows.select(*columns).mapInArrow(decode, out_schema)
+
+    def last_per_key(self, keys: Sequence[str], output_type: Any = None) -> Any:
+        """:meth:`typed`, one row per value of the ``keys`` columns (nulls equal): the last in Flink's order."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        frame = self.typed(output_type, with_order=True)
+        latest = Window.partitionBy(*[F.col(k) for k in keys]).orderBy(F.col(ORDER_COLUMN).desc())
+        return (
+            frame.withColumn("__flinkish_rank", F.row_number().over(latest))
+            .filter(F.col("__flinkish_rank") == 1)
+            .drop("__flinkish_rank", ORDER_COLUMN)
+        )
+
+    @staticmethod
+    def of_values(spark: Any, values: Sequence[Any], output_type: Any) -> SinkFrame:
+        """A frame of ``values`` given on the driver, in their order (what a sink written outside a job, or a
+        test, hands to a batch writer)."""
+        from .rows import dumps
+
+        rows = spark.createDataFrame(
+            [(dumps(v), [0, i], 0) for i, v in enumerate(values)],
+            f"value binary, ord array<long>, {STEP_COLUMN} long",
+        )
+        return SinkFrame(rows, output_type, len(values))
+
+
+def sink_rows(outputs: List[Any], index: int, step_column: Optional[Any] = None) -> Any:
+    """The rows for sink ``index`` among a micro-batch's stage outputs (DataFrames of :data:`.rows.ROW_DDL`
+    columns), with ``value``, ``ord`` and :data:`STEP_COLUMN` (``step_column``, a literal, default 0)."""
+    from pyspark.sql import functions as F
+
+    step = F.lit(0).cast("long") if step_column is None else step_column
+    selected = [o.filter((F.col("dest") == index) & (F.col("kind") == "rec")).select("value", "ord") for o in outputs]
+    rows = selected[0]
+    for s in selected[1:]:
+        rows = rows.unionByName(s)
+    return rows.withColumn(STEP_COLUMN, step)
+
+
+__all__ = [
+    "ORDER_COLUMN",
+    "STEP_COLUMN",
+    "SinkFrame",
+    "arrow_schema",
+    "decode_batches",
+    "sink_rows",
+]

@@ -86,6 +86,11 @@ def test_read_offset_finds_the_table_line(tmp_path) -> None:  # type: ignore[no-
     assert delta_source.read_offset(str(tmp_path), 3, "t-1") == {"sourceVersion": 1, "reservoirId": "t-1", "reservoirVersion": 4, "index": -1}
     assert delta_source.read_offset(str(tmp_path), 3, "other") is None
     assert delta_source.read_offset(str(tmp_path), 4, "t-1") is None
+    # through the checkpoint's storage layer: a URI as Spark gives it (a plain open() never found these, so the
+    # watermark of a from_delta job whose checkpoint is not a local path never advanced)
+    assert delta_source.read_offset(tmp_path.as_uri(), 3, "t-1") == {
+        "sourceVersion": 1, "reservoirId": "t-1", "reservoirVersion": 4, "index": -1
+    }
 
 
 def test_plan_steps() -> None:

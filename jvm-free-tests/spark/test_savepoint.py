@@ -16,7 +16,7 @@ from pyspark_flinkish.core.codec import dump_document
 from pyspark_flinkish.core.errors import StateError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
 from pyspark_flinkish.spark import state_store, storage
-from pyspark_flinkish.spark.checkpoint import write_meta
+from pyspark_flinkish.spark.checkpoint import spark_offsets, write_meta
 from pyspark_flinkish.spark.savepoint import (
     METADATA_FILE,
     SAVEPOINT_FORMAT,
@@ -26,7 +26,6 @@ from pyspark_flinkish.spark.savepoint import (
     read_savepoint,
     restore_savepoint,
     source_positions,
-    spark_offsets,
 )
 from pyspark_flinkish.spark.source_rows import DataFrameSource, SourceRestart
 from pyspark_flinkish.spark.state_cache import FILE_SCHEMA, latest_rows, live_rows, totals_of

@@ -26,7 +26,6 @@ ALLOWED: Dict[str, Tuple[Set[str], str]] = {
     "connect.py": ({"open", "os.walk", "shutil.rmtree"}, "the package's own source files shipped as a Connect artifact"),
     "environment.py": ({"os.path.exists", "os.path.isdir", "shutil.make_archive"}, "add_python_file: the user's local files"),
     "delta_commits.py": ({"os.listdir", "open"}, "a local Delta table's _delta_log (other tables: DESCRIBE HISTORY)"),
-    "delta_source.py": ({"open"}, "a local Delta table's _delta_log"),
     "progress_files.py": ({"os.path.isfile"}, "telling a local log file from a checkpoint location"),
     "checkpoint_migration.py": (
         {"open", "os.remove", "os.listdir", "os.path.isdir"},

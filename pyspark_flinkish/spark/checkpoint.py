@@ -95,6 +95,23 @@ def write_meta(checkpoint: str, meta: Dict[str, Any]) -> None:
     write_atomically(meta_path(checkpoint), dump_document(META_FORMAT, META_VERSION, meta))
 
 
+def spark_offsets(checkpoint: str, batch: int) -> List[Any]:
+    """The entries of Spark's offsets log for ``batch`` (one per source of the query, parsed JSON; None for a
+    source without an offset)."""
+    path = storage.join(checkpoint, "spark", "offsets", str(batch))
+    lines = storage.read_bytes(path).decode("utf-8").splitlines()
+    if not lines or not lines[0].startswith("v"):
+        msg = f"{path} is not a Spark offsets log entry"
+        raise StateError(msg)
+    out: List[Any] = []
+    for line in lines[2:]:  # the version, the batch's metadata, then one line per source
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            out.append(None)
+    return out
+
+
 __all__ = [
     "META_FILE",
     "META_FORMAT",
@@ -108,6 +125,7 @@ __all__ = [
     "meta_path",
     "read_driver_document",
     "read_meta",
+    "spark_offsets",
     "spark_query_id",
     "write_atomically",
     "write_meta",

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 from ..core.errors import UserFunctionError
 from ..core.operators import call_user, in_node, short
 from ..datastream.plan import BatchWriterSinkSpec, ForeachBatchSpec, Transformation
-from .sink_frames import SinkFrame
+from .sink_frames import ORDER_COLUMN, SinkFrame
 
 
 def is_client_sink(t: Transformation) -> bool:
@@ -52,13 +52,14 @@ def deliver_frame(
     """Hand a sink that writes through Spark its records of one micro-batch as a :class:`~.sink_frames.SinkFrame`:
     a ``batch_writer`` (such as :class:`~pyspark_flinkish.datastream.connectors.delta.DeltaSink`'s) gets the frame
     and the ``context`` (checkpoint, sink uid, the sink's input watermark after the batch); ``foreach_batch`` gets
-    the typed DataFrame (rows in no particular order)."""
+    the typed DataFrame sorted in Flink's order (a sort in Spark: ``collect()`` returns the records in the order a
+    sink function would get them)."""
     if isinstance(t.spec, BatchWriterSinkSpec):
         t.spec.writer(spark, frame, batch_id, context or {})
         return
     uid = (context or {}).get("sink_uid") or t.uid or t.name
     try:
-        df = frame.typed()
+        df = frame.typed(with_order=True).orderBy(ORDER_COLUMN).drop(ORDER_COLUMN)  # in Flink's order
         call_user(t.spec.function, lambda: f"{t.name}: foreach_batch function (batch {batch_id})", df, batch_id)  # type: ignore[union-attr]
     except UserFunctionError as exc:
         raise in_node(exc, t.name, uid)  # noqa: B904 (its cause is the user's exception)

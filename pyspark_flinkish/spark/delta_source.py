@@ -10,17 +10,16 @@ before them (firing timers up to ``W1`` then up to ``W2`` with nothing in betwee
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..core.errors import InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
+from ..core.errors import InvalidArgumentError, InvalidTypeError, StateError, UnsupportedFeatureError
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatch, MicroBatchSource
+from .checkpoint import spark_offsets
 from .delta_commits import commit_watermarks, table_detail
 from .source_rows import DataFrameSource, epoch_millis
 
@@ -43,18 +42,13 @@ def consumed_through(offset: Dict[str, Any]) -> int:
 
 
 def read_offset(checkpoint: str, batch_id: int, table_id: str) -> Optional[Dict[str, Any]]:
-    """The end offset of ``table_id``'s Delta source in Spark's offset log for ``batch_id`` (None if absent)."""
-    path = os.path.join(checkpoint, "spark", "offsets", str(batch_id))
+    """The end offset of ``table_id``'s Delta source in Spark's offset log for ``batch_id`` (None if absent), read
+    through the checkpoint's storage layer (a checkpoint on HDFS or S3 as well as a local one)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
+        entries = spark_offsets(checkpoint, batch_id)
+    except StateError:  # no such batch in the log
         return None
-    for line in lines[2:]:  # "v1", the batch metadata, then one offset per source
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
+    for data in entries:
         if isinstance(data, dict) and data.get("reservoirId") == table_id:
             return data
     return None

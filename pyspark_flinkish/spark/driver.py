@@ -61,6 +61,7 @@ from .savepoint import restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
 from .sink_frames import SinkFrame, sink_rows
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
+from .spark_jobs import SparkJobs
 from .ticks import needs_ticks, read_due, tick_stream, write_due
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ class ForeachBatchDriver:
         self.client_sinks = [i for i in self.plan.sinks if is_client_sink(self.plan.transformations[i])]
         self.sink_counts: Dict[int, int] = {}  # records per sink in the batch (from the tasks' count rows)
         self.collected_rows = 0  # rows the driver collected in the batch (coordination and driver-side sinks)
+        self.spark_jobs: Optional[SparkJobs] = None  # the Spark jobs of each batch, by phase (progress)
 
     # -- set-up
     def _new_graph(self) -> LocalExecutor:
@@ -358,6 +360,8 @@ class ForeachBatchDriver:
 
             def __exit__(self, *exc: Any) -> None:
                 driver.durations[name] = driver.durations.get(name, 0.0) + (time.perf_counter() - self.t) * 1000
+                if driver.spark_jobs is not None:
+                    driver.spark_jobs.mark(name)
 
         return _Timer()
 
@@ -371,7 +375,8 @@ class ForeachBatchDriver:
         start = time.perf_counter()
         with self._phase("open"):
             self._open(batch_id)
-        steps, replay_indices = self._replay_steps(df)
+        with self._phase("replay index"):
+            steps, replay_indices = self._replay_steps(df)
         explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
         if self.stepper is not None:
             steps, explicit = self.stepper(self, df, batch_id)
@@ -403,6 +408,7 @@ class ForeachBatchDriver:
                     self._deliver(t, by_sink[sink_index], batch_id)
                 else:
                     self._deliver_frame(t, self._frame(sink_index, step_outputs), batch_id)
+                    self.spark_jobs.mark(f"sink {self.plan.nodes[sink_index].uid}")  # its writes' jobs
         with self._phase("commit"):
             for m in materialized:
                 m.unpersist()
@@ -424,6 +430,7 @@ class ForeachBatchDriver:
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
             "watermarks": self.operator_watermarks(),
             "durations_ms": {k: round(v, 1) for k, v in self.durations.items()},
+            "spark_jobs": self.spark_jobs.report(),
             **progress_counters(self, self.sink_counts),
         }
         progress["sources"] = source_metrics(progress)

@@ -41,7 +41,7 @@ from ..core.errors import StateError, UnsupportedFeatureError
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from . import state_store, storage
-from .checkpoint import committed_batches, meta_path, read_driver_document, read_meta, write_meta
+from .checkpoint import committed_batches, meta_path, read_driver_document, read_meta, spark_offsets, write_meta
 from .session import spark_path
 from .signatures import compare_signatures, state_signature
 from .source_rows import DataFrameSource
@@ -82,23 +82,6 @@ def check_sources(plan: Any) -> None:
             "restart it from its checkpoint_location, or read the input with from_kafka or a MicroBatchSource"
         )
         raise UnsupportedFeatureError(msg)
-
-
-def spark_offsets(checkpoint: str, batch: int) -> List[Any]:
-    """The entries of Spark's offsets log for ``batch`` (one per source of the query, parsed JSON; None for a
-    source without an offset)."""
-    path = storage.join(checkpoint, "spark", "offsets", str(batch))
-    lines = storage.read_bytes(path).decode("utf-8").splitlines()
-    if not lines or not lines[0].startswith("v"):
-        msg = f"{path} is not a Spark offsets log entry"
-        raise StateError(msg)
-    out: List[Any] = []
-    for line in lines[2:]:  # the version, the batch's metadata, then one line per source
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            out.append(None)
-    return out
 
 
 def source_positions(plan: Any, checkpoint: str, batch: int, document: Dict[str, Any]) -> Dict[str, Any]:
@@ -390,6 +373,5 @@ __all__ = [
     "restore_savepoint",
     "restored_state",
     "source_positions",
-    "spark_offsets",
     "take_savepoint",
 ]

@@ -115,8 +115,8 @@ def test_writer_replay_of_a_batch_id_is_skipped(spark: Any, tmp_path: Any) -> No
     """The same (query, sink, batch id) written twice — even with other records — commits once; the next
     batch id commits again; an empty batch commits its watermark."""
     from pyspark_flinkish.spark.delta import DeltaBatchWriter
-    from pyspark_flinkish.spark.sink_frames import SinkFrame
     from pyspark_flinkish.spark.delta_commits import parse_watermark
+    from pyspark_flinkish.spark.sink_frames import SinkFrame
 
     path = str(tmp_path / "t")
     writer = DeltaBatchWriter(DeltaSink.for_path(path, partition_by=["key"]), EVENT)
@@ -310,3 +310,60 @@ def test_merge_keys_keep_the_late_firing_on_the_apply_in_pandas_with_state_execu
         ("k", 0, MIN - 1, 2, 7),
         ("k", 1, 2 * MIN - 1, 1, 0),
     ]
+
+
+def test_delta_sinks_are_written_by_the_executors_and_the_driver_collects_no_record(spark: Any, tmp_path: Any) -> None:
+    """Issue 25: a keyed window into a DeltaSink, its late data into a second one. The driver collects the same few
+    coordination rows (metrics and per-sink counts) for a batch of 10 records and for one of 3,000, and the tables
+    hold exactly the JVM-free engine's rows; each batch's progress names its Spark jobs."""
+    small = [(f"k{i % 5}", 1_000 * i, i) for i in range(10)]
+    large = [(f"k{i % 50}", 20_000 + i, i) for i in range(3_000)]
+    batches = [small, large, [("k1", 500, -1), ("k2", 40_000, 7)]]  # k1@500: late at watermark 22_999
+
+    def build(env: Any, main: Any, late_sink: Any) -> None:
+        late = OutputTag("late", EVENT)
+        windows = (
+            env.from_source(_source(batches), _strategy(), "events")
+            .key_by(lambda e: e[0])
+            .window(TumblingEventTimeWindows.of(Duration.of_seconds(10)))
+            .side_output_late_data(late)
+            .process(PerKey(), output_type=EVENT)
+        )
+        main(windows)
+        late_sink(windows.get_side_output(late))
+
+    expected: Dict[str, List[tuple]] = {"main": [], "late": []}
+    local = StreamExecutionEnvironment.get_execution_environment()
+    build(local, lambda s: s.add_sink(lambda r: expected["main"].append(tuple(r))),
+          lambda s: s.add_sink(lambda r: expected["late"].append(tuple(r))))
+    local.execute()
+    assert expected["late"] == [("k1", 500, -1)]
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    paths = {name: str(tmp_path / name) for name in ("main", "late")}
+    build(env, lambda s: s.sink_to(DeltaSink.for_path(paths["main"])).uid("main"),
+          lambda s: s.sink_to(DeltaSink.for_path(paths["late"])).uid("late"))
+    reported: List[Dict[str, Any]] = []
+    handle = env.execute("executor sinks", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True},
+                         progress=reported.append)
+    handle.await_termination()
+    for name, path in paths.items():
+        assert _rows(spark, path, ["key", "ts", "v"]) == sorted(expected[name]), name
+    records = [sum(p["input_records"].get("events", {}).values()) for p in reported]
+    assert records[:3] == [10, 3_000, 2]
+    collected = [p["driver_rows_collected"] for p in reported]
+    # 2 state partitions of one keyed operator: 2 metric rows, plus at most one count row per partition and sink,
+    # whatever the number of records
+    assert all(2 <= c <= 2 + 2 * 2 for c in collected), collected
+    assert [p["sink_records"]["late"] for p in reported[:3]] == [0, 0, 1]
+    assert sum(p["sink_records"]["main"] for p in reported) == len(expected["main"])
+    jobs = reported[1]["spark_jobs"]
+    assert jobs is not None and jobs["count"] >= 3, jobs  # the batch's own job, then the two tables' writes
+    assert any(phase.startswith("sink main") for phase in jobs["phases"]), jobs
+
+
+class PerKey(ProcessWindowFunction):
+    """Per key and window: the window's last millisecond and the sum of the values."""
+
+    def process(self, key, context, elements):  # type: ignore[no-untyped-def]
+        yield (key, context.window().end - 1, sum(e[2] for e in elements))

@@ -372,6 +372,9 @@ class ForeachBatchDriver:
         self.sink_counts = {}
         self.collected_rows = 0
         self.future = None
+        if self.spark_jobs is None:  # made here, not when the job is built: a Connect server gets the driver pickled
+            self.spark_jobs = SparkJobs(df.sparkSession)
+        self.spark_jobs.start()
         start = time.perf_counter()
         with self._phase("open"):
             self._open(batch_id)

@@ -11,8 +11,9 @@ from typing import Callable, Optional, Tuple
 PYFLINK_NAMES: dict[str, list[str]] = {
     "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation",
                "ExecutionConfig", "JobClient", "JobID", "JobStatus", "CompletableFuture", "JobExecutionResult",
-               "Row", "RowKind"],
+               "Row", "RowKind", "Configuration"],
     "common.types": ["Row", "RowKind"],
+    "common.configuration": ["Configuration"],
     "common.typeinfo": [
         "TypeInformation", "Types", "BasicType", "BasicTypeInfo", "InstantTypeInfo", "SqlTimeTypeInfo",
         "PrimitiveArrayTypeInfo", "BasicArrayTypeInfo", "ObjectArrayTypeInfo", "PickledBytesTypeInfo", "RowTypeInfo",
@@ -176,6 +177,10 @@ PYFLINK_METHODS: dict[str, list[str]] = {
                                               "set_runtime_mode"],
     "common.ExecutionConfig": ["set_auto_watermark_interval", "get_auto_watermark_interval", "set_parallelism",
                                "get_parallelism", "set_max_parallelism", "get_max_parallelism"],
+    "common.Configuration": ["get_string", "set_string", "get_integer", "set_integer", "get_boolean", "set_boolean",
+                             "get_float", "set_float", "get_bytearray", "set_bytearray", "key_set",
+                             "add_all_to_dict", "add_all", "contains_key", "to_dict", "remove_config", "from_dict",
+                             "parse_list_value"],
     "common.JobExecutionResult": ["get_job_id", "get_net_runtime"],
     "common.JobClient": ["get_job_id", "get_job_status", "cancel", "get_job_execution_result", "stop_with_savepoint",
                          "trigger_savepoint"],

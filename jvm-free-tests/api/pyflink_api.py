@@ -174,7 +174,7 @@ PYFLINK_METHODS: dict[str, list[str]] = {
                                               "get_checkpointing_mode", "add_python_file", "add_python_archive",
                                               "set_python_requirements", "set_python_executable", "add_jars",
                                               "add_classpaths", "execute_async", "get_execution_plan",
-                                              "set_runtime_mode"],
+                                              "set_runtime_mode", "configure"],
     "common.ExecutionConfig": ["set_auto_watermark_interval", "get_auto_watermark_interval", "set_parallelism",
                                "get_parallelism", "set_max_parallelism", "get_max_parallelism"],
     "common.Configuration": ["get_string", "set_string", "get_integer", "set_integer", "get_boolean", "set_boolean",

@@ -1,5 +1,5 @@
-"""``Configuration`` and ``get_execution_environment(configuration)`` / ``configure(configuration)`` against real
-PyFlink 2.3.0 (``pyflink_configuration.json``, made by
+"""``Configuration``, ``get_execution_environment(configuration)`` / ``configure(configuration)`` and
+``KeyedStream.execute_and_collect`` against real PyFlink 2.3.0 (``pyflink_configuration.json``, made by
 ``benchmarks/pyflink_configuration.py`` from the cases of ``configuration_cases.py``): the same cases, run with
 pyspark_flinkish, give what PyFlink gave, except the differences named in :data:`DIFFERENCES`.
 
@@ -18,7 +18,7 @@ from typing import Any, Dict
 import configuration_cases as cases
 import pytest
 
-from pyspark_flinkish.common import Configuration, Types
+from pyspark_flinkish.common import Configuration, Row, Types
 from pyspark_flinkish.core.errors import InvalidArgumentError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.configuration_keys import APPLIED_KEYS
@@ -28,6 +28,7 @@ ORACLE: Dict[str, Any] = json.loads(Path(__file__).with_name("pyflink_configurat
 DIFFERENCES = {
     "pipeline.auto-watermark-interval='0'": "Flink turns periodic watermarks off; here they are emitted once per "
     "micro-batch and cannot be: refused, as set_auto_watermark_interval(0) is",
+    "KeyedStream.get_type()": "the type of the stream's values here (PyFlink's is its internal Row(key, value))",
 }
 """Where this package differs from the recorded PyFlink behaviour on purpose (docs/differences.md)."""
 
@@ -150,6 +151,23 @@ def test_environment_calls_around_configuration() -> None:
         cases.outcome(lambda: StreamExecutionEnvironment.get_execution_environment().configure({"a": "3"})),  # type: ignore[arg-type]
         "configure(dict)",
     )
+
+
+def _local_env() -> StreamExecutionEnvironment:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    return env
+
+
+@pytest.mark.parametrize("name", sorted(cases.keyed_collect_cases(_local_env, Types)))
+def test_keyed_stream_execute_and_collect_returns_pyflinks_rows(name: str) -> None:
+    result = cases.keyed_collect_cases(_local_env, Types)[name]()
+    assert cases.collected(result, Row) == ORACLE["keyed_collect"][name]
+
+
+def test_every_recorded_keyed_collect_case_is_compared() -> None:
+    compared = set(cases.keyed_collect_cases(_local_env, Types)) | {"KeyedStream.get_type()"}
+    assert compared == set(ORACLE["keyed_collect"])
 
 
 def test_configuration_keyword_and_spark_session_position() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 from pathlib import Path
 from typing import Any, Dict
 
@@ -201,6 +202,26 @@ def test_python_files_key_is_add_python_file(tmp_path: Path) -> None:
     import config_key_module_xyz  # type: ignore[import-not-found]
 
     assert config_key_module_xyz.VALUE == 7
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "refusal"),
+    [
+        ("python.requirements", "requirements.txt#cache", r"set_python_requirements\('requirements\.txt'\)"),
+        ("python.archives", "venv.zip#venv", r"add_python_archive\('venv\.zip'\)"),
+        ("python.executable", "/no/such/python", r"set_python_executable\('/no/such/python'\)"),
+    ],
+)
+def test_python_keys_are_refused_as_their_environment_methods(key: str, value: str, refusal: str) -> None:
+    """On the JVM-free engine: requirements are never installed, an archive has no worker directory, the functions
+    run in this interpreter."""
+    with pytest.raises(UnsupportedFeatureError, match=refusal):
+        StreamExecutionEnvironment.get_execution_environment(Configuration().set_string(key, value))
+
+
+def test_python_executable_key_accepts_this_interpreter() -> None:
+    conf = Configuration().set_string("python.executable", sys.executable)
+    assert StreamExecutionEnvironment.get_execution_environment(conf).get_parallelism() == DEFAULT_PARALLELISM
 
 
 def test_checkpointing_mode_key_survives_enable_checkpointing() -> None:

@@ -20,7 +20,7 @@ import configuration_cases as cases
 import pytest
 
 from pyspark_flinkish.common import Configuration, Row, Types
-from pyspark_flinkish.core.errors import InvalidArgumentError, UnsupportedFeatureError
+from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.configuration_keys import APPLIED_KEYS
 
@@ -172,12 +172,15 @@ def test_every_recorded_keyed_collect_case_is_compared() -> None:
 
 
 def test_configuration_keyword_and_spark_session_position() -> None:
-    """``configuration=`` as PyFlink's keyword; a Configuration given twice is refused."""
+    """``configuration=`` as PyFlink's keyword; a Configuration given twice, or in the clock's place (after a
+    SparkSession), is refused."""
     conf = Configuration().set_string("execution.runtime-mode", "BATCH")
     env = StreamExecutionEnvironment.get_execution_environment(configuration=conf)
     assert env.get_runtime_mode() is RuntimeExecutionMode.BATCH
     with pytest.raises(InvalidArgumentError, match="once"):
         StreamExecutionEnvironment.get_execution_environment(conf, configuration=conf)
+    with pytest.raises(InvalidTypeError, match="configuration="):
+        StreamExecutionEnvironment.get_execution_environment(None, conf)  # type: ignore[call-overload]
 
 
 def test_invalid_value_changes_nothing() -> None:

@@ -73,6 +73,12 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
         as the first argument or ``configuration=``, also beside a SparkSession): the environment, configured with it
         as :meth:`configure` does (``parallelism.default``, ``execution.runtime-mode``, ...; later changes to the
         configuration do not reach the environment, as in Flink)."""
+        if isinstance(clock, Configuration):
+            msg = (
+                "get_execution_environment(spark, configuration): the second argument is the processing-time clock; "
+                "give the Configuration as configuration=... (get_execution_environment(spark, configuration=conf))"
+            )
+            raise InvalidTypeError(msg)
         if isinstance(spark, Configuration):
             if configuration is not None:
                 msg = (

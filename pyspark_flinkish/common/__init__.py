@@ -1,5 +1,5 @@
 """PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``Row``, ``SimpleStringSchema``,
-``JobExecutionResult``."""
+``JobExecutionResult``, ``Configuration``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ..core.watermarks import (
     WatermarkOutput,
     WatermarkStrategy,
 )
+from .configuration import Configuration
 from .execution_config import ExecutionConfig
 from .job_client import CompletableFuture, JobClient, JobID, JobStatus
 from .job_execution_result import JobExecutionResult
@@ -20,6 +21,7 @@ from .serialization import SimpleStringSchema
 
 __all__ = [
     "CompletableFuture",
+    "Configuration",
     "Duration",
     "ExecutionConfig",
     "JobClient",

@@ -10,7 +10,7 @@ import datetime as _dt
 from dataclasses import dataclass
 from typing import Union
 
-from .errors import InvalidTypeError
+from .errors import InvalidArgumentError, InvalidTypeError
 
 
 @dataclass(frozen=True, order=True)
@@ -103,9 +103,41 @@ def to_millis(name: str, value: TimeLike) -> int:
     raise InvalidTypeError(msg)
 
 
+_UNIT_NANOS = {
+    **dict.fromkeys(("d", "day", "days"), 86_400_000_000_000),
+    **dict.fromkeys(("h", "hour", "hours"), 3_600_000_000_000),
+    **dict.fromkeys(("min", "m", "minute", "minutes"), 60_000_000_000),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1_000_000_000),
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1_000_000),
+    **dict.fromkeys(("\u00b5s", "micro", "micros", "microsecond", "microseconds"), 1_000),
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1),
+}
+"""Flink's ``TimeUtils`` unit labels (``TimeUtils.TimeUnit``) and their length in nanoseconds."""
+
+
+def parse_duration(text: str) -> int:
+    """Flink's ``TimeUtils.parseDuration`` (how a configuration value such as ``"5 s"`` becomes a duration), in
+    milliseconds, truncated as ``Duration.toMillis``: digits, then an optional unit label (``ms``, ``s``/``sec``,
+    ``min``/``m``, ``h``, ``d``, ... in any case; none means milliseconds). Raises :class:`ValueError` (an
+    :class:`InvalidArgumentError`) for anything else."""
+    trimmed = text.strip()
+    digits = len(trimmed) - len(trimmed.lstrip("0123456789"))
+    number, label = trimmed[:digits], trimmed[digits:].strip().lower()
+    if not number:
+        msg = f"duration {text!r} does not start with a number (Flink's form: <number> [<unit>], e.g. '500 ms', '5 s')"
+        raise InvalidArgumentError(msg)
+    if not label:
+        return int(number)
+    if label not in _UNIT_NANOS:
+        msg = f"duration {text!r}: unit {label!r} is none of Flink's ({', '.join(sorted(set(_UNIT_NANOS)))})"
+        raise InvalidArgumentError(msg)
+    return int(number) * _UNIT_NANOS[label] // 1_000_000
+
+
 __all__ = [
     "Duration",
     "Time",
     "TimeLike",
+    "parse_duration",
     "to_millis",
 ]

@@ -59,6 +59,15 @@ def long_to_int_with_bit_mixing(value: int) -> int:
     return v - 2**32 if v >= 2**31 else v
 
 
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode()``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, as a 32-bit int."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
 def java_hash_set_order(items: list, hash_code) -> list:  # type: ignore[type-arg,no-untyped-def]
     """The iteration order of a ``java.util.HashSet`` filled with ``items`` in this order.
 
@@ -96,4 +105,5 @@ __all__ = [
     "check_long",
     "long_to_int_with_bit_mixing",
     "java_hash_set_order",
+    "java_string_hash",
 ]

@@ -6,6 +6,7 @@ Arguments are validated when the call is made, with errors naming the Flink conc
 
 from __future__ import annotations
 
+import pickle
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, NoReturn, Optional, Union
 
@@ -41,7 +42,7 @@ from ..core.partitioning import CustomPartitioning, Partitioner
 from ..core.records import OutputTag
 from ..core.rows import Row
 from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
-from ..core.typeinfo import TypeInformation
+from ..core.typeinfo import TypeInformation, Types
 from ..core.watermarks import WatermarkStrategy
 from ..core.window_operator import (
     PassThroughWindowFunction,
@@ -346,12 +347,15 @@ class DataStream(OperatorSettings):
         type_info = self._t.output_type
         return self.add_sink(lambda v: print(f"{prefix}{print_string(v, type_info)}"))
 
-    def execute_and_collect(self, job_execution_name: Optional[str] = None, limit: Optional[int] = None) -> CloseableIterator:
-        """Run the job (every sink of the environment) and return this stream's elements."""
+    def execute_and_collect(
+        self, job_execution_name: Optional[str] = None, limit: Optional[int] = None
+    ) -> Union[CloseableIterator, List[Any]]:
+        """Run the job (every sink of the environment) and return this stream's elements: as PyFlink's, a
+        :class:`CloseableIterator` (also a context manager), or with ``limit`` a list of the first ``limit``."""
         collected: List[Any] = []
         t = Transformation("sink", "Collect", [self._t], sink=collected.append)
         self._env._execute(job_execution_name, extra_sinks=[t])
-        return CloseableIterator(collected if limit is None else collected[:limit])
+        return CloseableIterator(collected) if limit is None else collected[:limit]
 
 
 class PartitionedStream(DataStream):
@@ -433,6 +437,22 @@ class KeyedStream(DataStream):
         super().__init__(env, input_t)
         self._key_selector = key_selector
         self._key_type = key_type
+
+    def execute_and_collect(
+        self, job_execution_name: Optional[str] = None, limit: Optional[int] = None
+    ) -> Union[CloseableIterator, List[Any]]:
+        """Run the job and return the keyed stream's elements as PyFlink's ``KeyedStream`` holds them:
+        ``Row(f0=key, f1=value)`` per element. As in PyFlink 2.3, each field is what PyFlink's serializer of its type
+        hands over: the key as given with ``key_by(..., key_type=...)``, else (its type ``PICKLED_BYTE_ARRAY``) the
+        ``bytearray`` of the pickled key; the value as the stream's type has it (a tuple, a ``Row``, ...), and the
+        ``bytearray`` of the pickled value on a stream without a declared type. (``print()``, ``add_sink`` and every
+        operator see the values alone, as in PyFlink.) ``limit``: a list, as :meth:`DataStream.execute_and_collect`."""
+        key_type, value_type = self._key_type, self._t.output_type
+        with_key = _WithKey(self._key_selector, pickled_key=key_type is None, pickled_value=value_type is None)
+        row_type = Types.ROW([key_type or Types.PICKLED_BYTE_ARRAY(), value_type or Types.PICKLED_BYTE_ARRAY()])
+        keyed = DataStream(self._env, self._t).map(with_key, output_type=row_type)
+        keyed._t.name = KEY_BY_MAP_OPERATOR_NAME
+        return keyed.execute_and_collect(job_execution_name, limit)
 
     def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
         if not isinstance(func, KeyedProcessFunction) and not callable(getattr(func, "process_element", None)):
@@ -622,6 +642,31 @@ def _refuse(message: str) -> NoReturn:
 def _has_open(func: Any) -> bool:
     """Whether ``func`` is a Function object with its own ``open()`` (the only place it can get keyed state)."""
     return isinstance(func, Function) and type(func).open is not Function.open
+
+
+KEY_BY_MAP_OPERATOR_NAME = "_stream_key_by_map_operator"
+"""The name of the operator that pairs a ``KeyedStream``'s elements with their keys (PyFlink's
+``PythonConfigUtil.STREAM_KEY_BY_MAP_OPERATOR_NAME``)."""
+
+PICKLE_PROTOCOL = 5
+"""The pickle protocol of PyFlink's ``PICKLED_BYTE_ARRAY`` values (cloudpickle's default on Python 3.8+)."""
+
+
+class _WithKey:
+    """``Row(key, value)`` of an element, as PyFlink's ``key_by`` makes it; a field whose type is
+    ``PICKLED_BYTE_ARRAY`` as the ``bytearray`` PyFlink hands over for it."""
+
+    def __init__(self, key_selector: Callable[[Any], Any], pickled_key: bool, pickled_value: bool) -> None:
+        self.key_selector = key_selector
+        self.pickled_key = pickled_key
+        self.pickled_value = pickled_value
+
+    def __call__(self, value: Any) -> Row:
+        key = self.key_selector(value)
+        return Row(
+            bytearray(pickle.dumps(key, protocol=PICKLE_PROTOCOL)) if self.pickled_key else key,
+            bytearray(pickle.dumps(value, protocol=PICKLE_PROTOCOL)) if self.pickled_value else value,
+        )
 
 
 class _KeyedAdapter(KeyedProcessFunction):  # type: ignore[type-arg]
@@ -880,7 +925,9 @@ __all__ = [
     "CloseableIterator",
     "DataStream",
     "DataStreamSink",
+    "KEY_BY_MAP_OPERATOR_NAME",
     "KeyedStream",
+    "PICKLE_PROTOCOL",
     "PartitionedStream",
     "RollingAggregation",
     "WindowedStream",

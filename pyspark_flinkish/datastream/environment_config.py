@@ -15,10 +15,12 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
+from ..common.configuration import Configuration
 from ..common.execution_config import ExecutionConfig
 from ..common.job_client import JobClient
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from .checkpointing_mode import CheckpointingMode
+from .configuration_keys import read_settings
 from .execution_mode import RuntimeExecutionMode
 from .plan import Transformation, topological
 from .runtime_mode import check_mode
@@ -83,7 +85,8 @@ class EnvironmentConfiguration:
         is never restored, so checkpoints change nothing there (the setting is recorded). On Spark a checkpoint is
         taken at the end of every micro-batch: the interval becomes the trigger interval
         (``{"processingTime": "<interval> milliseconds"}``) of a job started without ``trigger=``. ``mode``:
-        results are always exactly-once, which meets both :class:`CheckpointingMode` values."""
+        results are always exactly-once, which meets both :class:`CheckpointingMode` values; without one, the mode
+        set before (``execution.checkpointing.mode``) stays, else ``EXACTLY_ONCE``, as in Flink."""
         if not isinstance(interval, int) or interval < MIN_CHECKPOINT_INTERVAL_MS:
             msg = f"enable_checkpointing needs an interval >= {MIN_CHECKPOINT_INTERVAL_MS} ms (as Flink); got {interval!r}"
             raise InvalidArgumentError(msg)
@@ -91,7 +94,8 @@ class EnvironmentConfiguration:
             msg = f"enable_checkpointing's mode must be a CheckpointingMode; got {type(mode).__name__} {mode!r}"
             raise InvalidTypeError(msg)
         self.__dict__["_checkpoint_interval"] = interval
-        self.__dict__["_checkpointing_mode"] = mode or CheckpointingMode.EXACTLY_ONCE
+        if mode is not None:
+            self.__dict__["_checkpointing_mode"] = mode
         return self
 
     def get_checkpoint_interval(self) -> int:
@@ -99,7 +103,51 @@ class EnvironmentConfiguration:
         return int(self.__dict__.get("_checkpoint_interval", -1))
 
     def get_checkpointing_mode(self) -> CheckpointingMode:
+        """The checkpointing mode: as Flink 2.3's, ``AT_LEAST_ONCE`` while checkpointing is disabled (no interval),
+        else the mode set (``EXACTLY_ONCE`` unless set otherwise)."""
+        if self.get_checkpoint_interval() == -1:
+            return CheckpointingMode.AT_LEAST_ONCE
         return self.__dict__.get("_checkpointing_mode", CheckpointingMode.EXACTLY_ONCE)  # type: ignore[no-any-return]
+
+    # -------------------------------------------------------------------- Flink's Configuration
+    def configure(self, configuration: Configuration) -> None:
+        """Apply the settings of ``configuration`` (PyFlink's ``configure``, Flink's
+        ``StreamExecutionEnvironment.configure``): each key of
+        :data:`~pyspark_flinkish.datastream.configuration_keys.APPLIED_KEYS` that it sets does what its environment
+        method does (``parallelism.default``: :meth:`set_parallelism`, ``execution.runtime-mode``:
+        :meth:`set_runtime_mode`, ``pipeline.auto-watermark-interval``: the ``ExecutionConfig``'s, whose ``0`` is
+        refused, ``execution.checkpointing.interval`` / ``.mode``: :meth:`enable_checkpointing`, ``pipeline.jars``:
+        refused as :meth:`add_jars`, ...); a key it does not set leaves that setting as it is. A value that does not
+        parse is refused before anything is applied. Other keys configure Flink's own runtime and are ignored (the
+        table in ``docs/migrating-from-pyflink.md``)."""
+        settings = read_settings(configuration)
+        # first what may be refused, then what cannot fail
+        if settings.jars is not None:
+            self.add_jars(*settings.jars)
+        if settings.classpaths is not None:
+            self.add_classpaths(*settings.classpaths)
+        if settings.python_requirements is not None:
+            requirements, _, cache_dir = settings.python_requirements.partition("#")
+            self.set_python_requirements(requirements, cache_dir or None)
+        if settings.python_executable is not None:
+            self.set_python_executable(settings.python_executable)
+        if settings.auto_watermark_interval is not None:
+            self.get_config().set_auto_watermark_interval(settings.auto_watermark_interval)
+        if settings.max_parallelism is not None:
+            self.set_max_parallelism(settings.max_parallelism)
+        if settings.checkpoint_interval is not None:
+            self.enable_checkpointing(settings.checkpoint_interval)
+        for archive in settings.python_archives or ():
+            path, _, target_dir = archive.partition("#")
+            self.add_python_archive(path, target_dir or None)
+        for file_path in settings.python_files or ():
+            self.add_python_file(file_path)
+        if settings.checkpointing_mode is not None:
+            self.__dict__["_checkpointing_mode"] = settings.checkpointing_mode
+        if settings.parallelism is not None:
+            self.set_parallelism(settings.parallelism)  # type: ignore[attr-defined]
+        if settings.runtime_mode is not None:
+            self.set_runtime_mode(settings.runtime_mode)
 
     # -------------------------------------------------------------------- Python dependencies, jars
     def add_python_file(self, file_path: str) -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, List, Optional, Sequence, overload
 
+from ..common.configuration import Configuration
 from ..common.job_client import JobID
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock, SystemClock
-from ..core.errors import InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
+from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..core.rows import as_declared, needs_conversion
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
@@ -47,30 +48,73 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
 
     @overload
     @staticmethod
-    def get_execution_environment(spark: None = None, clock: Optional[Clock] = None) -> StreamExecutionEnvironment: ...
+    def get_execution_environment(
+        spark: Optional[Configuration] = None,
+        clock: Optional[Clock] = None,
+        *,
+        configuration: Optional[Configuration] = None,
+    ) -> StreamExecutionEnvironment: ...
 
     @overload
     @staticmethod
     def get_execution_environment(
-        spark: Any, clock: Optional[Clock] = None, **options: Any
+        spark: Any, clock: Optional[Clock] = None, *, configuration: Optional[Configuration] = None, **options: Any
     ) -> SparkStreamExecutionEnvironment: ...
 
     @staticmethod
-    def get_execution_environment(spark: Any = None, clock: Optional[Clock] = None, **options: Any) -> Any:
+    def get_execution_environment(
+        spark: Any = None, clock: Optional[Clock] = None, *, configuration: Optional[Configuration] = None, **options: Any
+    ) -> Any:
         """Without arguments: the JVM-free local environment. With a SparkSession: a
         :class:`~pyspark_flinkish.spark.SparkStreamExecutionEnvironment` that runs the same pipeline as a
-        Spark Structured Streaming query (``options`` such as ``state_partitions`` go to it)."""
+        Spark Structured Streaming query (``options`` such as ``state_partitions`` go to it).
+
+        With a :class:`~pyspark_flinkish.common.Configuration` (PyFlink's ``get_execution_environment(configuration)``,
+        as the first argument or ``configuration=``, also beside a SparkSession): the environment, configured with it
+        as :meth:`configure` does (``parallelism.default``, ``execution.runtime-mode``, ...; later changes to the
+        configuration do not reach the environment, as in Flink)."""
+        if isinstance(clock, Configuration):
+            msg = (
+                "get_execution_environment(spark, configuration): the second argument is the processing-time clock; "
+                "give the Configuration as configuration=... (get_execution_environment(spark, configuration=conf))"
+            )
+            raise InvalidTypeError(msg)
+        if isinstance(spark, Configuration):
+            if configuration is not None:
+                msg = (
+                    "get_execution_environment: got a Configuration as the first argument and as configuration=; "
+                    "give it once (the first argument is a SparkSession or PyFlink's configuration)"
+                )
+                raise InvalidArgumentError(msg)
+            spark, configuration = None, spark
+        elif isinstance(spark, dict):
+            msg = (
+                "get_execution_environment takes a SparkSession or a Configuration; got a dict: give its settings as "
+                "Configuration.from_dict(d) (pyspark_flinkish.common.Configuration)"
+            )
+            raise InvalidTypeError(msg)
         if spark is not None:
-            return executor_entry(SPARK)(spark, clock=clock, **options)
-        if options:
+            env = executor_entry(SPARK)(spark, clock=clock, **options)
+        elif options:
             msg = f"options {sorted(options)} apply to the Spark environment only"
             raise UnsupportedFeatureError(msg)
-        return StreamExecutionEnvironment(clock=clock)
+        else:
+            env = StreamExecutionEnvironment(clock=clock)
+        if configuration is not None:
+            env.configure(configuration)
+        return env
 
     # -------------------------------------------------------------------- configuration
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:  # type: ignore[override]
         """Accepted for compatibility; the local engine runs every operator as one instance (results
-        do not depend on parallelism in Flink's keyed semantics, except timer ties across keys)."""
+        do not depend on parallelism in Flink's keyed semantics, except timer ties across keys). As Flink, it takes
+        an integer >= 1 or -1 (``ExecutionConfig.PARALLELISM_DEFAULT``, the system's default)."""
+        if not isinstance(parallelism, int) or (parallelism < 1 and parallelism != -1):
+            msg = (
+                "Parallelism must be at least one, or ExecutionConfig.PARALLELISM_DEFAULT (use system default). "
+                f"(set_parallelism: got {parallelism!r}; -1 is the default)"
+            )
+            raise InvalidArgumentError(msg)
         self._parallelism = parallelism
         return self
 

@@ -833,8 +833,11 @@ class WindowedStream:
         window_function: Any = None,
         output_type: Optional[TypeInformation] = None,
     ) -> DataStream:
-        """Incremental reduce per window; ``window_function`` (optional) gets the one reduced value."""
+        """Incremental reduce per window; ``window_function`` (optional) gets the one reduced value. Without a
+        window function the output is typed as the input (as in PyFlink: a ``Types.FLOAT()`` sum is 32-bit)."""
         fn = _method(reduce_function, "reduce", "reduce()'s function", "ReduceFunction")
+        if window_function is None and output_type is None:
+            output_type = self._keyed._t.output_type
         wf = self._window_fn(window_function)
         users = [reduce_function if isinstance(reduce_function, ReduceFunction) else None, wf]
         return self._build("Window(reduce)", WindowContents("reduce", reduce_fn=fn), wf, users, output_type)

@@ -172,3 +172,33 @@ def test_coded_rules() -> None:
     row = coded(Row(x=110.1, n=1), Types.ROW_NAMED(["x", "n"], [Types.FLOAT(), Types.INT()]))
     assert row.x == float32(110.1) and row.n == 1
 
+
+def _float_shapes() -> Any:
+    f = Types.FLOAT()
+    return {
+        "FLOAT": (f, lambda x: x),
+        "TUPLE": (Types.TUPLE([Types.STRING(), f]), lambda x: ("a", x)),
+        "ROW": (Types.ROW([f]), lambda x: Row(x)),
+        "LIST": (Types.LIST(f), lambda x: [x]),
+    }
+
+
+@pytest.mark.parametrize("shape", ["FLOAT", "TUPLE", "ROW", "LIST"])
+def test_execute_and_collect_reads_floats_back_as_pyflinks_client_does(shape: str) -> None:
+    """PyFlink's client reads a 32-bit float back from its decimal text: ``110.1``, not ``110.0999984741211``."""
+    doc = ORACLE["float_collect"]
+    type_info, make = _float_shapes()[shape]
+    env = StreamExecutionEnvironment.get_execution_environment()
+    values = [float(v) for v in doc["values"]]
+    assert [repr(v) for v in collect(env.from_collection(values).map(make, type_info))] == doc["collected"][shape]
+
+
+@pytest.mark.parametrize("shape", ["FLOAT", "TUPLE", "ROW", "LIST"])
+def test_print_shows_floats_as_pyflink(shape: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Java's ``Float.toString`` (``110.1``, ``1.0E10``); a ROW is formatted in Python from the values read back."""
+    doc = ORACLE["float_collect"]
+    type_info, make = _float_shapes()[shape]
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([float(v) for v in doc["values"]]).map(make, type_info).print(shape)
+    env.execute("print")
+    assert capsys.readouterr().out.splitlines() == [f"{shape}> {line}" for line in doc["printed"][shape]]

@@ -254,4 +254,32 @@ def _coded(value: Any, type_info: Optional[Any]) -> Any:
     return [_coded(v, children[0]) for v in value]
 
 
-__all__ = ["CoderError", "NumberFormatException", "coded", "float32", "float32_shortest", "is_coded", "type_name"]
+def from_java(value: Any, type_info: Any) -> Any:
+    """What PyFlink's client makes of ``value`` (already :func:`coded`) of ``type_info`` when it comes back from
+    Java, as ``execute_and_collect()`` and ``print()`` of a ``ROW`` do: a ``FLOAT`` is read from its decimal text
+    (``110.0999984741211`` comes back as ``110.1``), field by field and element by element; others as they are."""
+    if value is None or type_info is None:
+        return value
+    name = getattr(type_info, "name", None)
+    if name == "FLOAT":
+        return float(float32_shortest(value)) if isinstance(value, float) else value
+    if name not in _NESTED or not _has_float(type_info):
+        return value
+    children = type_info.children
+    if name == "ROW":
+        row = Row(*[from_java(v, c) for v, c in zip(value, children)])
+        row.set_field_names(list(type_info.field_names))
+        row.set_row_kind(value.get_row_kind())
+        return row
+    if name == "TUPLE":
+        return tuple(from_java(v, c) for v, c in zip(value, children))
+    if name == "MAP":
+        return {from_java(k, children[0]): from_java(v, children[1]) for k, v in value.items()}
+    return [from_java(v, children[0]) for v in value]
+
+
+def _has_float(type_info: Any) -> bool:
+    return type_info.name == "FLOAT" or any(_has_float(c) for c in type_info.children)
+
+
+__all__ = ["CoderError", "NumberFormatException", "coded", "float32", "float32_shortest", "from_java", "is_coded", "type_name"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, NoRet
 
 from ..core.all_window_functions import NullByteKeySelector
 from ..core.assigners import GlobalWindows, WindowAssigner
+from ..core.coders import from_java
 from ..core.declared_output import declaring
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
@@ -347,9 +348,13 @@ class DataStream(OperatorSettings):
         return self.add_sink(lambda v: print(f"{prefix}{print_string(v, type_info)}"))
 
     def execute_and_collect(self, job_execution_name: Optional[str] = None, limit: Optional[int] = None) -> CloseableIterator:
-        """Run the job (every sink of the environment) and return this stream's elements."""
+        """Run the job (every sink of the environment) and return this stream's elements, as PyFlink's client
+        reads them back from Java (a ``Types.FLOAT()`` value from its decimal text: ``110.1``;
+        :func:`~pyspark_flinkish.core.coders.from_java`)."""
         collected: List[Any] = []
-        t = Transformation("sink", "Collect", [self._t], sink=collected.append)
+        type_info = self._t.output_type
+        add = collected.append if type_info is None else (lambda v: collected.append(from_java(v, type_info)))
+        t = Transformation("sink", "Collect", [self._t], sink=add)
         self._env._execute(job_execution_name, extra_sinks=[t])
         return CloseableIterator(collected if limit is None else collected[:limit])
 

@@ -7,11 +7,13 @@ Runs with PyFlink's own interpreter (``benchmarks/.venv-pyflink``, see ``pyflink
         --out jvm-free-tests/datastream/pyflink_narrow_types.json
 
 The pipelines and their values (a fixed seed) are those of ``jvm-free-tests/datastream/narrow_types_cases.py``,
-built here with PyFlink's classes, one job per case (parallelism 1). The JSON file holds, per case, the strings
-the Python functions made of what they were handed (``"float 110.0999984741211"``); per typed
-``from_collection`` likewise; per refused (type, value) the exception PyFlink's coder raised (type and message);
-and what ``execute_and_collect()`` and ``print()`` give for ``FLOAT`` values. ``jvm-free-tests/datastream/
-test_narrow_types.py`` compares (local engine and the foreachBatch executor's bodies); neither needs PyFlink.
+built here with PyFlink's classes (parallelism 1; the cases whose last function makes strings after a ``key_by`` in
+one job, unioned, the others one job each). The JSON file holds, per case, the strings the Python functions made of
+what they were handed (``"float 110.0999984741211"``); per typed ``from_collection`` likewise; per refused
+(type, value) the exception PyFlink raised (type and message); per chaining case (``chain_cases``) what the
+function after a ``FLOAT``-declared one got; and what ``execute_and_collect()`` and ``print()`` give for ``FLOAT``
+values. ``jvm-free-tests/datastream/test_narrow_types.py`` and ``jvm-free-tests/spark/
+test_narrow_types_foreach_batch.py`` compare (local engine, foreachBatch executor's bodies); neither needs PyFlink.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ import narrow_types_cases as cases  # noqa: E402
 
 
 def api() -> Any:
-    from pyflink.common import Row, Types
+    from pyflink.common import Row, Types, WatermarkStrategy
+    from pyflink.common.watermark_strategy import TimestampAssigner
     from pyflink.datastream import OutputTag
     from pyflink.datastream.functions import AggregateFunction, KeyedProcessFunction, ProcessFunction
     from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
@@ -41,7 +44,7 @@ def api() -> Any:
         Types=Types, Row=Row, OutputTag=OutputTag, ProcessFunction=ProcessFunction,
         KeyedProcessFunction=KeyedProcessFunction, AggregateFunction=AggregateFunction,
         ValueStateDescriptor=ValueStateDescriptor, ListStateDescriptor=ListStateDescriptor,
-        MapStateDescriptor=MapStateDescriptor,
+        MapStateDescriptor=MapStateDescriptor, WatermarkStrategy=WatermarkStrategy, TimestampAssigner=TimestampAssigner,
     )
 
 
@@ -121,6 +124,13 @@ def run_cases() -> Any:
         print(f"refused {type_name} {value!r}: {error}", file=sys.stderr, flush=True)
         refused.append({"type": type_name, "value": repr(value), "error": error})
 
+    # operator chaining: what the function after a FLOAT-declared one gets (one job per case)
+    chained = {}
+    for name, build in cases.chain_cases(a).items():
+        got = collect(build(environment()))
+        chained[name] = [v for v in got if v != "u"]  # union_after's other input
+        print(f"chain {name}: {chained[name]}", file=sys.stderr, flush=True)
+
     # execute_and_collect() and print() of FLOAT values (the client converts them; print() is Java's)
     T = a.Types  # noqa: N806
     f = T.FLOAT()
@@ -134,7 +144,7 @@ def run_cases() -> Any:
     for shape, (t, make) in shapes.items():
         env.from_collection(floats).map(make, t).print(shape)
     env.execute("print")
-    return values, typed, refused, {"values": [repr(x) for x in floats], "collected": collected}
+    return values, typed, refused, chained, {"values": [repr(x) for x in floats], "collected": collected}
 
 
 def main(argv: List[str]) -> int:
@@ -148,7 +158,7 @@ def main(argv: List[str]) -> int:
     saved_stdout = os.dup(1)
     os.dup2(captured.fileno(), 1)
     try:
-        values, typed, refused, float_collect = run_cases()
+        values, typed, refused, chained, float_collect = run_cases()
         sys.stdout.flush()
     finally:
         os.dup2(saved_stdout, 1)
@@ -168,6 +178,7 @@ def main(argv: List[str]) -> int:
         "cases": values,
         "from_collection": typed,
         "refused": refused,
+        "chaining": chained,
         "float_collect": float_collect,
     }
     with open(args.out, "w") as out:

@@ -10,7 +10,7 @@ first, then random ones.
 
 This module imports neither library: functions take ``api``, a namespace with ``Types``, ``Row``, ``OutputTag``,
 ``ProcessFunction``, ``KeyedProcessFunction``, ``AggregateFunction``, ``ValueStateDescriptor``,
-``ListStateDescriptor`` and ``MapStateDescriptor`` from one of them, and ``source(env, values)``, an untyped
+``ListStateDescriptor``, ``MapStateDescriptor``, ``WatermarkStrategy`` and ``TimestampAssigner`` from one of them, and ``source(env, values)``, an untyped
 bounded stream of ``values`` (``from_collection`` in PyFlink, a replayed micro-batch on the Spark harness).
 """
 
@@ -237,3 +237,55 @@ def from_collection_typed(api: Any, env: Any, type_name: str) -> Any:
     """``from_collection(values, type_info=...)`` of :func:`natural_values_of`, read by a Python function."""
     values = natural_values_of(type_name)
     return env.from_collection(values, type_info=_types(api, type_name)).map(show, api.Types.STRING())
+
+
+# Where PyFlink codes a value between two Python functions (its operator chaining): each case declares
+# Types.FLOAT() in one function and shows what the next function gets. PyFlink hands it on uncoded where it chains
+# the two (UNCODED_IN_PYFLINK); here every operator's output is coded (docs/differences.md).
+CHAIN_VALUES = [110.1, 0.3]
+UNCODED_IN_PYFLINK = {"map_map", "flat_map_map", "filter_between", "keyed_map_map", "window_reduce_map", "forward"}
+
+
+def chain_cases(api: Any) -> Dict[str, Callable[[Any], Any]]:
+    T = api.Types  # noqa: N806
+    f, s = T.FLOAT(), T.STRING()
+
+    def ident(x: Any) -> Any:
+        return x
+
+    class One(api.TimestampAssigner):  # type: ignore[misc,name-defined]
+        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+            return 1
+
+    def src(env: Any) -> Any:
+        return env.from_collection(list(CHAIN_VALUES))
+
+    def two_consumers(env: Any) -> Any:
+        first = src(env).map(ident, f)
+        first.map(lambda x: "other", s).print()  # a second consumer of the first map
+        return first.map(show, s)
+
+    class SideOut(api.ProcessFunction):  # type: ignore[misc,name-defined]
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield api.OutputTag("side", api.Types.FLOAT()), value  # a new one: PyFlink's used types do not pickle
+
+    timestamps = api.WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(One())
+    return {
+        "map_map": lambda env: src(env).map(ident, f).map(show, s),
+        "flat_map_map": lambda env: src(env).flat_map(lambda x: [x], f).map(show, s),
+        "filter_between": lambda env: src(env).map(ident, f).filter(lambda x: True).map(show, s),
+        "keyed_map_map": lambda env: src(env).key_by(lambda x: 0).map(ident, f).map(show, s),
+        "window_reduce_map": lambda env: src(env).map(ident, f).key_by(lambda x: 0).count_window(len(CHAIN_VALUES))
+        .reduce(lambda a, b: a + b).map(show, s),
+        "forward": lambda env: src(env).map(ident, f).forward().map(show, s),
+        "shuffle": lambda env: src(env).map(ident, f).shuffle().map(show, s),
+        "rebalance": lambda env: src(env).map(ident, f).rebalance().map(show, s),
+        "union_after": lambda env: src(env).map(ident, f).map(show, s).union(env.from_collection(["u"], type_info=s)),
+        "two_consumers": two_consumers,
+        "start_new_chain": lambda env: src(env).map(ident, f).map(show, s).start_new_chain(),
+        "disable_chaining": lambda env: src(env).map(ident, f).map(show, s).disable_chaining(),
+        "assign_timestamps": lambda env: src(env).map(ident, f).assign_timestamps_and_watermarks(timestamps)
+        .map(show, s),
+        "side_output": lambda env: src(env).process(SideOut(), f).get_side_output(api.OutputTag("side", f))
+        .map(show, s),
+    }

@@ -8,7 +8,8 @@ In PyFlink, an operator's records cross to the next operator through the seriali
 (:func:`~pyspark_flinkish.core.coders.coded`). :class:`DeclaredOutput` applies these rules to every record an
 operator emits (side outputs as their tag's type, whatever the operator declares); a value its type's coder
 refuses fails the operator with a :class:`~pyspark_flinkish.core.errors.UserFunctionError` naming the operator,
-the value and the type.
+the value and the type. :class:`~pyspark_flinkish.core.operators.StreamOperator` puts it in front of the output
+an executor opens it with.
 
 PyFlink codes a value where it leaves a chain of Python operators (into a network shuffle such as ``key_by``, a
 ``union``, a Java sink or ``print()``, a second consumer); between two *chained* Python functions it hands the
@@ -16,8 +17,6 @@ object on as it is. Here every operator's output is coded (as every ``ROW`` is c
 through several chained functions of a narrow type may be rounded once more than in PyFlink (see
 ``docs/differences.md``). Keyed state and window contents are never coded, as PyFlink's state cache keeps the
 objects themselves.
-:class:`~pyspark_flinkish.core.operators.StreamOperator` puts it in front of the output an executor opens it
-with.
 
 The wrapper is an :class:`~pyspark_flinkish.core.records.Output` and nothing else: executors keep their own
 reference to the output object they give ``open()`` (its bookkeeping, such as the Spark chain's processing

@@ -222,6 +222,23 @@ def coded(value: Any, type_info: Any) -> Any:
         raise CoderError(msg, exc) from exc
 
 
+def coder_for(type_info: Any) -> Callable[[Any], Any]:
+    """:func:`coded` for values of ``type_info``, looked up once (what an operator's output calls per record)."""
+    basic = _BASIC.get(getattr(type_info, "name", None))  # type: ignore[arg-type]
+    if basic is None:
+        return lambda value: coded(value, type_info)
+
+    def code(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return basic(value)
+        except (TypeError, ValueError, OverflowError, AttributeError, decimal.InvalidOperation):
+            return coded(value, type_info)  # raises CoderError with its message
+
+    return code
+
+
 def _coded(value: Any, type_info: Optional[Any]) -> Any:
     if value is None or type_info is None:
         return value
@@ -282,4 +299,14 @@ def _has_float(type_info: Any) -> bool:
     return type_info.name == "FLOAT" or any(_has_float(c) for c in type_info.children)
 
 
-__all__ = ["CoderError", "NumberFormatException", "coded", "float32", "float32_shortest", "from_java", "is_coded", "type_name"]
+__all__ = [
+    "CoderError",
+    "NumberFormatException",
+    "coded",
+    "coder_for",
+    "float32",
+    "float32_shortest",
+    "from_java",
+    "is_coded",
+    "type_name",
+]

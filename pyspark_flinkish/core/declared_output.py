@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from .coders import CoderError, coded, is_coded, type_name
+from .coders import CoderError, coder_for, is_coded, type_name
 from .errors import UserFunctionError
 from .records import Output, OutputTag, StreamRecord
 from .rows import as_declared, needs_conversion
@@ -36,8 +36,16 @@ from .rows import as_declared, needs_conversion
 def declared(value: Any, type_info: Optional[Any]) -> Any:
     """``value`` as Flink hands it on as ``type_info``: in the type's shape, then as its coder leaves it.
     Raises :class:`~pyspark_flinkish.core.coders.CoderError` (and ``ValueError`` for a wrong shape)."""
-    value = as_declared(value, type_info)
-    return coded(value, type_info) if is_coded(type_info) else value
+    return declaring_function(type_info)(value)
+
+
+def declaring_function(type_info: Optional[Any]) -> Callable[[Any], Any]:
+    """:func:`declared` for values of ``type_info``, its checks made once."""
+    shaped = needs_conversion(type_info)
+    if not is_coded(type_info):
+        return (lambda value: as_declared(value, type_info)) if shaped else (lambda value: value)
+    code = coder_for(type_info)
+    return (lambda value: code(as_declared(value, type_info))) if shaped else code
 
 
 def changes_values(type_info: Optional[Any]) -> bool:
@@ -54,14 +62,15 @@ class DeclaredOutput:
         self.inner = output
         self.type_info = type_info
         self.name = name
+        self._convert = declaring_function(type_info)
         if not changes_values(type_info):
             self.collect = output.collect  # type: ignore[method-assign]
         self.emit_watermark = output.emit_watermark  # type: ignore[method-assign]
         self.emit_idle = output.emit_idle  # type: ignore[method-assign]
 
-    def _declared(self, value: Any, type_info: Any, what: str) -> Any:
+    def _declared(self, value: Any, type_info: Any, what: str, convert: Optional[Callable[[Any], Any]] = None) -> Any:
         try:
-            return declared(value, type_info)
+            return (convert or declaring_function(type_info))(value)
         except CoderError as exc:
             msg = (
                 f"{self.name}: {what} {exc}; PyFlink fails the job there too. Hint: return values that fit "
@@ -70,7 +79,8 @@ class DeclaredOutput:
             raise UserFunctionError(msg) from exc.cause
 
     def collect(self, record: StreamRecord) -> None:
-        self.inner.collect(StreamRecord(self._declared(record.value, self.type_info, "output"), record.timestamp))
+        value = self._declared(record.value, self.type_info, "output", self._convert)
+        self.inner.collect(StreamRecord(value, record.timestamp))
 
     def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
         if changes_values(tag.type_info):
@@ -100,4 +110,4 @@ def declaring(factory: Callable[[], Any], type_info: Optional[Any]) -> Callable[
     return make
 
 
-__all__ = ["DeclaredOutput", "changes_values", "declared", "declaring"]
+__all__ = ["DeclaredOutput", "changes_values", "declared", "declaring", "declaring_function"]

@@ -70,5 +70,7 @@ def build(
     if case["function"] == "process":
         return windowed.process(Elements())
     if case["function"] == "reduce":
-        return windowed.reduce(add).map(lambda e: [e[0], e[1]])
+        # typed as the oracle's (benchmarks/pyflink_count_windows.py): without it the reduce is typed as its input
+        pair = Types.TUPLE([Types.STRING(), Types.INT()])
+        return windowed.reduce(add, output_type=pair).map(lambda e: [e[0], e[1]])
     return windowed.reduce(add, window_function=Reduced())

@@ -94,7 +94,7 @@ class StreamOperator:
         self.metrics: Dict[str, int] = {}
 
     def open(self, output: Output, clock: Clock) -> None:
-        self.output = DeclaredOutput(output, self.declared_type)
+        self.output = DeclaredOutput(output, self.declared_type, self.name)
         self.clock = clock
 
     def process_element(self, record: StreamRecord) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, NoRet
 
 from ..core.all_window_functions import NullByteKeySelector
 from ..core.assigners import GlobalWindows, WindowAssigner
+from ..core.coders import from_java
 from ..core.declared_output import declaring
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
@@ -350,10 +351,14 @@ class DataStream(OperatorSettings):
     def execute_and_collect(
         self, job_execution_name: Optional[str] = None, limit: Optional[int] = None
     ) -> Union[CloseableIterator, List[Any]]:
-        """Run the job (every sink of the environment) and return this stream's elements: as PyFlink's, a
-        :class:`CloseableIterator` (also a context manager), or with ``limit`` a list of the first ``limit``."""
+        """Run the job (every sink of the environment) and return this stream's elements, as PyFlink's client
+        reads them back from Java (a ``Types.FLOAT()`` value from its decimal text: ``110.1``;
+        :func:`~pyspark_flinkish.core.coders.from_java`): as PyFlink's, a :class:`CloseableIterator` (also a context
+        manager), or with ``limit`` a list of the first ``limit``."""
         collected: List[Any] = []
-        t = Transformation("sink", "Collect", [self._t], sink=collected.append)
+        type_info = self._t.output_type
+        add = collected.append if type_info is None else (lambda v: collected.append(from_java(v, type_info)))
+        t = Transformation("sink", "Collect", [self._t], sink=add)
         self._env._execute(job_execution_name, extra_sinks=[t])
         return CloseableIterator(collected) if limit is None else collected[:limit]
 
@@ -878,8 +883,11 @@ class WindowedStream:
         window_function: Any = None,
         output_type: Optional[TypeInformation] = None,
     ) -> DataStream:
-        """Incremental reduce per window; ``window_function`` (optional) gets the one reduced value."""
+        """Incremental reduce per window; ``window_function`` (optional) gets the one reduced value. Without a
+        window function the output is typed as the input (as in PyFlink: a ``Types.FLOAT()`` sum is 32-bit)."""
         fn = _method(reduce_function, "reduce", "reduce()'s function", "ReduceFunction")
+        if window_function is None and output_type is None:
+            output_type = self._keyed._t.output_type
         wf = self._window_fn(window_function)
         users = [reduce_function if isinstance(reduce_function, ReduceFunction) else None, wf]
         return self._build("Window(reduce)", WindowContents("reduce", reduce_fn=fn), wf, users, output_type)

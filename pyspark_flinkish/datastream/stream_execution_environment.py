@@ -13,8 +13,9 @@ from ..common.configuration import Configuration
 from ..common.job_client import JobID
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock, SystemClock
+from ..core.coders import CoderError, type_name
+from ..core.declared_output import changes_values, declared
 from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
-from ..core.rows import as_declared, needs_conversion
 from ..core.typeinfo import TypeInformation
 from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
@@ -167,10 +168,17 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
     def from_collection(self, collection: Sequence[Any], type_info: Optional[TypeInformation] = None) -> DataStream:
         """A bounded stream of ``collection`` without timestamps, in one micro-batch. With ``type_info``, every
         element is that type as PyFlink hands it on: a ``Types.ROW``/``ROW_NAMED`` element (a tuple, list, dict or
-        ``Row``) becomes a :class:`~pyspark_flinkish.common.Row` whose fields are reachable by name."""
+        ``Row``) becomes a :class:`~pyspark_flinkish.common.Row` whose fields are reachable by name, and every
+        value is as PyFlink's coder for its type leaves it (a ``Types.FLOAT()`` rounded to 32 bits;
+        :mod:`~pyspark_flinkish.core.coders`). An element the type cannot hold is refused here, as PyFlink's
+        ``from_collection`` refuses it."""
         elements = list(collection)
-        if needs_conversion(type_info):
-            elements = [as_declared(e, type_info) for e in elements]
+        if changes_values(type_info):
+            try:
+                elements = [declared(e, type_info) for e in elements]
+            except CoderError as exc:
+                msg = f"from_collection(..., type_info={type_name(type_info)}): {exc}. Hint: give values of that type"
+                raise InvalidArgumentError(msg) from exc.cause
         t = Transformation(
             "source",
             "Collection",

@@ -19,6 +19,16 @@ from .plan import Node
 from .rows import dumps
 
 SOURCE_DDL = "src string, value binary, ts long, part string, ord array<long>, batch long, marker boolean"
+SOURCE_DTYPES: Dict[str, Any] = {
+    "src": object,
+    "value": object,
+    "ts": "Int64",
+    "part": object,
+    "ord": object,
+    "batch": "int64",
+    "marker": "bool",
+}
+"""The pandas dtype of each :data:`SOURCE_DDL` column in the frames the executors hand back to Spark."""
 
 
 @dataclass(frozen=True)
@@ -119,18 +129,30 @@ def dataframe_rows(t: Transformation, uid: str) -> Any:
     node = Node(index=-1, kind="source", uid=uid, factory=None, keyed=False, key_selector=None, name=t.name)
 
     def convert(frames: Any) -> Any:
-        import pandas as pd
-
-        out: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
+        out: Dict[str, List[Any]] = {c: [] for c in SOURCE_DTYPES}
         with reported_to_driver(node):
             for element, ts, part, order in records(frames):
                 for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
                     out[c].append(v)
-        frame = pd.DataFrame(out)
-        frame["ts"] = frame["ts"].astype("Int64")
-        yield frame
+        yield source_frame(out)
 
     return t.source.df.mapInPandas(convert, SOURCE_DDL)
+
+
+def source_frame(columns: Dict[str, List[Any]]) -> Any:
+    """The common source rows (``columns``: a list of values per :data:`SOURCE_DDL` column) as the pandas frame a
+    ``mapInPandas`` task returns, every column of its :data:`SOURCE_DTYPES` dtype.
+
+    The dtypes are given, never inferred from the values: Spark runs the task of an input split that holds no rows
+    too (a Parquet file larger than ``spark.sql.files.maxPartitionBytes`` is read in several splits, and a split
+    that holds the middle of no row group reads nothing), and pandas makes every column of a frame built from empty
+    lists ``float64``, which pyarrow cannot convert to ``ord``'s ``array<long>`` (``NumPyConverter doesn't
+    implement <list<element: int64>> conversion``): the whole micro-batch failed."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {c: pd.Series(columns[c], dtype=dtype) for c, dtype in SOURCE_DTYPES.items()}, columns=list(SOURCE_DTYPES)
+    )
 
 
 def python_value(value: Any) -> Any:
@@ -154,12 +176,14 @@ def epoch_millis(value: Any) -> int:
 
 __all__ = [
     "SOURCE_DDL",
+    "SOURCE_DTYPES",
     "DataFrameSource",
     "SourceRestart",
     "source_partition",
     "dataframe_records",
     "assign_timestamp",
     "dataframe_rows",
+    "source_frame",
     "python_value",
     "epoch_millis",
 ]

@@ -31,6 +31,7 @@ from pyspark_flinkish.spark.chain import route_partition, route_records
 from pyspark_flinkish.spark.columnar import columnar_function
 from pyspark_flinkish.spark.driver import ForeachBatchDriver
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
+from pyspark_flinkish.spark.generators import generator_states, ordered_route
 from pyspark_flinkish.spark.keyed_partition import keyed_level_function
 from pyspark_flinkish.spark.replay import replay_rows
 from pyspark_flinkish.spark.rows import ROW_COLUMNS
@@ -105,22 +106,37 @@ def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, 
     now = driver.env.clock.now()
     wm_prev = driver._wm_now()
     source_index = {plan.nodes[i].uid: i for i in plan.sources}
+    generators = pickle.loads(cloudpickle.dumps(generator_states(driver.watermark_graph)))  # shipped to the route
+    if ordered_route(plan):  # custom watermark generators: one task, rows sorted by their order (coalesce + sort)
+        tasks = 1
+        if driver.fused is None:
+            uids = [plan.nodes[i].uid for i in plan.sources]
+            position = [uids.index(u) if u in uids else -1 for u in source_rows["src"]]
+            by_order = sorted(range(len(source_rows)), key=lambda i: (position[i], list(source_rows["ord"][i])))
+            source_rows = source_rows.iloc[by_order]
+            source_rows = source_rows.reset_index(drop=True)
     # the route: one call per Spark task, each over its share of the rows
     shares = [source_rows.iloc[k::tasks].reset_index(drop=True) for k in range(tasks)]
     if driver.fused is not None:  # a DataFrame source: its rows become elements inside the route
         records = dataframe_records(driver.plan.transformations[driver.fused])
         shares = [source_rows]  # one task: the order is the row's position in its task
         routed = [
-            r for f in route_records(plan, records(iter(shares)), wm_prev, now, parts, driver.fused) for r in _records(f)
+            r
+            for f in route_records(plan, records(iter(shares)), wm_prev, now, parts, driver.fused, generators)
+            for r in _records(f)
         ]
     else:
         routed = [
-            r for share in shares for f in route_partition(plan, [share], wm_prev, now, parts, source_index) for r in _records(f)
+            r
+            for share in shares
+            for f in route_partition(plan, [share], wm_prev, now, parts, source_index, generators)
+            for r in _records(f)
         ]
-    stats = driver._take_future([r for r in routed if r["kind"] in ("stat", "future")], now)
+    stats = driver._take_future([r for r in routed if r["kind"] in ("stat", "future", "gen")], now)
     driver._advance_watermarks(stats)
     wm_new = driver._wm_now()
-    return _levels_and_sinks(driver, plan, [r for r in routed if r["kind"] == "rec"], plan.levels, wm_prev, wm_new, now, batch_id)
+    keyed_input = [r for r in routed if r["kind"] in ("rec", "wm")]
+    return _levels_and_sinks(driver, plan, keyed_input, plan.levels, wm_prev, wm_new, now, batch_id)
 
 
 def _levels_and_sinks(

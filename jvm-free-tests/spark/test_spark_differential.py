@@ -507,16 +507,10 @@ def test_local_engine_and_foreach_batch_bodies_agree(tmp_path_factory: Any, p: P
     for vectorize in (True, False):
         got = _outputs()
         checkpoint = tmp_path_factory.mktemp("checkpoint")
-        try:
-            run_foreach_batch(build(p, got), str(checkpoint), vectorize)
-        except UnsupportedFeatureError as exc:
-            assert p.custom_generator, f"refused without a reason this test knows: {exc}"  # noqa: PT017
-            assert "on_event" in str(exc) and got == _outputs()  # noqa: PT017 (refused up front: nothing ran)
-            continue
+        run_foreach_batch(build(p, got), str(checkpoint), vectorize)  # custom generators too (spark/generators.py)
         assert _canonical(got) == _canonical(expected), f"vectorize={vectorize}"
         if _ordered(p):
             assert _per_key(got) == _per_key(expected), f"order within a key, vectorize={vectorize}"
-        assert not p.custom_generator, "a custom WatermarkGenerator must be refused on Spark"
     for vectorize in (True, False):
         got = _outputs()
         try:
@@ -530,7 +524,7 @@ def test_local_engine_and_foreach_batch_bodies_agree(tmp_path_factory: Any, p: P
         assert _canonical(got) == _canonical(expected), f"apply_in_pandas_with_state, vectorize={vectorize}"
         if _ordered(p):
             assert _per_key(got) == _per_key(expected), f"apply_in_pandas_with_state: order within a key, vectorize={vectorize}"
-        assert not p.custom_generator, "a custom WatermarkGenerator must be refused on Spark"
+        assert not p.custom_generator, "a custom WatermarkGenerator must be refused on applyInPandasWithState"
 
 
 def test_the_generator_covers_every_feature() -> None:

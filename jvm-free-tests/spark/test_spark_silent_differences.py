@@ -4,8 +4,10 @@ the foreachBatch executor's real bodies (``foreach_batch_harness``) and the loca
 1. A ``ProcessWindowFunction`` counting per key in ``global_state()`` through a module-level helper: the batch-wise
    window path dropped that state between micro-batches (counts 1, 1, 1 where Flink gives 1, 2, 3).
 2. A per-element ``WatermarkGenerator`` in ``assign_timestamps_and_watermarks`` (PyFlink's own
-   ``test_side_output_late_data``): the driver called it once per batch with the batch's maximum timestamp. It is
-   now refused up front, on every Spark executor.
+   ``test_side_output_late_data``): the driver called it once per batch with the batch's maximum timestamp. The
+   foreachBatch executor now runs custom generators as Flink does (``spark/generators.py``: ``on_event`` per element
+   in the route, mid-batch watermarks at their place in the keyed tasks); the applyInPandasWithState executor
+   refuses them up front.
 3. (issue 16) The applyInPandasWithState executor ordered a window's on-time firing after a late firing of the
    same window in the same batch (``stateful_harness``; through a merging ``DeltaSink`` in ``tests/delta``).
 """
@@ -122,11 +124,129 @@ def test_per_element_generator_runs_as_flink_on_the_local_engine() -> None:
 
 @pytest.mark.parametrize("where", ["restamp", "source"])
 @pytest.mark.parametrize("vectorize", [True, False])
-def test_per_element_generator_is_refused_on_foreach_batch(tmp_path: Path, where: str, vectorize: bool) -> None:
+def test_per_element_generator_on_foreach_batch_gives_flinks_result(tmp_path: Path, where: str, vectorize: bool) -> None:
     main: List[Any] = []
-    with pytest.raises(UnsupportedFeatureError, match=r"custom WatermarkGenerator.*on_event.*for_bounded_out_of_orderness.*local engine"):
-        run_foreach_batch(side_output_late_data(main, [], where), str(tmp_path), vectorize)
-    assert main == []
+    side: List[Any] = []
+    local_outputs(side_output_late_data(main, side, where))
+    got_main: List[Any] = []
+    got_side: List[Any] = []
+    run_foreach_batch(side_output_late_data(got_main, got_side, where), str(tmp_path), vectorize, tasks=2)
+    assert (got_main, got_side) == (main, side)
+    if where == "restamp":
+        assert (main, side) == ([("a", 0, 5, 1), ("a", 5, 10, 2)], [("a", 4)])
+
+
+LATE_DATA_BATCHES = [
+    [("a", 0), ("b", 8), ("a", 4), ("a", 6)],
+    [("b", 3), ("a", 12), ("a", 9), ("b", 14)],
+    [("a", 11), ("b", 13), ("a", 25)],
+    [("b", 21), ("a", 24), ("b", 30)],
+]
+
+
+def late_data_over_batches(main: List[Any], side: List[Any], where: str) -> Any:
+    """``side_output_late_data`` over several micro-batches and two keys: the generator's state (its last
+    watermark) must carry over from one batch to the next, across a restart too."""
+    strategy = WatermarkStrategy.for_generator(PerElementWatermarks).with_timestamp_assigner(lambda e, _: e[1])
+
+    def build(env: Any) -> None:
+        tag = OutputTag("late-data")
+        if where == "source":
+            ds = env.from_micro_batches(LATE_DATA_BATCHES, strategy)
+        else:
+            ds = env.from_micro_batches(LATE_DATA_BATCHES).assign_timestamps_and_watermarks(strategy)
+        windowed = (
+            ds.map(lambda e: e)  # a stateless operator between the generator and the window
+            .key_by(lambda e: e[0])
+            .window(TumblingEventTimeWindows.of(Duration.of_millis(5)))
+            .allowed_lateness(2)
+            .side_output_late_data(tag)
+            .process(CountWindowProcessFunction())
+        )
+        windowed.add_sink(main.append)
+        windowed.get_side_output(tag).add_sink(side.append)
+
+    return build
+
+
+@pytest.mark.parametrize("where", ["restamp", "source"])
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_custom_generator_state_survives_micro_batches_and_a_restart(tmp_path: Path, where: str, vectorize: bool) -> None:
+    main: List[Any] = []
+    side: List[Any] = []
+    local_outputs(late_data_over_batches(main, side, where))
+    assert side  # late elements exist: the generator's watermarks matter
+    got_main: List[Any] = []
+    got_side: List[Any] = []
+    build = late_data_over_batches(got_main, got_side, where)
+    run_foreach_batch(build, str(tmp_path), vectorize, tasks=2, batches=range(2))
+    run_foreach_batch(build, str(tmp_path), vectorize, tasks=2, batches=range(2, len(LATE_DATA_BATCHES) + 1))
+    assert sorted(got_main) == sorted(main) and got_side == side
+
+
+class PunctuatedWatermarks(WatermarkGenerator):
+    """A punctuated generator: a watermark at an element marked ``True`` (not the maximum timestamp)."""
+
+    def on_event(self, event: Any, event_timestamp: int, output: Any) -> None:
+        if event[2]:
+            output.emit_watermark(Watermark(event_timestamp))
+
+    def on_periodic_emit(self, output: Any) -> None:
+        return None
+
+
+def punctuated_two_partitions(out: List[Any], side: List[Any]) -> Any:
+    """A punctuated generator at a source with two partitions: one generator per partition, the source's watermark
+    the minimum of theirs at each batch end."""
+    strategy = WatermarkStrategy.for_generator(PunctuatedWatermarks).with_timestamp_assigner(lambda e, _: e[1])
+    batches = [
+        MicroBatch([("a", 3, True), ("a", 9, False), ("b", 4, True)], partitions=[0, 0, 1]),
+        MicroBatch([("a", 12, True), ("b", 7, False), ("b", 11, True), ("a", 2, False)], partitions=[0, 1, 1, 0]),
+        MicroBatch([("b", 6, False), ("a", 21, True), ("b", 22, True)], partitions=[1, 0, 1]),
+        MicroBatch([("a", 13, False), ("b", 30, False)], partitions=[0, 1]),
+    ]
+
+    def build(env: Any) -> None:
+        tag = OutputTag("late")
+        windowed = (
+            env.from_micro_batches(batches, strategy, partitions=[0, 1])
+            .key_by(lambda e: e[0])
+            .window(TumblingEventTimeWindows.of(Duration.of_millis(5)))
+            .side_output_late_data(tag)
+            .process(CountWindowProcessFunction())
+        )
+        windowed.add_sink(out.append)
+        windowed.get_side_output(tag).add_sink(side.append)
+
+    return build
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_punctuated_generator_per_source_partition(tmp_path: Path, vectorize: bool) -> None:
+    main: List[Any] = []
+    side: List[Any] = []
+    local_outputs(punctuated_two_partitions(main, side))
+    assert side  # ("b", 6) is late only by the punctuated watermarks (the maxima would hold it back less)
+    got_main: List[Any] = []
+    got_side: List[Any] = []
+    build = punctuated_two_partitions(got_main, got_side)
+    run_foreach_batch(build, str(tmp_path), vectorize, tasks=2, batches=range(2))
+    run_foreach_batch(build, str(tmp_path), vectorize, tasks=2, batches=range(2, 5))
+    assert sorted(got_main) == sorted(main) and sorted(got_side) == sorted(side)
+
+
+def test_mid_batch_watermarks_meeting_another_input_are_refused(tmp_path: Path) -> None:
+    strategy = WatermarkStrategy.for_generator(PerElementWatermarks).with_timestamp_assigner(lambda e, _: e[1])
+
+    def build(env: Any) -> None:
+        first = env.from_micro_batches([[("a", 1)]]).assign_timestamps_and_watermarks(strategy)
+        second = env.from_micro_batches([[("b", 2)]], WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1]))
+        first.union(second).key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(Duration.of_millis(5))).reduce(
+            lambda a, b: a
+        ).add_sink(lambda v: None)
+
+    with pytest.raises(UnsupportedFeatureError, match=r"custom WatermarkGenerator.*another input.*source instead"):
+        run_foreach_batch(build, str(tmp_path), vectorize=True)
 
 
 @pytest.mark.parametrize("where", ["restamp", "source"])

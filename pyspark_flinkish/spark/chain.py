@@ -3,7 +3,9 @@ engine), turning what reaches a keyed operator or a sink into rows (:mod:`.rows`
 
 Order (``ord``) mirrors the JVM-free engine's depth-first order: ``[0, level, ts, sp, n, ...]`` for outputs of
 processing-time timers at the batch start, ``[1, <source order>, ...]`` for source records and what they
-cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the batch's watermark.
+cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the batch's watermark. A watermark a custom
+generator emits within the batch (``spark/generators.py``) travels as ``wm`` rows ordered after the record that caused
+it and its descendants.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..core.async_operator import AsyncWaitOperator
 from ..core.errors import UserFunctionError
-from ..core.operators import KeyedOperator, StreamOperator, call_user, in_node, short
+from ..core.operators import KeyedOperator, StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
+from ..core.watermark_alignment import SplitWatermarks
 from .error_transport import reported_to_driver
+from .generators import assigner_row, install_assigner_state, mid_batch_order, route_splits, splits_row
 from .keys import encode_key, state_partition
 from .plan import ExecPlan
 from .rows import FUTURE_SAMPLES, dumps, loads, metric_row, row_frame
+from .source_rows import partition_from_text
 from .ticks import TICK_SOURCE
 
 
@@ -33,7 +38,14 @@ class ChainRunner:
     """Runs the stateless operators of a chain depth-first on an executor (like the JVM-free engine),
     turning what reaches a keyed operator or a sink into output rows."""
 
-    def __init__(self, plan: ExecPlan, watermarks: Dict[int, int], now: int, partitions: int) -> None:
+    def __init__(
+        self,
+        plan: ExecPlan,
+        watermarks: Dict[int, int],
+        now: int,
+        partitions: int,
+        generators: Optional[Dict[int, bytes]] = None,
+    ) -> None:
         self.plan = plan
         self.watermarks = watermarks
         self.now = now
@@ -46,6 +58,11 @@ class ChainRunner:
         horizon = getattr(plan, "future_horizon_ms", None)
         self.future_after = None if horizon is None else now + horizon
         self.future: Dict[Tuple[int, Optional[str]], List[Any]] = {}  # [count, max ts, [(ts, order), ...]]
+        # custom watermark generators (``spark/generators.py``): their state as the driver left it, the sources'
+        # per-partition generators run here, and the order of the mid-batch watermark being passed on (if any)
+        self.generators = generators or {}
+        self.splits: Dict[int, SplitWatermarks] = {}
+        self.watermark_order: Optional[List[int]] = None
 
     def _operator(self, index: int) -> Tuple[StreamOperator, ChainOutput]:
         """The node's operator, opened on first use, and the output it was opened with: the operator's own
@@ -58,6 +75,8 @@ class ChainRunner:
             self._outputs[index] = ChainOutput(self, index)
             op.open(self._outputs[index], FixedClock(self.now))
             op.current_watermark = self.watermarks.get(index, op.current_watermark)
+            if node.custom_generator and isinstance(op, TimestampsAndWatermarksOperator):
+                install_assigner_state(op, self.generators.get(index))
             self._ops[index] = op
         return op, self._outputs[index]
 
@@ -75,6 +94,56 @@ class ChainRunner:
                 if len(future[2]) < FUTURE_SAMPLES:
                     future[2].append((ts, order))
         entry[2] = max(entry[2], batch)
+
+    def observe(self, index: int, part: Optional[str], element: Any, ts: Optional[int]) -> None:
+        """A source's element for its partition's custom generator (``on_event`` in processing order), as the local
+        engine's ``SourceRunner.observe``; a no-op for built-in generators (the driver runs them on statistics)."""
+        node = self.plan.nodes[index]
+        if not node.custom_generator:
+            return
+        splits = self.splits.get(index)
+        if splits is None:
+            splits = self.splits[index] = route_splits(node, self.generators.get(index), FixedClock(self.now))
+        p = partition_from_text(node.source_partitions, "" if part is None else part)
+        if ts is None:
+            splits.add_partition(p)
+        else:
+            splits.on_event(p, element, ts)
+
+    def generator_rows(self) -> List[Dict[str, Any]]:
+        """One ``gen`` row per custom generator this task ran: its new state, for the driver."""
+        rows = [splits_row(index, splits) for index, splits in self.splits.items()]
+        for index, op in self._ops.items():
+            if self.plan.nodes[index].custom_generator and isinstance(op, TimestampsAndWatermarksOperator):
+                rows.append(assigner_row(index, op))
+        return rows
+
+    def forward_watermark(self, index: int, watermark: int, order: List[int]) -> None:
+        """A mid-batch watermark leaves node ``index`` at ``order``: stateless operators after it process it now,
+        keyed operators get a ``wm`` row in every state partition (their tasks process it at ``order``)."""
+        node = self.plan.nodes[index]
+        saved, self.watermark_order = self.watermark_order, order
+        try:
+            for consumer in [*node.main, *(c for cs in node.side.values() for c in cs)]:
+                self._push_watermark(consumer, watermark, order)
+        finally:
+            self.watermark_order = saved
+
+    def _push_watermark(self, index: int, watermark: int, order: List[int]) -> None:
+        node = self.plan.nodes[index]
+        if node.kind == "sink":
+            return
+        if node.keyed:
+            for sp in range(self.partitions):
+                row = {"kind": "wm", "dest": index, "sp": sp, "key": None, "value": None, "ts": watermark, "ord": order}
+                self.rows.append(row)
+            return
+        if node.kind in ("union", "side_output"):
+            self.forward_watermark(index, watermark, order)
+            return
+        op, _ = self._operator(index)
+        if watermark > op.current_watermark:
+            op.process_watermark(watermark)  # passed on through its output (``ChainOutput.emit_watermark``)
 
     def push(self, index: int, record: StreamRecord, order: List[int], channel: int = 0) -> None:
         try:
@@ -126,7 +195,7 @@ class ChainRunner:
             op.process_input(channel, record)  # type: ignore[attr-defined]
         else:
             op.process_element(record)
-        if node.generates_watermarks:
+        if node.generates_watermarks and not node.custom_generator:
             # the operator's generator runs on the driver: report what it saw (timestamps after assignment)
             for rec in out.assigned:
                 self.stat(index, "", rec)
@@ -221,7 +290,14 @@ class ChainOutput:
         self.runner.forward_side(self.index, tag, record, self._order())
 
     def emit_watermark(self, watermark: int) -> None:
-        return None  # watermarks are computed by the driver
+        """Watermarks are computed by the driver, except those a custom generator in
+        ``assign_timestamps_and_watermarks`` emits within the batch: they go on right after the record
+        (``spark/generators.py``), and an operator passing one on does so at its order."""
+        runner = self.runner
+        if runner.watermark_order is not None:
+            runner.forward_watermark(self.index, watermark, runner.watermark_order)
+        elif runner.plan.nodes[self.index].custom_generator:
+            runner.forward_watermark(self.index, watermark, mid_batch_order(self.base))
 
     def emit_idle(self, idle: bool) -> None:
         return None
@@ -261,10 +337,12 @@ def route_partition(
     now: int,
     partitions: int,
     source_index: Dict[str, int],
+    generators: Optional[Dict[int, bytes]] = None,
 ) -> Iterator[Any]:
     """``mapInPandas`` body for source rows (columns ``src``, ``value``, ``ts``, ``part``, ``ord``, ``batch``,
-    ``marker``): runs the stateless chain of each record and yields routed rows and statistics rows."""
-    runner = ChainRunner(plan, watermarks, now, partitions)
+    ``marker``): runs the stateless chain of each record and yields routed rows and statistics rows
+    (``generators``: the custom watermark generators' state, ``spark/generators.py``)."""
+    runner = ChainRunner(plan, watermarks, now, partitions, generators)
     with reported_to_driver():
         _route_frames(runner, frames, source_index)
         runner.finish()
@@ -289,7 +367,9 @@ def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict
                 continue
             source_order = [int(x) for x in order]
             runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val, source_order)
-            runner.forward(node, StreamRecord(loads(value), ts_val), [1, *source_order])
+            element = loads(value)
+            runner.observe(node, part_val, element, ts_val)
+            runner.forward(node, StreamRecord(element, ts_val), [1, *source_order])
 
 
 def route_records(
@@ -299,20 +379,22 @@ def route_records(
     now: int,
     partitions: int,
     node: int,
+    generators: Optional[Dict[int, bytes]] = None,
 ) -> Iterator[Any]:
     """``mapInPandas`` body fusing a DataFrame source's conversion with the route: ``records`` are the source's
     ``(element, timestamp, partition, order)``; no element is pickled between the two."""
-    runner = ChainRunner(plan, watermarks, now, partitions)
+    runner = ChainRunner(plan, watermarks, now, partitions, generators)
     with reported_to_driver(plan.nodes[node]):  # the source's own conversion (timestamp assigner) runs in ``records``
         for element, ts, part, order in records:
             runner.stat(node, "" if part is None else part, ts, -1, order)
+            runner.observe(node, part, element, ts)
             runner.forward(node, StreamRecord(element, ts), [1, *order])
         runner.finish()
     yield _routed_frame(runner)
 
 
 def _routed_frame(runner: ChainRunner) -> Any:
-    rows = runner.output_rows() + [
+    rows = runner.output_rows() + runner.generator_rows() + [
         {"kind": "stat", "dest": node, "sp": -1, "part": part, "stat_max": mx, "stat_count": n, "stat_batch": b}
         for (node, part), (mx, n, b) in runner.stats.items()
     ]

@@ -74,8 +74,8 @@ def detect(plan: ExecPlan, transformations: List[Any]) -> Optional[ColumnarWindo
     source = src_t.source
     if type(source) is not DataFrameSource or source.timestamp_column is None or source.element is not None:
         return None  # elements made by a connector (e.g. Kafka JSON values) need their Python conversion
-    if src_t.watermark_strategy.timestamp_assigner is not None:
-        return None
+    if src_t.watermark_strategy.timestamp_assigner is not None or src_t.watermark_strategy.has_user_generator:
+        return None  # (a custom generator runs per element in the route: ``spark/generators.py``)
     if getattr(source, "steps", None) is not None or source.explicit_watermarks:
         return None  # upstream watermarks (from_delta) split a batch into steps
     src = plan.nodes[s]

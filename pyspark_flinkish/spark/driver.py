@@ -52,6 +52,7 @@ from .delivery import deliver_frame, deliver_values, is_client_sink
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import package_error_from
 from .far_future import FutureRecords
+from .generators import generator_states, install_generator_state, ordered_route, refuse_unaligned_generators
 from .keyed_partition import keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
@@ -94,6 +95,7 @@ class ForeachBatchDriver:
         meta = self._meta()
         self.partitions = int(meta["state_partitions"])
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
+        refuse_unaligned_generators(self.plan)
         self._check_operators(meta)
         self.state_root = storage.join(checkpoint, "flinkish", "state")
         self.driver_root = storage.join(checkpoint, "flinkish", "driver")
@@ -526,26 +528,38 @@ class ForeachBatchDriver:
         now = self.env.clock.now()
         wm_prev = self._wm_now()
         source_index = {plan.nodes[i].uid: i for i in plan.sources}
+        # custom watermark generators run in the route, in one task in processing order (``spark/generators.py``)
+        generators = generator_states(self.watermark_graph)
+        ordered = ordered_route(plan)
 
         if self.fused is not None:
             source_t, node = self.plan.transformations[self.fused], self.fused
             records = dataframe_records(source_t)
-            if source_t.source.order_columns:  # order comes from columns: spread the route over all cores
+            order_columns = list(source_t.source.order_columns)
+            if ordered:
+                df = df.coalesce(1)
+                if order_columns:
+                    df = df.sortWithinPartitions(*order_columns)
+            elif order_columns:  # order comes from columns: spread the route over all cores
                 df = df.repartition(parts)
             routed = df.mapInPandas(
-                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node), ROW_DDL
+                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node, generators), ROW_DDL
             ).persist()
         else:
+            if ordered:  # one task; a batch's rows source by source (as the local engine emits them), each in order
+                uids = F.array(*[F.lit(plan.nodes[i].uid) for i in plan.sources])
+                df = df.coalesce(1).sortWithinPartitions(F.array_position(uids, F.col("src")), "ord")
             routed = df.mapInPandas(
-                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index), ROW_DDL
+                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index, generators), ROW_DDL
             ).persist()
         with self._phase("route"):
-            stats = self._take_future(routed.filter(F.col("kind").isin("stat", "future")).collect(), now)
+            stats = self._take_future(routed.filter(F.col("kind").isin("stat", "future", "gen")).collect(), now)
         with self._phase("watermarks"):
             batch_index = self._advance_watermarks(stats)
         wm_new = self._wm_now()
 
-        outputs = [routed.filter(F.col("kind").isin("rec", "metric"))]  # metric: async I/O operators
+        # metric: async I/O operators; wm: a custom generator's mid-batch watermarks for the keyed operators
+        outputs = [routed.filter(F.col("kind").isin("rec", "metric", "wm"))]
         return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id) + (
             batch_index,
         )
@@ -641,6 +655,9 @@ class ForeachBatchDriver:
         for i, t in enumerate(g.order):
             node = g.nodes[t.id]
             for row in by_source.get(i, ()):
+                if row["kind"] == "gen":  # a custom generator's state after the route ran it (``spark/generators.py``)
+                    install_generator_state(g, i, row["value"])
+                    continue
                 if row["stat_batch"] is not None and row["stat_batch"] >= 0:
                     batch_index = max(int(row["stat_batch"]), batch_index if batch_index is not None else -1)
                 if t.kind == "source":
@@ -649,7 +666,7 @@ class ForeachBatchDriver:
                     part = source_partition(t, row["part"])
                     counts = self.input_counts.setdefault(t.name, {})  # progress counter
                     counts[str(part)] = counts.get(str(part), 0) + int(row["stat_count"] or 0)
-                    if row["stat_count"]:
+                    if row["stat_count"] and not t.watermark_strategy.has_user_generator:
                         g.runners[t.id].observe(part, None, int(row["stat_max"]))
                     else:
                         g.runners[t.id].splits.add_partition(part)

@@ -25,6 +25,7 @@ from ..monitoring import partition_metrics
 from . import storage
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
+from .generators import mid_batch_order
 from .keys import decode_key, encode_key
 from .plan import ExecPlan
 from .rows import loads, metric_row, row_frame
@@ -99,19 +100,24 @@ def run_keyed_partition(
     if broadcast:
         op.broadcast_outputs = sp == 0  # type: ignore[attr-defined]
 
+    # records, and the watermarks a custom generator emitted within the batch (``spark/generators.py``), in order
     records = [
-        ([int(x) for x in o], v, None if t is None or t != t else int(t))
+        ([int(x) for x in o], kind, v, None if t is None or t != t else int(t))
         for kind, o, v, t in zip(pdf["kind"], pdf["ord"], pdf["value"], pdf["ts"])
-        if kind == "rec"
+        if kind in ("rec", "wm")
     ]
     records.sort(key=lambda r: r[0])
     early = [r for r in records if r[0][0] == 0]
     late = [r for r in records if r[0][0] != 0]
 
-    def process(batch: List[Tuple[List[int], bytes, Optional[int]]]) -> None:
-        for order, value, ts in batch:
+    def process(batch: List[Tuple[List[int], str, bytes, Optional[int]]]) -> None:
+        for order, kind, value, ts in batch:
             out.base, out.n, out.phase = order, 0, None
-            if node.two_input:
+            if kind == "wm":
+                if ts > op.current_watermark:  # type: ignore[operator]
+                    op.process_watermark(ts)  # type: ignore[arg-type]  # timers' outputs ordered here
+                    runner.forward_watermark(index, ts, mid_batch_order(order))  # type: ignore[arg-type]
+            elif node.two_input:
                 channel, element = loads(value)
                 op.process_input(channel, StreamRecord(element, ts))  # type: ignore[attr-defined]
             else:
@@ -122,7 +128,7 @@ def run_keyed_partition(
     op.advance_processing_time(now)
     process(late)
     out.phase = 2
-    if watermarks_new[index] > watermarks_prev[index]:
+    if watermarks_new[index] > op.current_watermark:
         op.process_watermark(watermarks_new[index])
     op.close()
     runner.finish()
@@ -139,7 +145,8 @@ def run_keyed_partition(
         snap = encode_snapshot(op.snapshot_broadcast_state())  # type: ignore[attr-defined]
         states[OPERATOR_STATE_KEY] = KeyState(((None, snap),), None, None, None, None)
     manifest = store.commit(batch_id, states)
-    metrics = partition_metrics(op, len(records), out.emitted, started)
+    received = sum(1 for r in records if r[1] == "rec")
+    metrics = partition_metrics(op, received, out.emitted, started)
     metrics = store_metrics(metrics, store, manifest, windows, 1 if broadcast else 0)
     return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)])
 
@@ -160,15 +167,22 @@ def _run_batched(
     batch = restore_window_table(op, store, _record_keys(pdf), wm_prev, wm_new, now)
     records = sorted(
         (
-            ([int(x) for x in o], k, v, None if t is None or t != t else int(t))
+            ([int(x) for x in o], kind, k, v, None if t is None or t != t else int(t))
             for kind, o, k, v, t in zip(pdf["kind"], pdf["ord"], pdf["key"], pdf["value"], pdf["ts"])
-            if kind == "rec"
+            if kind in ("rec", "wm")
         ),
         key=lambda r: r[0],
     )
     keys: Dict[bytes, Any] = {}
-    for order, kb, value, ts in records:
+    received = 0
+    for order, kind, kb, value, ts in records:
         out.base, out.n, out.phase = order, 0, None
+        if kind == "wm":  # a custom generator's mid-batch watermark (``spark/generators.py``)
+            if ts > op.current_watermark:
+                batch.advance_watermark(ts)
+                out.runner.forward_watermark(out.index, ts, mid_batch_order(order))
+            continue
+        received += 1
         key = keys.get(kb)
         if key is None:
             key = keys[kb] = decode_key(kb)
@@ -177,7 +191,7 @@ def _run_batched(
     batch.advance_watermark(wm_new)
     op.close()
     manifest = save_window_table(batch, store, batch_id)
-    return store_metrics(partition_metrics(op, len(records), out.emitted, started), store, manifest, True)
+    return store_metrics(partition_metrics(op, received, out.emitted, started), store, manifest, True)
 
 
 def restore_window_table(

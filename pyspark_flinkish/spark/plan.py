@@ -7,7 +7,7 @@ a :class:`Node` holds only what running it needs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.batch_window import batch_eligibility
 from ..core.errors import UnsupportedFeatureError
@@ -37,6 +37,11 @@ class Node:
     two_input: bool = False  # a connect / broadcast operator (``core/co_operators.py``): records carry their input
     key_selectors: Optional[List[Optional[Callable[[Any], Any]]]] = None  # keyed two-input: one per input
     broadcast_input: Optional[int] = None  # the input whose records go to every state partition (broadcast state)
+    # a custom WatermarkGenerator (``WatermarkStrategy.for_generator``) here: its on_event runs in the route
+    # (``spark/generators.py``); a source's strategy and declared partitions go with it
+    custom_generator: bool = False
+    strategy: Optional[Any] = None
+    source_partitions: Tuple[Any, ...] = ()
 
     def channel_of(self, position: int) -> int:
         """The input of ``main[position]`` this node feeds (0 for one-input consumers)."""
@@ -44,30 +49,33 @@ class Node:
 
 
 def refuse_per_event_generators(transformations: List[Transformation]) -> None:
-    """Refuse a custom ``WatermarkGenerator`` (``WatermarkStrategy.for_generator``) wherever a Spark pipeline has a
-    watermark strategy: at a source or in ``assign_timestamps_and_watermarks``. Flink calls its ``on_event`` for
-    every element, in order; the Spark executors generate watermarks on the driver from each micro-batch's
-    per-partition maximum timestamp, which gives the built-in generators' exact result (they depend on that
-    maximum only) but not a custom one's. Raises :class:`UnsupportedFeatureError` naming the alternatives."""
+    """Refuse a custom ``WatermarkGenerator`` (``WatermarkStrategy.for_generator``) on the applyInPandasWithState
+    executor, at a source or in ``assign_timestamps_and_watermarks``: Flink calls its ``on_event`` for every element,
+    in order, and emits what it returns at once; that executor's watermark is Spark's global one (the maximum event
+    time minus a delay), which cannot follow a custom generator. Raises :class:`UnsupportedFeatureError` naming the
+    alternatives (the foreachBatch executor runs such generators as Flink does: ``spark/generators.py``)."""
     for t in transformations:
-        if t.kind == "source":
-            strategy = t.watermark_strategy
-        elif isinstance(t.spec, TimestampsSpec):
-            strategy = t.spec.strategy
-        else:
-            continue
+        strategy = generator_strategy(t)
         if strategy is not None and strategy.has_user_generator:
             where = f"source {t.name!r}" if t.kind == "source" else f"assign_timestamps_and_watermarks ({t.name!r})"
             msg = (
-                f"{where}: a custom WatermarkGenerator (WatermarkStrategy.for_generator) is not supported on Spark: "
-                "Flink calls its on_event for every element, but the Spark executors generate watermarks on the "
-                "driver from each micro-batch's maximum timestamp per source partition, so per-event (e.g. "
-                "punctuated) logic cannot run as in Flink. Use a built-in strategy "
-                "(WatermarkStrategy.for_bounded_out_of_orderness / for_monotonous_timestamps, optionally "
-                ".with_idleness), or run the job on the local engine (get_execution_environment() without a "
-                "SparkSession)."
+                f"{where}: a custom WatermarkGenerator (WatermarkStrategy.for_generator) is not supported on the "
+                "applyInPandasWithState executor: Flink calls its on_event for every element, but this executor's "
+                "watermark is Spark's global one (the maximum event time minus a delay), which cannot follow a custom "
+                "generator. Use the foreachBatch executor (get_execution_environment(spark), the default backend), "
+                "which runs it as Flink does, a built-in strategy (WatermarkStrategy.for_bounded_out_of_orderness / "
+                "for_monotonous_timestamps), or the local engine (get_execution_environment() without a SparkSession)."
             )
             raise UnsupportedFeatureError(msg)
+
+
+def generator_strategy(t: Transformation) -> Optional[Any]:
+    """The ``WatermarkStrategy`` of a source or an ``assign_timestamps_and_watermarks`` (None elsewhere)."""
+    if t.kind == "source":
+        return t.watermark_strategy
+    if isinstance(t.spec, TimestampsSpec):
+        return t.spec.strategy
+    return None
 
 
 def refuse_operator_broadcast_state(transformations: List[Transformation]) -> None:
@@ -113,6 +121,13 @@ class ExecPlan:
                     broadcast_input=t.spec.broadcast_input if isinstance(t.spec, TwoInputSpec) else None,
                 )
             )
+            strategy = generator_strategy(t)
+            if strategy is not None and strategy.has_user_generator:
+                node = self.nodes[-1]
+                node.custom_generator = True
+                if t.kind == "source":
+                    node.strategy = strategy
+                    node.source_partitions = tuple(getattr(t.source, "partitions", ()))
         for i, t in enumerate(order):
             for channel, parent in enumerate(t.inputs):
                 p = self.nodes[index[parent.id]]
@@ -126,7 +141,6 @@ class ExecPlan:
             parents = [self.nodes[index[p.id]] for p in t.inputs]
             deepest = max((p.level for p in parents), default=0)
             node.level = deepest + 1 if node.keyed else deepest
-        refuse_per_event_generators(order)
         refuse_operator_broadcast_state(order)
         for node in self.nodes:
             if node.kind == "operator" and not node.keyed and node.generates_watermarks and node.level > 0:
@@ -161,6 +175,7 @@ def keep_state_layouts(plan: ExecPlan, layouts: Dict[str, str]) -> None:
 __all__ = [
     "ExecPlan",
     "Node",
+    "generator_strategy",
     "keep_state_layouts",
     "refuse_operator_broadcast_state",
     "refuse_per_event_generators",

@@ -64,9 +64,15 @@ class DataFrameSource:
 
 
 def source_partition(t: Transformation, text: Optional[str]) -> Any:
+    """The source partition a row's ``part`` text names (one of the source's declared partitions, else the text)."""
+    return partition_from_text(tuple(getattr(t.source, "partitions", ())), text)
+
+
+def partition_from_text(partitions: Tuple[Any, ...], text: Optional[str]) -> Any:
+    """The partition among ``partitions`` whose ``repr`` or ``str`` is ``text`` (else the text itself)."""
     if text is None:
         return None
-    for p in getattr(t.source, "partitions", ()):
+    for p in partitions:
         if repr(p) == text or str(p) == text:
             return p
     return text
@@ -179,6 +185,7 @@ __all__ = [
     "SOURCE_DTYPES",
     "DataFrameSource",
     "SourceRestart",
+    "partition_from_text",
     "source_partition",
     "dataframe_records",
     "assign_timestamp",

@@ -57,7 +57,7 @@ from ..datastream.sources import MicroBatchSource
 from .chain import ChainRunner, FixedClock, KeyedOutput
 from .error_transport import reported_to_driver
 from .keys import decode_key
-from .plan import ExecPlan, Node
+from .plan import ExecPlan, Node, refuse_per_event_generators
 from .rows import dumps, loads
 from .sink_frames import STEP_COLUMN, SinkFrame
 
@@ -402,6 +402,7 @@ class StatefulQueryBuilder:
             sinks = [Transformation("sink", "DataFrame", [stream_t], sink=lambda v: None)]
         self.sinks = sinks
         self.plan = ExecPlan(sinks, vectorize=env.vectorize)
+        refuse_per_event_generators(self.plan.transformations)
         ids = [t.id for t in self.plan.transformations]
         self.targets = [ids.index(t.id) for t in sinks]
         infos = [validate(self.plan, target) for target in self.targets]

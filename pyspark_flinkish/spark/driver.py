@@ -558,8 +558,9 @@ class ForeachBatchDriver:
             batch_index = self._advance_watermarks(stats)
         wm_new = self._wm_now()
 
-        # metric: async I/O operators; wm: a custom generator's mid-batch watermarks for the keyed operators
-        outputs = [routed.filter(F.col("kind").isin("rec", "metric", "wm"))]
+        # metric: async I/O operators; count: records per sink (sinks fed by the route: the stateless pipeline's, the
+        # dead letters); wm: a custom generator's mid-batch watermarks for the keyed operators
+        outputs = [routed.filter(F.col("kind").isin("rec", "metric", "count", "wm"))]
         return self._levels_and_sinks(outputs, [routed], plan.levels, wm_prev, wm_new, now, batch_id) + (
             batch_index,
         )

@@ -438,6 +438,18 @@ PER_ELEMENT_GENERATOR = Pipeline(
     operator=_window(assigner=("tumbling", 5), late_output=True, function="process", mode="none"),
 )
 
+# two sources unioned before a punctuated assigner (found by this test): the second source's element comes after the
+# first's and its watermark, as on the local engine, only if the replayed rows carry their source's place in the order
+UNION_BEFORE_PUNCTUATED = Pipeline(
+    batches=(((("a", 0, 0), 0),),),
+    partitions=1,
+    second=((("x", 0, 0),),),
+    strategy=("bounded", 0),
+    pre=None,
+    restamp=("custom", "punctuated"),
+    operator={"kind": "process", "delay": 0, "processing": False},
+)
+
 
 # a replayed source with two partitions: per-partition watermarks (the local engine's minimum holds a[2] on time);
 # applyInPandasWithState has one global watermark and must refuse it
@@ -500,6 +512,7 @@ TYPED_FLAT_MAP_ORDER = Pipeline(
 @example(PROCESSING_WINDOW)
 @example(COUNT_THROUGH_HELPER)
 @example(PER_ELEMENT_GENERATOR)
+@example(UNION_BEFORE_PUNCTUATED)
 @example(TWO_PARTITIONS)
 def test_local_engine_and_foreach_batch_bodies_agree(tmp_path_factory: Any, p: Pipeline) -> None:
     expected = _outputs()

@@ -17,18 +17,19 @@ from .source_rows import SOURCE_DDL, assign_timestamp
 
 def replay_rows(plan: ExecPlan, sources: List[Transformation], i: int) -> Dict[str, List[Any]]:
     """The columns (``SOURCE_DDL``) of replay file ``i``: every source's batch ``i`` (elements pickled, timestamps
-    assigned, partitions as their ``repr``, order ``[i, position]``) and one marker row per source."""
+    assigned, partitions as their ``repr``, order ``[i, k, position]`` for the ``k``-th source: the local engine's
+    order, every source's elements of the batch after the previous source's) and one marker row per source."""
     rows: Dict[str, List[Any]] = {c: [] for c in ("src", "value", "ts", "part", "ord", "batch", "marker")}
-    for t in sources:
+    for k, t in enumerate(sources):
         node = plan.nodes[plan.transformations.index(t)]
         batches = t.source.batches
         elements = batches[i].elements if i < len(batches) else []
         for j, value in enumerate(elements):
             ts = assign_timestamp(t, node, value, None)
             part = batches[i].partition_of(j)
-            for c, v in zip(rows, (node.uid, dumps(value), ts, repr(part), [i, j], i, False)):
+            for c, v in zip(rows, (node.uid, dumps(value), ts, repr(part), [i, k, j], i, False)):
                 rows[c].append(v)
-        for c, v in zip(rows, (node.uid, None, None, None, [i, -1], i, True)):
+        for c, v in zip(rows, (node.uid, None, None, None, [i, k, -1], i, True)):
             rows[c].append(v)
     return rows
 

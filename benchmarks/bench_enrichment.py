@@ -2,14 +2,12 @@
 
     .venv/bin/python benchmarks/bench_enrichment.py [--events 2000000] [--keys 10000] [--batch-rows 200000]
         [--repeats 3] [--engines flinkish,apply_in_pandas_with_state,transform_with_state_in_pandas]
-        [--baseline REV]
 
 A ``KeyedProcessFunction`` keeps a running count per key in ``ValueState`` and emits every record with its count to
 a ``DeltaSink`` (append), fed ``--events`` events over ``--keys`` keys in ``--batch-rows``-event micro-batches from
 Parquet files (``maxFilesPerTrigger`` 1, ``availableNow``). The same job natively: ``applyInPandasWithState`` and
 ``transformWithStateInPandas`` (RocksDB state store) with the count in Spark's state, written with Spark's own Delta
-sink. ``--baseline REV`` also runs this package as of git revision ``REV`` (a temporary worktree on ``PYTHONPATH``;
-e.g. the commit before the sinks moved to the executors).
+sink.
 
 Each run is its own driver process (so that its peak memory is its own): the script reports the whole query's
 wall time, the median micro-batch time (Spark's ``triggerExecution``, the first batch left out), events per second
@@ -37,7 +35,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 INPUT_DDL = "key long, ts long, value long, seq long"
 ENGINES = ("flinkish", "apply_in_pandas_with_state", "transform_with_state_in_pandas")
 
@@ -162,7 +159,7 @@ def run_one(engine: str, input_dir: str, work: str, result: str, partitions: int
     source = spark.readStream.schema(INPUT_DDL).option("maxFilesPerTrigger", 1).parquet(input_dir)
     out = os.path.join(work, "out")
     run = {"flinkish": _flinkish, "apply_in_pandas_with_state": _apply_in_pandas_with_state,
-           "transform_with_state_in_pandas": _transform_with_state_in_pandas}[engine.split("@")[0]]
+           "transform_with_state_in_pandas": _transform_with_state_in_pandas}[engine]
     started = time.perf_counter()
     query = run(spark, source, out, work)
     wall = time.perf_counter() - started
@@ -177,12 +174,6 @@ def run_one(engine: str, input_dir: str, work: str, result: str, partitions: int
 
 
 # ------------------------------------------------------------------------------------------------------ the suite
-def _baseline_root(rev: str, work: str) -> str:
-    root = os.path.join(work, f"baseline-{rev[:10]}")
-    subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", root, rev], check=True, capture_output=True)
-    return root
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=2_000_000)
@@ -191,7 +182,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--partitions", type=int, default=2, help="shuffle / state partitions (default 2: one per core)")
     p.add_argument("--engines", default=",".join(ENGINES))
-    p.add_argument("--baseline", help="also run this package as of this git revision")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--run", help=argparse.SUPPRESS)  # internal: one engine's run in this process
     p.add_argument("--input", help=argparse.SUPPRESS)
@@ -203,15 +193,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
 
     work = tempfile.mkdtemp(prefix="bench-enrichment-")
-    baseline = None
     try:
         input_dir = os.path.join(work, "input")
         generate(input_dir, args.events, args.keys, args.batch_rows)
         expected = expected_counts(input_dir)
         engines = [e for e in args.engines.split(",") if e]
-        if args.baseline:
-            baseline = _baseline_root(args.baseline, work)
-            engines.insert(1, f"flinkish@{args.baseline}")
         load = os.getloadavg()[0]
         print(f"part 9, per-record enrichment: {args.events:,} events, {args.keys:,} keys, {args.batch_rows:,}-event "
               f"batches, {args.partitions} partitions; load average {load:.1f} at the start", flush=True)
@@ -219,15 +205,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         bad: List[str] = []
         for repeat in range(args.repeats):
             for engine in engines:  # in turn, so that each repeat pairs runs made side by side
-                run_dir = os.path.join(work, f"{engine.replace('@', '-')}-{repeat}")
+                run_dir = os.path.join(work, f"{engine}-{repeat}")
                 os.makedirs(run_dir)
                 result = os.path.join(run_dir, "result.json")
-                env = dict(os.environ)
-                if engine.startswith("flinkish@"):
-                    env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
                 cmd = [sys.executable, os.path.abspath(__file__), "--run", engine, "--input", input_dir,
                        "--work", run_dir, "--result", result, "--partitions", str(args.partitions)]
-                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                done = subprocess.run(cmd, capture_output=True, text=True)
                 if done.returncode != 0:
                     bad.append(f"{engine} (repeat {repeat}) failed:\n{done.stderr[-3000:]}")
                     continue
@@ -269,8 +252,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("MISMATCH OR FAILURE:", b, file=sys.stderr)
         return 1 if bad else 0
     finally:
-        if baseline is not None:
-            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", baseline], capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 from ..core.errors import UserFunctionError
 from ..core.operators import call_user, in_node, short
 from ..datastream.plan import BatchWriterSinkSpec, ForeachBatchSpec, Transformation
-from .sink_frames import ORDER_COLUMN, SinkFrame
+from .sink_frames import SinkFrame
 
 
 def is_client_sink(t: Transformation) -> bool:
@@ -59,7 +59,7 @@ def deliver_frame(
         return
     uid = (context or {}).get("sink_uid") or t.uid or t.name
     try:
-        df = frame.typed(with_order=True).orderBy(ORDER_COLUMN).drop(ORDER_COLUMN)  # in Flink's order
+        df = frame.ordered()  # in Flink's order
         call_user(t.spec.function, lambda: f"{t.name}: foreach_batch function (batch {batch_id})", df, batch_id)  # type: ignore[union-attr]
     except UserFunctionError as exc:
         raise in_node(exc, t.name, uid)  # noqa: B904 (its cause is the user's exception)

@@ -20,6 +20,10 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
 from .rows import loads
 
+RECORDS_PER_TASK = 200_000
+"""How many of a sink's records one task decodes and writes: a frame has ``ceil(count / RECORDS_PER_TASK)`` partitions,
+at most ``spark.sql.shuffle.partitions`` (a small batch is one task and one file, not one per stage output)."""
+
 ORDER_COLUMN = "__flinkish_order"
 """The column of :meth:`SinkFrame.typed` (``with_order=True``) with each record's place in Flink's order."""
 
@@ -109,7 +113,20 @@ class SinkFrame:
         def decode(batches: Iterable[Any]) -> Iterator[Any]:
             return decode_batches(batches, output_type, schema, convert, with_order)
 
-        return self.rows.select(*columns).mapInArrow(decode, out_schema)
+        return self.rows.select(*columns).coalesce(self.partitions()).mapInArrow(decode, out_schema)
+
+    def partitions(self) -> int:
+        """How many tasks decode and write the records (:data:`RECORDS_PER_TASK` each, at most the session's
+        ``spark.sql.shuffle.partitions``)."""
+        limit = int(self.session.conf.get("spark.sql.shuffle.partitions", "200"))
+        return max(1, min(limit, -(-self.count // RECORDS_PER_TASK)))
+
+    def ordered(self, output_type: Any = None) -> Any:
+        """:meth:`typed`, sorted in Flink's order (``collect()`` returns the records in the order a sink function
+        gets them): within its one task when the frame has one, else a global sort."""
+        frame = self.typed(output_type, with_order=True)
+        frame = frame.sortWithinPartitions(ORDER_COLUMN) if self.partitions() == 1 else frame.orderBy(ORDER_COLUMN)
+        return frame.drop(ORDER_COLUMN)
 
     def last_per_key(self, keys: Sequence[str], output_type: Any = None) -> Any:
         """:meth:`typed`, one row per value of the ``keys`` columns (nulls equal): the last in Flink's order."""
@@ -152,6 +169,7 @@ def sink_rows(outputs: List[Any], index: int, step_column: Optional[Any] = None)
 
 __all__ = [
     "ORDER_COLUMN",
+    "RECORDS_PER_TASK",
     "STEP_COLUMN",
     "SinkFrame",
     "arrow_schema",

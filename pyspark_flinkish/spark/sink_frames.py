@@ -78,11 +78,11 @@ class SinkFrame:
 
     ``rows`` is a DataFrame of the sink's output rows (``value``, ``ord`` and :data:`STEP_COLUMN`), ``output_type``
     the type of the sink's rows (what its columns are), ``count`` how many records it holds (known without reading
-    them), ``convert`` what turns an element into a value of ``output_type`` (run on the executors; None: the
-    element is one)."""
+    them; None for a stream of unknown size, such as ``to_dataframe()``'s), ``convert`` what turns an element into a
+    value of ``output_type`` (run on the executors; None: the element is one)."""
 
     def __init__(
-        self, rows: Any, output_type: Any, count: int, convert: Optional[Callable[[Any], Any]] = None
+        self, rows: Any, output_type: Any, count: Optional[int], convert: Optional[Callable[[Any], Any]] = None
     ) -> None:
         self.rows = rows
         self.output_type = output_type
@@ -113,13 +113,16 @@ class SinkFrame:
         def decode(batches: Iterable[Any]) -> Iterator[Any]:
             return decode_batches(batches, output_type, schema, convert, with_order)
 
-        return self.rows.select(*columns).coalesce(self.partitions()).mapInArrow(decode, out_schema)
+        rows = self.rows.select(*columns)
+        if self.count is not None:  # a known size: as few tasks as it needs (else the rows keep their partitions)
+            rows = rows.coalesce(self.partitions())
+        return rows.mapInArrow(decode, out_schema)
 
     def partitions(self) -> int:
         """How many tasks decode and write the records (:data:`RECORDS_PER_TASK` each, at most the session's
         ``spark.sql.shuffle.partitions``)."""
         limit = int(self.session.conf.get("spark.sql.shuffle.partitions", "200"))
-        return max(1, min(limit, -(-self.count // RECORDS_PER_TASK)))
+        return max(1, min(limit, -(-(self.count or 0) // RECORDS_PER_TASK)))
 
     def ordered(self, output_type: Any = None) -> Any:
         """:meth:`typed`, sorted in Flink's order (``collect()`` returns the records in the order a sink function

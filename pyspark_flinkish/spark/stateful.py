@@ -528,7 +528,7 @@ def _decode(out: Any, output_type: Any) -> Any:
     from pyspark.sql import functions as F
 
     rows = out.select("value", "ord").withColumn(STEP_COLUMN, F.lit(0).cast("long"))
-    return SinkFrame(rows, output_type, 0).typed()
+    return SinkFrame(rows, output_type, None).typed()  # a stream: its size is not known
 
 
 __all__ = [

@@ -416,6 +416,11 @@ def test_due_processing_time_timers_fire_right_after_a_restore_on_an_idle_topic(
             time.sleep(0.2)
         handle.driver.raise_if_failed()
         assert sorted(second) == [("fired", "a", 1_500, 2), ("fired", "b", 1_500, 2)]
+        # the sink received the timers' output inside the batch; Spark records the batch's progress only after the
+        # batch function returns and the batch commits
+        deadline = time.time() + 60
+        while not handle.query.recentProgress and time.time() < deadline and handle.is_active:
+            time.sleep(0.2)
         progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]
         kafka_rows = [sum(s["numInputRows"] for s in p["sources"] if "Kafka" in s["description"]) for p in progress]
         assert progress and not any(kafka_rows)  # no input: the timers fired without any

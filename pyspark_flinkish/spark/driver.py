@@ -50,7 +50,7 @@ from .checkpoint import (
 from .checkpoint_migration import migrate_pickled_checkpoint
 from .delivery import deliver_frame, deliver_values, is_client_sink
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
-from .error_transport import package_error_from
+from .error_transport import interruption_from, package_error_from
 from .far_future import FutureRecords
 from .generators import generator_states, install_generator_state, ordered_route, refuse_unaligned_generators
 from .keyed_partition import keyed_level_function
@@ -341,6 +341,9 @@ class ForeachBatchDriver:
             self.failure = exc if error is None else error
             if error is not None and error is not exc:
                 raise error from exc
+            stopped = interruption_from(exc) if error is None else None
+            if stopped is not None:  # the query is stopping: a short error that Spark's check reads at once
+                raise stopped from None
             raise
 
     def _wm_now(self) -> Dict[int, int]:

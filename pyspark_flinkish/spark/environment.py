@@ -38,6 +38,7 @@ from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_frame, deliver_values, is_client_sink
 from .delta import with_delta_writers
 from .driver import ForeachBatchDriver
+from .error_transport import stops_cleanly
 from .far_future import DEFAULT_HORIZON_MS
 from .job_client import SparkJobClient, query_job_id
 from .job_defaults import default_checkpoint_location, default_trigger
@@ -436,7 +437,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             finally:
                 batch.unpersist()
 
-        writer = df.writeStream.foreachBatch(deliver).option("checkpointLocation", spark_path(storage.join(checkpoint, "spark")))
+        spark_checkpoint = spark_path(storage.join(checkpoint, "spark"))
+        writer = df.writeStream.foreachBatch(stops_cleanly(deliver)).option("checkpointLocation", spark_checkpoint)
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)

@@ -11,8 +11,9 @@ the same way between markers of its own (:func:`package_error_from` finds either
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
-from typing import Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 from ..core.errors import FlinkishError, UnsupportedFeatureError, UserFunctionError
 from ..core.operators import in_node
@@ -78,6 +79,61 @@ def unsupported_error_from(exc: BaseException) -> Optional[UnsupportedFeatureErr
     return _carried(exc, UnsupportedFeatureError, _UNSUPPORTED_BEGIN, _UNSUPPORTED_END)  # type: ignore[return-value]
 
 
+# the Java exceptions Spark takes for "the query was stopped" (``StreamExecution.IO_EXCEPTION_NAMES``)
+_INTERRUPTIONS = frozenset(
+    {"java.lang.InterruptedException", "java.io.InterruptedIOException", "java.nio.channels.ClosedByInterruptException"}
+)
+
+
+class BatchInterruptedError(Exception):
+    """A micro-batch's Spark job was interrupted: the query is being stopped (``handle.stop()``, ``query.stop()``).
+
+    Spark tells a stop from a failure of the Python batch function by matching a regular expression over the whole
+    text of the Python error (``StreamExecution.PROXY_ERROR``: Py4J's phrase, anything, then an interruption's class
+    name). Java runs that expression recursively, one level per character, so a long Py4J traceback overflows the
+    stream thread's stack (``StackOverflowError``, printed as an uncaught error). This error carries the same two
+    markers in a few characters, so Spark recognises the stop at once."""
+
+
+def interruption_from(exc: BaseException) -> Optional[BatchInterruptedError]:
+    """A short :class:`BatchInterruptedError` when ``exc``'s chain holds a Py4J error whose Java exception, or one of its
+    Java causes, is an interruption; None otherwise (a failure, reported as it is)."""
+    seen: List[BaseException] = []
+    current: Optional[BaseException] = exc
+    while current is not None and current not in seen:
+        java = getattr(current, "java_exception", None)
+        for _ in range(16):  # Java's chain of causes, bounded
+            if java is None:
+                break
+            try:
+                name = java.getClass().getName()
+                java = java.getCause()
+            except Exception:
+                break
+            if name in _INTERRUPTIONS:
+                return BatchInterruptedError(f"py4j.protocol.Py4JJavaError: An error occurred while calling the batch: {name}")
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def stops_cleanly(batch_function: Callable[[Any, int], None]) -> Callable[[Any, int], None]:
+    """``batch_function`` (a ``foreachBatch`` function) raising a short :class:`BatchInterruptedError` when the query's
+    stop interrupts it (:func:`interruption_from`), and any other error as it is."""
+
+    @functools.wraps(batch_function)
+    def run(df: Any, batch_id: int) -> None:
+        try:
+            batch_function(df, batch_id)
+        except Exception as exc:
+            stopped = interruption_from(exc)
+            if stopped is not None:
+                raise stopped from None
+            raise
+
+    return run
+
+
 def package_error_from(exc: BaseException) -> Optional[FlinkishError]:
     """The package error a Spark task raised (a :class:`UserFunctionError` or an :class:`UnsupportedFeatureError`),
     rebuilt on the driver; None when ``exc`` carries none."""
@@ -85,8 +141,11 @@ def package_error_from(exc: BaseException) -> Optional[FlinkishError]:
 
 
 __all__ = [
+    "BatchInterruptedError",
+    "interruption_from",
     "package_error_from",
     "reported_to_driver",
+    "stops_cleanly",
     "unsupported_error_from",
     "user_error_from",
 ]

@@ -9,8 +9,9 @@ The jobs are in ``jvm-free-tests/datastream/two_input_jobs.py``, written once ag
 hands them PyFlink's modules, ``test_pyflink_two_input.py`` (local engine) and ``tests/spark/test_spark_two_input.py``
 (foreachBatch executor) hand them pyspark_flinkish's. Each source is ``from_collection`` with
 ``assign_timestamps_and_watermarks`` (monotonous timestamps, or no watermarks for the slow input of
-``watermark_is_min_of_inputs``); parallelism 1. Flink does not order a two-input operator's inputs, so the JSON file
-holds each job's outputs sorted (a multiset); the jobs are designed so that this multiset is deterministic.
+``watermark_is_min_of_inputs``); parallelism 1, except the cases of ``two_input_jobs.PARALLELISM``. Flink does not
+order a two-input operator's inputs, so the JSON file holds each job's outputs sorted (a multiset); the jobs are
+designed so that this multiset is deterministic.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ API = two_input_jobs.Api(
 
 def run_case(case: str) -> List[Any]:
     env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(1)
+    env.set_parallelism(two_input_jobs.PARALLELISM.get(case, 1))
     env.set_python_executable(sys.executable)  # the Python workers run in this venv too
     out = two_input_jobs.build(env, API, case)
     with out.execute_and_collect() as results:
@@ -85,7 +86,7 @@ def main(argv: List[str]) -> int:
     doc = {
         "pyflink_version": pyflink.version.__version__,
         "command": "/work/pyflink-venv/bin/python benchmarks/pyflink_two_input.py --out " + args.out,
-        "parallelism": 1,
+        "parallelism": {c: two_input_jobs.PARALLELISM.get(c, 1) for c in two_input_jobs.CASES},
         "runs": args.runs,
         "inputs": two_input_jobs.INPUTS,
         "cases": cases,

@@ -229,3 +229,62 @@ def test_keyed_two_input_operators_are_refused_in_batch_mode() -> None:
     keyed = a.connect(b).key_by(lambda e: e[0], lambda e: e[0]).map(Count())
     with pytest.raises(UnsupportedFeatureError, match=r"BATCH runtime mode.*STREAMING"):
         _run(keyed)
+
+
+class _Recording:
+    def __init__(self) -> None:
+        self.out: List[Any] = []
+
+    def collect(self, record: Any) -> None:
+        self.out.append(("main", record.value, record.timestamp))
+
+    def collect_side(self, tag: Any, record: Any) -> None:
+        self.out.append((tag.get_id(), record.value, record.timestamp))
+
+    def emit_watermark(self, watermark: int) -> None:
+        pass
+
+    def emit_idle(self, idle: bool) -> None:
+        pass
+
+
+@pytest.mark.parametrize("copies", [0, 1, 3])
+def test_what_process_broadcast_element_emits_is_sent_once_per_parallel_instance(copies: int) -> None:
+    """Returned, yielded to a side output and written through ``ctx.output`` alike (Flink: every parallel instance
+    runs it; 0 on a Spark state partition whose copies partition 0 sends); the state is updated once, and what
+    ``process_element`` emits is sent once."""
+    from pyspark_flinkish.core.clock import ManualClock
+    from pyspark_flinkish.core.co_operators import KeyedBroadcastProcessOperator
+    from pyspark_flinkish.core.records import OutputTag, StreamRecord
+
+    desc = MapStateDescriptor("rules", None, None)
+    side = OutputTag("side")
+
+    class Rules(KeyedBroadcastProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield "event", value
+
+        def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+            state = ctx.get_broadcast_state(desc)
+            state.put("count", (state.get("count") or 0) + 1)
+            ctx.output(side, ("through ctx", value))
+            yield "rule", value, state.get("count")
+            yield side, ("yielded", value)
+
+    op = KeyedBroadcastProcessOperator("b", lambda v: v, Rules(), [desc], parallelism=3)
+    op.broadcast_copies = copies
+    recording = _Recording()
+    op.open(recording, ManualClock(0))
+    op.process_unkeyed(1, StreamRecord(["r1"], 5))
+    op.process_unkeyed(1, StreamRecord(["r2"], 6))
+    op.process_keyed_input(0, "k", StreamRecord("k", 7))
+    once = [
+        ("side", ("through ctx", ["r1"]), 5), ("main", ("rule", ["r1"], 1), 5), ("side", ("yielded", ["r1"]), 5),
+    ]
+    twice = [
+        ("side", ("through ctx", ["r2"]), 6), ("main", ("rule", ["r2"], 2), 6), ("side", ("yielded", ["r2"]), 6),
+    ]
+    assert recording.out == once * copies + twice * copies + [("main", ("event", "k"), 7)]
+    if copies > 1:  # every instance has values of its own, as Flink's deserialized copies
+        assert recording.out[0][1][1] is not recording.out[3][1][1]
+    assert op.broadcast_state.view(desc, False).get("count") == 2

@@ -22,6 +22,7 @@ CASES: Dict[str, Any] = {c["name"]: c for c in ORACLE["cases"]}
 
 def run(case: str, batches: int = 1, restart: bool = False) -> List[Any]:
     env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(two_input_jobs.PARALLELISM.get(case, 1))
     out: List[str] = []
     sink = two_input_jobs.build(env, two_input_jobs.pyspark_flinkish_api(batches), case).add_sink(out.append)
     if restart:

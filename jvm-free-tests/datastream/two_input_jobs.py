@@ -38,7 +38,11 @@ INPUTS: Dict[str, List[Any]] = {
 PAYMENT_TIMEOUT = 5000
 
 CASES = ["co_map", "co_flat_map", "co_process", "keyed_co_process_timers", "watermark_is_min_of_inputs",
-         "broadcast_process", "keyed_broadcast_process"]
+         "broadcast_process", "keyed_broadcast_process", "broadcast_per_instance", "keyed_broadcast_per_instance"]
+# the environment's parallelism per case (1 for the others): in Flink every parallel instance of a broadcast operator
+# runs process_broadcast_element and emits what it returns; keyed_broadcast_per_instance also sets its operator's
+# parallelism (3)
+PARALLELISM = {"broadcast_per_instance": 2, "keyed_broadcast_per_instance": 2}
 
 
 @dataclass
@@ -245,6 +249,32 @@ def build(env: Any, api: Any, case: str) -> Any:
 
         keyed = src("events").key_by(lambda e: e[0], key_type=string)
         stream = keyed.connect(src("rules", time_index=0).broadcast(rules())).process(Thresholds(), output_type=string)
+        return with_side(stream)
+
+    if case in ("broadcast_per_instance", "keyed_broadcast_per_instance"):
+        keyed_case = case == "keyed_broadcast_per_instance"
+        base = f.KeyedBroadcastProcessFunction if keyed_case else f.BroadcastProcessFunction
+
+        class PerInstance(base):  # type: ignore[misc,valid-type]
+            """What process_broadcast_element yields (main and side outputs) comes once per parallel instance; what
+            process_element yields once (each element goes to one instance)."""
+
+            def process_element(self, value: Any, ctx: Any) -> Any:
+                yield main("event", value[0], ctx.timestamp(), value[2])
+
+            def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+                state = ctx.get_broadcast_state(rules())
+                versions = state.get(value[1]) or []
+                state.put(value[1], versions + [[value[0], value[2]]])
+                yield main("rule", value[1], value[0], len(versions) + 1)
+                yield side("rule-seen", value[1], ctx.timestamp())
+
+        events = src("events")
+        if keyed_case:
+            events = events.key_by(lambda e: e[0], key_type=string)
+        stream = events.connect(src("rules", time_index=0).broadcast(rules())).process(PerInstance(), output_type=string)
+        if keyed_case:
+            stream = stream.set_parallelism(3)
         return with_side(stream)
 
     msg = f"unknown case {case!r}"

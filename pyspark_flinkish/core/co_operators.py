@@ -18,7 +18,8 @@ timers fire when the slower input passes them.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Hashable, List, Optional
+import copy
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 from .broadcast_state import BroadcastState, BroadcastStateStore
 from .clock import Clock
@@ -355,17 +356,62 @@ def restore_broadcast(store: BroadcastStateStore, snapshot: Optional[Dict[str, A
     store.restore(maps)
 
 
+class _PerInstanceOutput:
+    """Collects what ``process_broadcast_element`` emits (returned, yielded, or through ``ctx.output``) so that it can
+    be sent once per parallel instance of the operator: in Flink every instance gets every broadcast element, runs
+    ``process_broadcast_element`` on its own copy of the broadcast state and emits what it returns. The package runs
+    the operator as one instance, calls the function once and sends its outputs ``copies`` times; this equals Flink's
+    output when the function behaves the same on every instance, which Flink's broadcast state pattern requires
+    ("the same deterministic behavior across all parallel instances")."""
+
+    def __init__(self) -> None:
+        self.records: List[Tuple[Optional[OutputTag], StreamRecord]] = []
+
+    def collect(self, record: StreamRecord) -> None:
+        self.records.append((None, record))
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        self.records.append((tag, record))
+
+    def send(self, output: Output, copies: int) -> None:
+        """Each instance's outputs in turn (instance 0's, then 1's, ...); every instance has values of its own."""
+        for instance in range(copies):
+            for tag, record in self.records:
+                value = record.value if instance == 0 else copy.deepcopy(record.value)
+                if tag is None:
+                    output.collect(StreamRecord(value, record.timestamp))
+                else:
+                    output.collect_side(tag, StreamRecord(value, record.timestamp))
+
+
+def _broadcast_side(op: Any, call: Callable[[], Any], timestamp: Optional[int]) -> None:
+    """Run ``call`` (``process_broadcast_element``) and send its outputs once per parallel instance
+    (``op.broadcast_copies``; 0 on a Spark state partition whose copies another partition sends)."""
+    if op.broadcast_copies == 1:
+        emit_results(op.output, call(), timestamp)
+        return
+    real, recorder = op.output, _PerInstanceOutput()
+    op.output = recorder  # ctx.output(tag, value) writes through op.output too
+    try:
+        emit_results(recorder, call(), timestamp)
+    finally:
+        op.output = real
+    recorder.send(real, op.broadcast_copies)
+
+
 class BroadcastProcessOperator(TwoInputOperator):
     """``stream.connect(broadcast_stream).process(BroadcastProcessFunction)``: input 0 is the stream
     (``process_element``, broadcast state read-only), input 1 the broadcast stream (``process_broadcast_element``,
     read-write)."""
 
-    def __init__(self, name: str, function: Any, descriptors: List[MapStateDescriptor]) -> None:
+    def __init__(self, name: str, function: Any, descriptors: List[MapStateDescriptor], parallelism: int = 1) -> None:
         super().__init__(name)
         self.function = function
         self.descriptors = descriptors
         self.broadcast_state = BroadcastStateStore(descriptors)
-        self.broadcast_outputs = True  # False on an instance whose broadcast-side outputs another instance emits
+        # how often what process_broadcast_element emits is sent: once per parallel instance (0 on a Spark state
+        # partition whose copies partition 0 sends)
+        self.broadcast_copies = parallelism
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
@@ -373,19 +419,17 @@ class BroadcastProcessOperator(TwoInputOperator):
         self._read_write = _BroadcastContext(self, writable=True)
         open_function(self.function, self.name)
 
-    def _process(self, method: str, ctx: _BroadcastContext, record: StreamRecord, emit: bool) -> None:
+    def _call(self, method: str, ctx: _BroadcastContext, record: StreamRecord) -> Any:
         ctx.ts = record.timestamp
-        results = call_user(
+        return call_user(
             getattr(self.function, method), lambda: f"{self.name}: {method}({short(record.value)})", record.value, ctx
         )
-        if emit:
-            emit_results(self.output, results, record.timestamp)
 
     def process_element1(self, record: StreamRecord) -> None:
-        self._process("process_element", self._read_only, record, True)
+        emit_results(self.output, self._call("process_element", self._read_only, record), record.timestamp)
 
     def process_element2(self, record: StreamRecord) -> None:
-        self._process("process_broadcast_element", self._read_write, record, self.broadcast_outputs)
+        _broadcast_side(self, lambda: self._call("process_broadcast_element", self._read_write, record), record.timestamp)
 
     def snapshot_broadcast_state(self) -> Dict[str, Any]:
         return broadcast_snapshot(self.broadcast_state)
@@ -403,13 +447,18 @@ class KeyedBroadcastProcessOperator(KeyedTwoInputOperator):
     broadcast stream (``process_broadcast_element``, no key, read-write broadcast state)."""
 
     def __init__(
-        self, name: str, key_selector: Callable[[Any], Any], function: Any, descriptors: List[MapStateDescriptor]
+        self,
+        name: str,
+        key_selector: Callable[[Any], Any],
+        function: Any,
+        descriptors: List[MapStateDescriptor],
+        parallelism: int = 1,
     ) -> None:
         super().__init__(name, [key_selector, None])
         self.function = function
         self.descriptors = descriptors
         self.broadcast_state = BroadcastStateStore(descriptors)
-        self.broadcast_outputs = True  # False on an instance whose broadcast-side outputs another instance emits
+        self.broadcast_copies = parallelism  # as BroadcastProcessOperator's
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
@@ -431,14 +480,16 @@ class KeyedBroadcastProcessOperator(KeyedTwoInputOperator):
     def process_unkeyed(self, channel: int, record: StreamRecord) -> None:
         ctx = self._read_write
         ctx.ts = record.timestamp
-        results = call_user(
-            self.function.process_broadcast_element,
-            lambda: f"{self.name}: process_broadcast_element({short(record.value)})",
-            record.value,
-            ctx,
+        _broadcast_side(
+            self,
+            lambda: call_user(
+                self.function.process_broadcast_element,
+                lambda: f"{self.name}: process_broadcast_element({short(record.value)})",
+                record.value,
+                ctx,
+            ),
+            record.timestamp,
         )
-        if self.broadcast_outputs:
-            emit_results(self.output, results, record.timestamp)
 
     def _on_timer(self, ts: int, key: Any, domain: TimeDomain, out_ts: Optional[int]) -> None:
         ctx = self._keyed_ctx

@@ -240,15 +240,19 @@ class BroadcastConnectedStream:
                 broadcast_descriptors=descriptors,
             )
             t = _two_input(
-                first, second, name, lambda: KeyedBroadcastProcessOperator(name, ks, func, descriptors), spec,
-                output_type, True,
+                first, second, name,
+                lambda: KeyedBroadcastProcessOperator(name, ks, func, descriptors, t.parallel_instances()),
+                spec, output_type, True,
             )
+            t.parallelism = first._env.get_parallelism()  # Flink: the environment's when the operator is made
             return self._make(t)
         name = "Co-Process-Broadcast"
         spec = TwoInputSpec("broadcast_process", broadcast_descriptors=descriptors)
         t = _two_input(
-            first, second, name, lambda: BroadcastProcessOperator(name, func, descriptors), spec, output_type, False
+            first, second, name, lambda: BroadcastProcessOperator(name, func, descriptors, t.parallel_instances()),
+            spec, output_type, False,
         )
+        t.parallelism = first._env.get_parallelism()
         return self._make(t)
 
 

@@ -49,8 +49,11 @@ class OperatorSettings(SinkSettings):
     """The settings PyFlink offers on a ``DataStream`` produced by an operator."""
 
     def force_non_parallel(self) -> Self:
-        """Flink: run the operator with parallelism 1. Here: no effect (results do not depend on parallelism,
-        see ``StreamExecutionEnvironment.set_parallelism``)."""
+        """Flink: run the operator with parallelism 1. Here every operator runs as one instance; the parallelism is
+        recorded for the operators whose output depends on it (a broadcast operator's, see ``set_parallelism``)."""
+        t = getattr(self, "_t", None)
+        if t is not None:
+            t.parallelism = 1
         return self
 
     def set_buffer_timeout(self, timeout_millis: int) -> Self:

@@ -156,10 +156,18 @@ class Transformation:
     spec: Optional[NodeSpec] = None
     output_type: Any = None
     uid: Optional[str] = None
+    # the operator's parallelism, where its output depends on it (a broadcast operator's): ``set_parallelism``,
+    # else the environment's when the operator was made, as in Flink; None where it makes no difference
+    parallelism: Optional[int] = None
     id: int = field(default_factory=lambda: next(_ids))
 
     def __repr__(self) -> str:
         return f"Transformation({self.id}, {self.kind}, {self.name!r})"
+
+    def parallel_instances(self) -> int:
+        """How many parallel instances of this operator Flink would run: its :attr:`parallelism`; 1 for Flink's
+        ``-1`` (the system's default, which is the machine's cores in a local Flink; the package's default is 1)."""
+        return 1 if self.parallelism is None or self.parallelism < 1 else self.parallelism
 
 
 def node_uid(t: Transformation, position: int) -> str:

@@ -98,7 +98,8 @@ def run_keyed_partition(
             op.restore_key(decode_key(key_bytes), snapshot)
     op.restore_watermark(watermarks_prev[index])
     if broadcast:
-        op.broadcast_outputs = sp == 0  # type: ignore[attr-defined]
+        if sp != 0:  # partition 0 sends what process_broadcast_element emits, once per parallel instance
+            op.broadcast_copies = 0  # type: ignore[attr-defined]
 
     # records, and the watermarks a custom generator emitted within the batch (``spark/generators.py``), in order
     records = [

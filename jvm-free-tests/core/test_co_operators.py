@@ -288,3 +288,35 @@ def test_what_process_broadcast_element_emits_is_sent_once_per_parallel_instance
     if copies > 1:  # every instance has values of its own, as Flink's deserialized copies
         assert recording.out[0][1][1] is not recording.out[3][1][1]
     assert op.broadcast_state.view(desc, False).get("count") == 2
+
+
+def test_a_broadcast_operator_is_made_with_its_parallelism_and_its_factory_ships_without_the_plan() -> None:
+    """Flink: an operator's parallelism is its ``set_parallelism``, else the environment's when it was made; Spark
+    pickles the factory to its executors, so it must not drag the plan (sources, DataFrames) along."""
+    from pyspark import cloudpickle
+
+    desc = MapStateDescriptor("rules", None, None)
+
+    class Rules(KeyedBroadcastProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            return []
+
+        def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+            return []
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    events = env.from_collection(["a", "b"]).key_by(lambda e: e)
+    rules = env.from_collection([1]).broadcast(desc)
+    made_at_2 = events.connect(rules).process(Rules())
+    set_to_3 = events.connect(rules).process(Rules()).set_parallelism(3)
+    non_parallel = events.connect(rules).process(Rules()).force_non_parallel()
+    env.set_parallelism(5)
+    made_at_5 = events.connect(rules).process(Rules())
+    copies = [s._t.factory().broadcast_copies for s in (made_at_2, set_to_3, non_parallel, made_at_5)]
+    assert copies == [2, 3, 1, 5]
+    env.set_parallelism(-1)  # Flink's "system default": the machine's cores in Flink, 1 here
+    assert events.connect(rules).process(Rules())._t.factory().broadcast_copies == 1
+    shipped = cloudpickle.dumps(set_to_3._t.factory)
+    assert b"Transformation" not in shipped and b"from_collection" not in shipped
+    assert cloudpickle.loads(shipped)().broadcast_copies == 3

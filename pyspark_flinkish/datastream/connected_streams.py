@@ -30,7 +30,7 @@ from ..core.co_operators import (
 from ..core.errors import InvalidPipelineError, InvalidTypeError
 from ..core.state_descriptors import MapStateDescriptor
 from ..core.typeinfo import TypeInformation
-from .plan import Transformation, TwoInputSpec
+from .plan import ParallelOperatorFactory, Transformation, TwoInputSpec
 
 if TYPE_CHECKING:
     from .data_stream import DataStream
@@ -239,20 +239,15 @@ class BroadcastConnectedStream:
                 "keyed_broadcast_process", key_selectors=[ks, None], key_type=first._key_type,  # type: ignore[attr-defined]
                 broadcast_descriptors=descriptors,
             )
-            t = _two_input(
-                first, second, name,
-                lambda: KeyedBroadcastProcessOperator(name, ks, func, descriptors, t.parallel_instances()),
-                spec, output_type, True,
-            )
-            t.parallelism = first._env.get_parallelism()  # Flink: the environment's when the operator is made
+            factory = ParallelOperatorFactory(lambda n: KeyedBroadcastProcessOperator(name, ks, func, descriptors, n))
+            t = _two_input(first, second, name, factory, spec, output_type, True)
+            t.set_parallelism(first._env.get_parallelism())  # Flink: the environment's when the operator is made
             return self._make(t)
         name = "Co-Process-Broadcast"
         spec = TwoInputSpec("broadcast_process", broadcast_descriptors=descriptors)
-        t = _two_input(
-            first, second, name, lambda: BroadcastProcessOperator(name, func, descriptors, t.parallel_instances()),
-            spec, output_type, False,
-        )
-        t.parallelism = first._env.get_parallelism()
+        factory = ParallelOperatorFactory(lambda n: BroadcastProcessOperator(name, func, descriptors, n))
+        t = _two_input(first, second, name, factory, spec, output_type, False)
+        t.set_parallelism(first._env.get_parallelism())
         return self._make(t)
 
 

@@ -137,7 +137,7 @@ class DataStream(OperatorSettings):
         if parallelism != 1 and isinstance(getattr(selector, "__self__", selector), NullByteKeySelector):
             msg = f"The parallelism of non parallel operator must be 1 ({self._t.name}, e.g. window_all); got {parallelism}"
             raise InvalidPipelineError(msg)
-        self._t.parallelism = parallelism  # an operator whose output depends on it uses it (broadcast operators)
+        self._t.set_parallelism(parallelism)  # an operator whose output depends on it is made with it (broadcast)
         return self
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:

@@ -53,7 +53,7 @@ class OperatorSettings(SinkSettings):
         recorded for the operators whose output depends on it (a broadcast operator's, see ``set_parallelism``)."""
         t = getattr(self, "_t", None)
         if t is not None:
-            t.parallelism = 1
+            t.set_parallelism(1)
         return self
 
     def set_buffer_timeout(self, timeout_millis: int) -> Self:

@@ -156,18 +156,35 @@ class Transformation:
     spec: Optional[NodeSpec] = None
     output_type: Any = None
     uid: Optional[str] = None
-    # the operator's parallelism, where its output depends on it (a broadcast operator's): ``set_parallelism``,
-    # else the environment's when the operator was made, as in Flink; None where it makes no difference
+    # the operator's parallelism (``set_parallelism``, else the environment's when the operator was made, as in
+    # Flink) where its output depends on it (a broadcast operator's); None where it makes no difference
     parallelism: Optional[int] = None
     id: int = field(default_factory=lambda: next(_ids))
 
     def __repr__(self) -> str:
         return f"Transformation({self.id}, {self.kind}, {self.name!r})"
 
-    def parallel_instances(self) -> int:
-        """How many parallel instances of this operator Flink would run: its :attr:`parallelism`; 1 for Flink's
-        ``-1`` (the system's default, which is the machine's cores in a local Flink; the package's default is 1)."""
-        return 1 if self.parallelism is None or self.parallelism < 1 else self.parallelism
+    def set_parallelism(self, parallelism: int) -> None:
+        """Record the operator's parallelism; an operator whose output depends on it is made with it
+        (:class:`ParallelOperatorFactory`)."""
+        self.parallelism = parallelism
+        if isinstance(self.factory, ParallelOperatorFactory):
+            self.factory.instances = 1 if parallelism < 1 else parallelism  # Flink's -1 (its default): 1 here
+
+
+@dataclass
+class ParallelOperatorFactory:
+    """The factory of an operator whose output depends on how many parallel instances Flink runs of it (a broadcast
+    operator's: each instance emits what ``process_broadcast_element`` returns). ``instances`` is the transformation's
+    parallelism (:meth:`Transformation.set_parallelism`); 1 for Flink's ``-1``, the system's default, which is the
+    machine's cores in a local Flink and 1 in this package. Holds the operator's arguments only, never the plan: Spark
+    ships factories to its executors."""
+
+    make: Callable[[int], StreamOperator]
+    instances: int = 1
+
+    def __call__(self) -> StreamOperator:
+        return self.make(self.instances)
 
 
 def node_uid(t: Transformation, position: int) -> str:
@@ -203,6 +220,7 @@ __all__ = [
     "ForeachBatchSpec",
     "KeyedProcessSpec",
     "NodeSpec",
+    "ParallelOperatorFactory",
     "SinkFunctionSpec",
     "StatelessSpec",
     "TimestampsSpec",

@@ -193,24 +193,53 @@ def statistics(prepared_df: Any, future_after: Optional[int] = None) -> List[Dic
     return out
 
 
+def window_geometry(ts: Any, size: int, slide: int, offset: int) -> Tuple[Any, Any, Any]:
+    """Spark column expressions of the event-time windows of a row with timestamp column ``ts``: (the latest window
+    start, the number of windows, the earliest window start), by Flink's formula
+    (``TimeWindow.getWindowStartWithOffset`` and ``SlidingEventTimeWindows.assignWindows``). The core's assigners are
+    the reference: ``tests/spark/test_spark_columnar.py`` checks these against them over negative and positive
+    timestamps, offsets and slides that do and do not divide the size."""
+    from pyspark.sql import functions as F
+
+    last = ts - F.pmod(ts - F.lit(offset), F.lit(slide))  # the latest window start
+    reach = last - ts + F.lit(size)
+    n = F.when(reach > 0, F.floor((reach - 1) / F.lit(slide)) + 1).otherwise(F.lit(0))
+    first = last - (n - 1) * F.lit(slide)  # the earliest window start
+    return last, n, first
+
+
+def window_starts(last: Any, n: Any, size: int, slide: int) -> Any:
+    """The start of every window of a row (an ``explode`` of its ``n`` windows for sliding windows: a row in a gap
+    between windows, ``slide > size``, has none), from :func:`window_geometry`'s latest start ``last`` and count
+    ``n``."""
+    from pyspark.sql import functions as F
+
+    if slide == size:
+        return last
+    steps = F.sequence(F.lit(0).cast("long"), (n - 1).cast("long"))  # Spark counts down from 0 to -1: n = 0 apart
+    starts = F.when(n >= 1, F.transform(steps, lambda i: last - i * slide)).otherwise(F.array().cast("array<long>"))
+    return F.explode(starts)
+
+
+def on_time(ts: Any, n: Any, first: Any, size: int, watermark: int) -> Any:
+    """Whether every window of a row is still on time for the operator's watermark ``watermark`` (its earliest
+    window's ``max_timestamp() > watermark``); False for a row without a timestamp or windows."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(ts.isNotNull() & (n >= 1) & (first + F.lit(size - 1) > F.lit(watermark)), F.lit(False))
+
+
 def split(cw: ColumnarWindow, prepared_df: Any, watermark: int) -> Tuple[Any, Any]:
     """(partial accumulators per (state partition, key, window) of on-time rows, the other rows)."""
     from pyspark.sql import functions as F
 
     ts = F.col("__ts")
-    last = ts - F.pmod(ts - F.lit(cw.offset), F.lit(cw.slide))  # the latest window start (Flink's formula)
-    reach = last - ts + F.lit(cw.size)
-    n = F.when(reach > 0, F.floor((reach - 1) / F.lit(cw.slide)) + 1).otherwise(F.lit(0))
-    first = last - (n - 1) * F.lit(cw.slide)  # the earliest window start
-    on_time = F.coalesce(ts.isNotNull() & (n >= 1) & (first + F.lit(cw.size - 1) > F.lit(watermark)), F.lit(False))
+    last, n, first = window_geometry(ts, cw.size, cw.slide, cw.offset)
+    timely_rows = on_time(ts, n, first, cw.size, watermark)
     keys = [f"__k{i}" for i in range(len(cw.key_columns))]
-    if cw.slide == cw.size:
-        start = last
-    else:
-        steps = F.sequence(F.lit(0).cast("long"), (n - 1).cast("long"))
-        start = F.explode(F.transform(steps, lambda i: last - i * cw.slide))
+    start = window_starts(last, n, cw.size, cw.slide)
     fields = sorted({f for _, f in cw.parts if f is not None})
-    timely = prepared_df.filter(on_time).select("__sp", *keys, *fields, start.alias("__start"))
+    timely = prepared_df.filter(timely_rows).select("__sp", *keys, *fields, start.alias("__start"))
     aggs = []
     for i, (op, fld) in enumerate(cw.parts):
         c = F.col(fld) if fld is not None else None
@@ -222,7 +251,7 @@ def split(cw: ColumnarWindow, prepared_df: Any, watermark: int) -> Tuple[Any, An
             agg = F.min(c) if op == "min" else F.max(c)
             aggs.append(agg.cast("double" if _is_float(prepared_df, fld) else "long").alias(f"__a{i}"))
     partials = timely.groupBy("__sp", *keys, "__start").agg(*aggs, F.lit(False).alias("__hb"))
-    others = prepared_df.filter(~on_time)
+    others = prepared_df.filter(~timely_rows)
     return partials, others
 
 
@@ -341,4 +370,7 @@ __all__ = [
     "heartbeats",
     "run_partition",
     "columnar_function",
+    "on_time",
+    "window_geometry",
+    "window_starts",
 ]

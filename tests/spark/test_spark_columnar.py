@@ -12,7 +12,7 @@ import json
 import os
 import random
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -134,3 +134,47 @@ def test_a_changed_window_on_an_existing_checkpoint_is_refused(spark: Any, tmp_p
     _run(spark, src, tmp_path / "ck", True, False, size_ms=20)
     with pytest.raises(StateError, match=r"TumblingEventTimeWindows\(20, 0\).*TumblingEventTimeWindows\(30, 0\)"):
         _run(spark, src, tmp_path / "ck", True, False, size_ms=30)
+
+
+def test_the_columnar_window_geometry_is_the_core_assigners(spark: Any) -> None:
+    """The columnar path computes windows in Spark SQL (``columnar.window_geometry``, ``window_starts``, ``on_time``);
+    the core's assigners are the reference. One Spark job over every (size, slide, offset) case below and timestamps
+    around zero (Flink's floorMod), compared window by window, with the on-time test against the core's lateness rule
+    (a row is on time when none of its windows' ``max_timestamp()`` is at or below the watermark)."""
+    from pyspark.sql import functions as F
+
+    from pyspark_flinkish.core.windows import TimeWindow
+    from pyspark_flinkish.spark.columnar import on_time, window_geometry, window_starts
+
+    cases = [(5, 5, 0), (5, 5, 3), (5, 5, -2), (10, 3, 0), (10, 3, 2), (10, 5, 4), (4, 6, 1), (7, 2, -1)]
+    timestamps = list(range(-23, 24)) + [-1_000_003, 1_000_003]
+    watermark = 4
+    frames = []
+    for i, (size, slide, offset) in enumerate(cases):
+        ts = F.col("ts")
+        last, n, first = window_geometry(ts, size, slide, offset)
+        rows = spark.createDataFrame([(t,) for t in timestamps], "ts long").select(F.lit(i).alias("case"), "ts")
+        frames.append(rows.select("case", "ts", window_starts(last, n, size, slide).alias("start"), F.lit(None).alias("on_time")))
+        frames.append(rows.select("case", "ts", F.lit(None).cast("long").alias("start"), on_time(ts, n, first, size, watermark).alias("on_time")))
+    union = frames[0]
+    for f in frames[1:]:
+        union = union.unionByName(f)
+    starts_of: Dict[Tuple[int, int], List[int]] = {}
+    timely_of: Dict[Tuple[int, int], bool] = {}
+    for r in union.collect():
+        if r["on_time"] is None:
+            starts_of.setdefault((r["case"], r["ts"]), []).append(r["start"])
+        else:
+            timely_of[(r["case"], r["ts"])] = r["on_time"]
+    for i, (size, slide, offset) in enumerate(cases):
+        assigner = (
+            TumblingEventTimeWindows.of(Duration.of_millis(size), Duration.of_millis(offset))
+            if slide == size
+            else SlidingEventTimeWindows.of(Duration.of_millis(size), Duration.of_millis(slide), Duration.of_millis(offset))
+        )
+        for t in timestamps:
+            windows: List[TimeWindow] = list(assigner.assign_windows(None, t, None))
+            assert sorted(starts_of.get((i, t), [])) == sorted(w.start for w in windows), (size, slide, offset, t)
+            assert all(w.end - w.start == size for w in windows)
+            expected = bool(windows) and all(w.max_timestamp() > watermark for w in windows)
+            assert timely_of[(i, t)] == expected, (size, slide, offset, t)

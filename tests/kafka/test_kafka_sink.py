@@ -1,0 +1,140 @@
+"""``KafkaSink`` on a real broker: the JVM-free engine and the Spark foreachBatch executor write the same records
+(keys by Flink's partitioner, record timestamps, per-key order), exactly once for ``read_committed`` consumers;
+bad input fails naming the sink with nothing committed. The crash tests are in ``test_kafka_sink_kills.py``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List, Tuple
+
+import pytest
+
+from pyspark_flinkish.common import Duration, Row, SimpleStringSchema, Types, WatermarkStrategy
+from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
+from pyspark_flinkish.datastream.connectors.kafka import (
+    DeliveryGuarantee,
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+)
+from pyspark_flinkish.datastream.connectors.kafka_producer import KafkaSinkError
+from pyspark_flinkish.datastream.formats.json import JsonRowSerializationSchema
+from pyspark_flinkish.datastream.functions import ProcessWindowFunction
+from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+
+pytestmark = pytest.mark.kafka
+
+EVENT = Types.ROW_NAMED(["k", "t", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
+TOTAL = Types.ROW_NAMED(["k", "start", "n", "total"], [Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG()])
+LATE = OutputTag("late", EVENT)
+
+
+class KeyOf(SimpleStringSchema):
+    """The key of a record: its ``k`` field as UTF-8 text."""
+
+    def serialize(self, element: Any) -> bytes:
+        return str(element["k"]).encode()
+
+
+class Total(ProcessWindowFunction):  # type: ignore[type-arg]
+    def process(self, key, context, elements):  # type: ignore[no-untyped-def]
+        values = [e["v"] for e in elements]
+        yield Row(k=key, start=context.window().start, n=len(values), total=sum(values))
+
+
+def sink(servers: str, topic: str, row_type: Any, prefix: str, guarantee: Any = DeliveryGuarantee.EXACTLY_ONCE) -> KafkaSink:
+    builder = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(topic)
+            .set_key_serialization_schema(KeyOf())
+            .set_value_serialization_schema(JsonRowSerializationSchema.builder().with_type_info(row_type).build())
+            .build()
+        )
+        .set_delivery_guarantee(guarantee)
+    )
+    if guarantee is DeliveryGuarantee.EXACTLY_ONCE:
+        builder = builder.set_transactional_id_prefix(prefix)
+    return builder.build()
+
+
+BATCHES = [
+    [Row(k="a", t=1_000, v=1), Row(k="b", t=1_500, v=2), Row(k="a", t=4_000, v=3)],
+    [Row(k="b", t=12_000, v=4), Row(k="a", t=2_000, v=5)],  # a@2s is not late yet (watermark 3.999 s)
+    [Row(k="a", t=25_000, v=6), Row(k="b", t=3_000, v=7)],  # b@3s is late: [0, 10 s) fired at watermark 11.999 s
+]
+
+
+def pipeline(env: StreamExecutionEnvironment, batches: List[List[Row]]) -> Tuple[Any, Any]:
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(1)).with_timestamp_assigner(
+        lambda e, _: e["t"]
+    )
+    events = env.from_source(MicroBatchSource([MicroBatch(b) for b in batches], end_of_input=False), strategy, "events")
+    totals = (
+        events.key_by(lambda e: e["k"])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(10)))
+        .side_output_late_data(LATE)
+        .process(Total(), output_type=TOTAL)
+    )
+    return totals, totals.get_side_output(LATE)
+
+
+def records(broker: Any, topic: str, isolation_level: str = "read_committed") -> List[Tuple[Any, ...]]:
+    """``(partition, key, value, timestamp)`` of a topic's records, in partition and offset order."""
+    got = broker.consume(topic, timeout=10, isolation_level=isolation_level)
+    return [(r.partition, r.key.decode() if r.key else None, json.loads(r.value), r.timestamp) for r in got]
+
+
+EXPECTED_TOTALS = [
+    ("a", {"k": "a", "start": 0, "n": 3, "total": 9}, 9_999),
+    ("b", {"k": "b", "start": 0, "n": 1, "total": 2}, 9_999),
+    ("b", {"k": "b", "start": 10_000, "n": 1, "total": 4}, 19_999),
+]
+EXPECTED_LATE = [("b", {"k": "b", "t": 3_000, "v": 7}, 3_000)]
+
+
+def _by_key(rows: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
+    return sorted(((k, v, ts) for _, k, v, ts in rows), key=lambda r: (r[0], r[2]))
+
+
+def test_local_engine_writes_exactly_once_with_keys_timestamps_and_side_outputs(kafka_broker: Any, kafka_topic: Any) -> None:
+    out, late = kafka_topic(partitions=3), kafka_topic(partitions=1, suffix="late")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    totals, late_stream = pipeline(env, BATCHES)
+    totals.sink_to(sink(kafka_broker.bootstrap_servers, out, TOTAL, "local-test"))
+    late_stream.sink_to(sink(kafka_broker.bootstrap_servers, late, EVENT, "local-test"))
+    result = env.execute("kafka sink (local)")
+
+    got = records(kafka_broker, out)
+    assert _by_key(got) == EXPECTED_TOTALS
+    # Kafka's default partitioner on the key bytes, as Flink's KafkaSink without a partitioner
+    from kafka.partitioner.default import murmur2
+
+    for partition, key, _, _ in got:
+        assert partition == (murmur2(key.encode()) & 0x7FFFFFFF) % 3
+    assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE
+    sink_metrics = [m for name, m in result.metrics.items() if name.endswith("KafkaSink")]
+    assert sorted(m["numRecordsOut"] for m in sink_metrics) == [1, 3]
+    assert all(m["transactionsCommitted"] >= 1 and m["numBytesOut"] > 0 for m in sink_metrics)
+
+
+def test_local_engine_serializer_error_names_the_sink_and_commits_nothing(kafka_broker: Any, kafka_topic: Any) -> None:
+    out = kafka_topic()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    strings = env.from_collection(["fine", 42, "never"])
+    strings.sink_to(
+        KafkaSink.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder().set_topic(out).set_value_serialization_schema(SimpleStringSchema()).build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix("bad-serializer")
+        .build()
+    )
+    with pytest.raises(Exception, match=rf"KafkaSink\(topic '{out}'\).*serializer failed on 42"):
+        env.execute("kafka sink: a serializer that raises")
+    assert kafka_broker.consume(out, timeout=3, isolation_level="read_committed") == []
+    # the aborted transaction's first record may have reached the log, marked aborted: only read_uncommitted sees it
+    assert [r.value for r in kafka_broker.consume(out, timeout=3)] in ([], [b"fine"])

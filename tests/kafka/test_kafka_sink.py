@@ -5,6 +5,7 @@ bad input fails naming the sink with nothing committed. The crash tests are in `
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, List, Tuple
 
 import pytest
@@ -138,3 +139,53 @@ def test_local_engine_serializer_error_names_the_sink_and_commits_nothing(kafka_
     assert kafka_broker.consume(out, timeout=3, isolation_level="read_committed") == []
     # the aborted transaction's first record may have reached the log, marked aborted: only read_uncommitted sees it
     assert [r.value for r in kafka_broker.consume(out, timeout=3)] in ([], [b"fine"])
+
+
+# ---------------------------------------------------------------------------------------------- Spark
+def _spark_job(spark: Any, servers: str, out: str, late: str, checkpoint: str, prefix: str) -> List[Any]:
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    totals, late_stream = pipeline(env, BATCHES)
+    totals.sink_to(sink(servers, out, TOTAL, prefix)).uid("totals")
+    late_stream.sink_to(sink(servers, late, EVENT, prefix)).uid("late")
+    progress: List[Any] = []
+    env.execute("kafka sink (spark)", checkpoint_location=checkpoint, trigger={"availableNow": True},
+                progress=progress.append).await_termination()
+    return progress
+
+
+@pytest.mark.spark
+def test_spark_writes_the_same_records_exactly_once_and_a_replayed_batch_is_not_written_again(  # type: ignore[no-untyped-def]
+    spark, kafka_broker, kafka_topic, tmp_path
+) -> None:
+    """The foreachBatch executor writes what the JVM-free engine writes (keys, partitions, timestamps); the
+    progress reports the sink's records, bytes and transactions; replaying the last batch (Spark's commit deleted, as
+    after a crash between the Kafka commit and Spark's) finds its transactions committed and writes nothing."""
+    out, late = kafka_topic(partitions=3), kafka_topic(partitions=1, suffix="late")
+    checkpoint = str(tmp_path / "chk")
+    progress = _spark_job(spark, kafka_broker.bootstrap_servers, out, late, checkpoint, "spark-test")
+
+    got = records(kafka_broker, out)
+    assert _by_key(got) == EXPECTED_TOTALS
+    from kafka.partitioner.default import murmur2
+
+    assert all(p == (murmur2(k.encode()) & 0x7FFFFFFF) % 3 for p, k, _, _ in got)
+    assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE
+    metrics = [p["sink_metrics"] for p in progress]
+    assert sum(m["totals"]["records"] for m in metrics) == 3 and sum(m["late"]["records"] for m in metrics) == 1
+    assert sum(m["totals"]["bytes"] for m in metrics) == sum(len(json.dumps(v, separators=(",", ":"))) + 1
+                                                             for _, _, v, _ in got)
+    assert sum(m["totals"]["transactions_committed"] for m in metrics) == 2  # batches 1 and 2 fired windows
+
+    # replay batch 2 (it wrote to both sinks) as after a crash before Spark's commit of it: its commit (and the
+    # empty batch 3 after it) deleted; its transactions are found committed and nothing is written again
+    assert [p["batch_id"] for p in progress] == [0, 1, 2, 3] and metrics[2]["late"]["records"] == 1
+    for log, batch in (("commits", 3), ("offsets", 3), ("commits", 2)):
+        for name in (str(batch), f".{batch}.crc"):
+            os.remove(os.path.join(checkpoint, "spark", log, name))
+    progress = _spark_job(spark, kafka_broker.bootstrap_servers, out, late, checkpoint, "spark-test")
+    assert [p["batch_id"] for p in progress][:1] == [2]
+    replayed = progress[0]["sink_metrics"]
+    assert replayed["late"]["transactions_skipped"] == 1 and replayed["totals"]["transactions_skipped"] == 1
+    assert replayed["late"]["transactions_committed"] == replayed["totals"]["transactions_committed"] == 0
+    assert _by_key(records(kafka_broker, out)) == EXPECTED_TOTALS
+    assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE

@@ -111,6 +111,7 @@ class KafkaTransactionalWriter:
         self.serialized = serialized
         self.replayable = replayable
         self._producer: Any = None
+        self._admin: Any = None
         self._known_topics: Dict[str, bool] = {}
 
     def _fail(self, what: str, exc: BaseException) -> KafkaSinkError:
@@ -133,18 +134,19 @@ class KafkaTransactionalWriter:
                 raise self._fail(what, exc) from exc
         return self._producer
 
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            from kafka.admin import KafkaAdminClient
+
+            self._admin = KafkaAdminClient(bootstrap_servers=self.sink.bootstrap_servers.split(","), **self.sink.client_config())
+        return self._admin
+
     def committed_batch(self) -> Optional[int]:
         """The newest batch id this writer committed (from its marker group), or None."""
-        from kafka.admin import KafkaAdminClient
-
         deadline = time.monotonic() + COORDINATOR_WAIT_S
         while True:
             try:
-                admin = KafkaAdminClient(bootstrap_servers=self.sink.bootstrap_servers.split(","), **self.sink.client_config())
-                try:
-                    offsets = admin.list_group_offsets({self.group: None}).get(self.group, {})
-                finally:
-                    admin.close()
+                offsets = self._admin_client().list_group_offsets({self.group: None}).get(self.group, {})
                 break
             except Exception as exc:
                 # the group coordinator may be loading (e.g. Kafka creates its offsets topic at the first request)
@@ -157,16 +159,18 @@ class KafkaTransactionalWriter:
         return newest - 1 if newest > 0 else None
 
     def _check_topic(self, topic: str) -> None:
+        """Fail at once, naming the topic, if it does not exist (a producer would wait ``max.block.ms`` for it)."""
         if topic in self._known_topics:
             return
         try:
-            partitions = self.producer().partitions_for(topic)
+            described = self._admin_client().describe_topics([topic])
         except Exception as exc:
-            what = f"topic {topic!r} does not exist or is not reachable (create it first)"
+            what = f"cannot look topic {topic!r} up (does it exist?)"
             raise self._fail(what, exc) from exc
-        if not partitions:
-            what = f"topic {topic!r} does not exist (create it first)"
-            raise self._fail(what, LookupError(topic))
+        entry = described[0] if described else {}
+        if entry.get("error_code", 0) != 0 or not entry.get("partitions"):
+            what = f"topic {topic!r} does not exist (create it first: the sink creates no topics)"
+            raise self._fail(what, LookupError(f"Kafka error code {entry.get('error_code')}"))
         self._known_topics[topic] = True
 
     def write_batch(self, batch_id: int, records: Iterable[Tuple[Any, Optional[int]]]) -> Dict[str, int]:
@@ -236,6 +240,12 @@ class KafkaTransactionalWriter:
         return stats
 
     def close(self) -> None:
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            except Exception:  # closing never hides the batch's own error
+                pass
+            self._admin = None
         if self._producer is not None:
             try:
                 self._producer.close(timeout=10)

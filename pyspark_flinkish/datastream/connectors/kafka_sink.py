@@ -353,8 +353,10 @@ class KafkaSinkOperator(StreamOperator):
         from .kafka_producer import KafkaTransactionalWriter
 
         super().open(output, clock)
-        # a job of the JVM-free engine is never restarted: its own marker group
-        self._writer = KafkaTransactionalWriter(self.sink, "local", f"local-{uuid.uuid4().hex}", 0, replayable=False)
+        # a job of the JVM-free engine is never restarted: a transactional id of its own per sink and run (two sinks
+        # of a job sharing one would fence each other)
+        name = f"local-{uuid.uuid4().hex}"
+        self._writer = KafkaTransactionalWriter(self.sink, name, name, 0, replayable=False)
 
     def process_element(self, record: StreamRecord) -> None:
         self._pending.append((record.value, record.timestamp))

@@ -189,3 +189,59 @@ def test_spark_writes_the_same_records_exactly_once_and_a_replayed_batch_is_not_
     assert replayed["late"]["transactions_committed"] == replayed["totals"]["transactions_committed"] == 0
     assert _by_key(records(kafka_broker, out)) == EXPECTED_TOTALS
     assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+def _string_sink(servers: str, topic: str, prefix: str, **properties: str) -> KafkaSink:
+    builder = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder().set_topic(topic).set_value_serialization_schema(SimpleStringSchema()).build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(prefix)
+    )
+    for key, value in properties.items():
+        builder = builder.set_property(key.replace("_", "."), value)
+    return builder.build()
+
+
+def test_local_engine_missing_topic_and_too_large_record_fail_naming_the_sink(kafka_broker: Any, kafka_topic: Any) -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection(["a"]).sink_to(_string_sink(kafka_broker.bootstrap_servers, "no-such-topic", "missing"))
+    with pytest.raises(KafkaSinkError, match=r"KafkaSink\(topic 'no-such-topic'\).*topic 'no-such-topic' does not exist"):
+        env.execute("missing topic")
+
+    out = kafka_topic()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection(["small", "x" * 5_000, "after"]).sink_to(
+        _string_sink(kafka_broker.bootstrap_servers, out, "too-large", max_request_size="2000")
+    )
+    with pytest.raises(KafkaSinkError, match=rf"KafkaSink\(topic '{out}'\).*cannot send a record of 5000 bytes"):
+        env.execute("too large")
+    assert kafka_broker.consume(out, timeout=3, isolation_level="read_committed") == []
+
+
+@pytest.mark.spark
+def test_spark_bad_input_fails_the_query_naming_the_sink_and_commits_nothing(  # type: ignore[no-untyped-def]
+    spark, kafka_broker, kafka_topic, tmp_path
+) -> None:
+    """A serializer that raises, a record too large for the producer, and an unreachable broker fail the query with
+    the sink's name; nothing of the failed batch is committed."""
+    out = kafka_topic()
+    cases = [
+        (["fine", 42], kafka_broker.bootstrap_servers, {}, r"serializer failed on 42"),
+        (["fine", "x" * 5_000], kafka_broker.bootstrap_servers, {"max_request_size": "2000"},
+         r"cannot send a record of 5000 bytes"),
+        (["fine"], "127.0.0.1:1", {"bootstrap_timeout_ms": "1000"}, r"bootstrap servers 127.0.0.1:1\): cannot connect"),
+    ]
+    for i, (values, servers, properties, error) in enumerate(cases):
+        env = StreamExecutionEnvironment.get_execution_environment(spark)
+        env.from_source(MicroBatchSource([MicroBatch(values)]), WatermarkStrategy.no_watermarks(), "values").sink_to(
+            _string_sink(servers, out, f"bad-{i}", **properties)
+        ).uid("bad")
+        with pytest.raises(Exception, match=rf"(?s)KafkaSink\(topic '{out}'\).*{error}"):
+            env.execute("bad input", checkpoint_location=str(tmp_path / f"chk{i}"),
+                        trigger={"availableNow": True}).await_termination()
+    assert kafka_broker.consume(out, timeout=3, isolation_level="read_committed") == []

@@ -429,7 +429,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
                         values_ = [loads(r["value"]) for r in rows if r["dest"] == dest]
                         deliver_values(self.spark, t, values_, batch_id, context)
                     else:
-                        frame_rows = batch.filter(F.col("dest") == dest).select("value", "ord").withColumn(
+                        frame_rows = batch.filter(F.col("dest") == dest).select("value", "ord", "ts").withColumn(
                             STEP_COLUMN, F.lit(0).cast("long")
                         )
                         frame = SinkFrame(frame_rows, t.inputs[0].output_type, sizes.get(dest, 0))

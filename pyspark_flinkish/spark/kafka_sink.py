@@ -1,4 +1,4 @@
-"""Kafka on the Spark executors: the batch writer behind ``KafkaSink`` (foreachBatch executor).
+"""Kafka on the Spark executors: the batch writer behind ``KafkaSink`` (both Spark executors).
 
 Per micro-batch the sink's records (a :class:`~.sink_frames.SinkFrame`, still on the executors) are serialized into
 Kafka records by the executors (``mapInArrow``: topic, key and value bytes, timestamp, place in Flink's order),

@@ -245,3 +245,19 @@ def test_spark_bad_input_fails_the_query_naming_the_sink_and_commits_nothing(  #
             env.execute("bad input", checkpoint_location=str(tmp_path / f"chk{i}"),
                         trigger={"availableNow": True}).await_termination()
     assert kafka_broker.consume(out, timeout=3, isolation_level="read_committed") == []
+
+
+@pytest.mark.spark
+def test_apply_in_pandas_with_state_executor_writes_the_same_records(  # type: ignore[no-untyped-def]
+    spark, kafka_broker, kafka_topic, tmp_path
+) -> None:
+    """The same sink on the other Spark executor: the same records, keys, partitions and timestamps."""
+    out, late = kafka_topic(partitions=3), kafka_topic(partitions=1, suffix="late")
+    env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
+    totals, late_stream = pipeline(env, BATCHES)
+    totals.sink_to(sink(kafka_broker.bootstrap_servers, out, TOTAL, "apply-test")).uid("totals")
+    late_stream.sink_to(sink(kafka_broker.bootstrap_servers, late, EVENT, "apply-test")).uid("late")
+    env.execute("kafka sink (apply)", checkpoint_location=str(tmp_path / "chk"),
+                trigger={"availableNow": True}).await_termination()
+    assert _by_key(records(kafka_broker, out)) == EXPECTED_TOTALS
+    assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE

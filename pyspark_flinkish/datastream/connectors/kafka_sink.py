@@ -260,19 +260,12 @@ class KafkaSink:
         return {k: v for k, v in self._config.items() if k in KafkaAdminClient.DEFAULT_CONFIG}
 
     def _attach(self, stream: DataStream) -> DataStreamSink:
-        """``DataStream.sink_to`` calls this: adds the sink to the stream's environment (on Spark the executors
+        """``DataStream.sink_to`` calls this: adds the sink to the stream's environment (on Spark both executors
         build its writer, ``spark/kafka_sink.py``; the JVM-free engine runs a :class:`KafkaSinkOperator`)."""
         from ..data_stream import DataStreamSink
         from ..executors import SPARK
 
         env = stream.get_execution_environment()
-        if env.executor == SPARK and getattr(env, "backend", None) == "apply_in_pandas_with_state":
-            msg = (
-                f"{self.name} runs on the foreachBatch executor and the JVM-free engine; with "
-                "backend='apply_in_pandas_with_state' write stream.to_dataframe() with Spark's Kafka writer "
-                "(at-least-once) instead"
-            )
-            raise UnsupportedFeatureError(msg)
         spec = KafkaSinkSpec(sink=self)
         factory = None if env.executor == SPARK else (lambda: KafkaSinkOperator(self))
         t = Transformation("sink", "KafkaSink", [stream._t], factory=factory, spec=spec)

@@ -179,9 +179,7 @@ def test_spark_writes_the_same_records_exactly_once_and_a_replayed_batch_is_not_
     # replay batch 2 (it wrote to both sinks) as after a crash before Spark's commit of it: its commit (and the
     # empty batch 3 after it) deleted; its transactions are found committed and nothing is written again
     assert [p["batch_id"] for p in progress] == [0, 1, 2, 3] and metrics[2]["late"]["records"] == 1
-    for log, batch in (("commits", 3), ("offsets", 3), ("commits", 2)):
-        for name in (str(batch), f".{batch}.crc"):
-            os.remove(os.path.join(checkpoint, "spark", log, name))
+    _forget_spark_commits_from(checkpoint, 2)
     progress = _spark_job(spark, kafka_broker.bootstrap_servers, out, late, checkpoint, "spark-test")
     assert [p["batch_id"] for p in progress][:1] == [2]
     replayed = progress[0]["sink_metrics"]
@@ -189,6 +187,73 @@ def test_spark_writes_the_same_records_exactly_once_and_a_replayed_batch_is_not_
     assert replayed["late"]["transactions_committed"] == replayed["totals"]["transactions_committed"] == 0
     assert _by_key(records(kafka_broker, out)) == EXPECTED_TOTALS
     assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE
+
+
+def _forget_spark_commits_from(checkpoint: str, batch: int) -> None:
+    """Make Spark replay ``batch``: delete its commit, and the offsets and commits of the batches after it."""
+    for log in ("commits", "offsets"):
+        directory = os.path.join(checkpoint, "spark", log)
+        for name in os.listdir(directory):
+            number = name.lstrip(".").split(".")[0]
+            if number.isdigit() and (int(number) > batch or (log == "commits" and int(number) == batch)):
+                os.remove(os.path.join(directory, name))
+
+
+@pytest.mark.spark
+def test_spark_writers_are_one_transaction_each_keep_each_keys_order_and_a_replay_skips_them_all(  # type: ignore[no-untyped-def]
+    spark, kafka_broker, kafka_topic, tmp_path, monkeypatch
+) -> None:
+    """With one record per writer (``RECORDS_PER_TASK`` lowered) a batch has as many writers as shuffle partitions:
+    each commits its own transaction, each key's records stay in order, and a replay finds every one committed."""
+    from pyspark_flinkish.spark import kafka_sink as spark_kafka_sink
+
+    monkeypatch.setattr(spark_kafka_sink, "RECORDS_PER_TASK", 1)
+    out = kafka_topic(partitions=4)
+    values = [f"k{i % 10}:{i}" for i in range(40)]  # 10 keys, 4 records each, in this order per key
+
+    class Key(SimpleStringSchema):
+        def serialize(self, element: Any) -> bytes:
+            return element.split(":")[0].encode()
+
+    kafka = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder().set_topic(out).set_key_serialization_schema(Key())
+            .set_value_serialization_schema(SimpleStringSchema()).build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix("writers")
+        .build()
+    )
+    checkpoint = str(tmp_path / "chk")
+
+    def run() -> List[Any]:
+        env = StreamExecutionEnvironment.get_execution_environment(spark)
+        source = MicroBatchSource([MicroBatch(values)], end_of_input=False)
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "values").sink_to(kafka).uid("values")
+        progress: List[Any] = []
+        env.execute("writers", checkpoint_location=checkpoint, trigger={"availableNow": True},
+                    progress=progress.append).await_termination()
+        return progress
+
+    progress = run()
+    written = [p for p in progress if p["sink_metrics"]["values"]["records"]]
+    assert len(written) == 1 and written[0]["sink_metrics"]["values"]["records"] == 40
+    assert written[0]["sink_metrics"]["values"]["transactions_committed"] == 2  # spark.sql.shuffle.partitions
+
+    def per_key() -> dict:  # type: ignore[type-arg]
+        keys: dict = {}  # type: ignore[type-arg]
+        for r in kafka_broker.consume(out, timeout=10, isolation_level="read_committed"):
+            keys.setdefault(r.key.decode(), []).append(r.value.decode())
+        return keys
+
+    expected = {f"k{k}": [f"k{k}:{i}" for i in range(k, 40, 10)] for k in range(10)}
+    assert per_key() == expected
+    _forget_spark_commits_from(checkpoint, written[0]["batch_id"])
+    replayed = run()[0]["sink_metrics"]["values"]
+    assert replayed["transactions_skipped"] == 2 and replayed["transactions_committed"] == 0
+    assert per_key() == expected
 
 
 # ---------------------------------------------------------------------------------------------- bad input

@@ -288,6 +288,24 @@ def test_local_engine_missing_topic_and_too_large_record_fail_naming_the_sink(ka
     assert kafka_broker.consume(out, timeout=3, isolation_level="read_committed") == []
 
 
+def test_local_engine_at_least_once_writes_without_transactions(kafka_broker: Any, kafka_topic: Any) -> None:
+    out = kafka_topic()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection(["a", "b"]).sink_to(
+        KafkaSink.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder().set_topic(out).set_value_serialization_schema(SimpleStringSchema()).build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+        .build()
+    )
+    result = env.execute("at least once")
+    assert [r.value for r in kafka_broker.consume(out, timeout=5, isolation_level="read_committed")] == [b"a", b"b"]
+    (metrics,) = [m for name, m in result.metrics.items() if name.endswith("KafkaSink")]
+    assert metrics["numRecordsOut"] == 2 and metrics.get("transactionsCommitted", 0) == 0
+
+
 @pytest.mark.spark
 def test_spark_bad_input_fails_the_query_naming_the_sink_and_commits_nothing(  # type: ignore[no-untyped-def]
     spark, kafka_broker, kafka_topic, tmp_path
@@ -297,6 +315,7 @@ def test_spark_bad_input_fails_the_query_naming_the_sink_and_commits_nothing(  #
     out = kafka_topic()
     cases = [
         (["fine", 42], kafka_broker.bootstrap_servers, {}, r"serializer failed on 42"),
+        (["fine"], kafka_broker.bootstrap_servers, {"topic": "no-such-topic"}, r"topic 'no-such-topic' does not exist"),
         (["fine", "x" * 5_000], kafka_broker.bootstrap_servers, {"max_request_size": "2000"},
          r"cannot send a record of 5000 bytes"),
         (["fine"], "127.0.0.1:1", {"bootstrap_timeout_ms": "1000"}, r"bootstrap servers 127.0.0.1:1\): cannot connect"),
@@ -304,9 +323,10 @@ def test_spark_bad_input_fails_the_query_naming_the_sink_and_commits_nothing(  #
     for i, (values, servers, properties, error) in enumerate(cases):
         env = StreamExecutionEnvironment.get_execution_environment(spark)
         env.from_source(MicroBatchSource([MicroBatch(values)]), WatermarkStrategy.no_watermarks(), "values").sink_to(
-            _string_sink(servers, out, f"bad-{i}", **properties)
+            _string_sink(servers, properties.get("topic", out), f"bad-{i}",
+                         **{k: v for k, v in properties.items() if k != "topic"})
         ).uid("bad")
-        with pytest.raises(Exception, match=rf"(?s)KafkaSink\(topic '{out}'\).*{error}"):
+        with pytest.raises(Exception, match=rf"(?s)KafkaSink\(topic '{properties.get('topic', out)}'\).*{error}"):
             env.execute("bad input", checkpoint_location=str(tmp_path / f"chk{i}"),
                         trigger={"availableNow": True}).await_termination()
     assert kafka_broker.consume(out, timeout=3, isolation_level="read_committed") == []

@@ -76,7 +76,8 @@ def decode_batches(
 class SinkFrame:
     """One sink's records of one micro-batch, still on the executors.
 
-    ``rows`` is a DataFrame of the sink's output rows (``value``, ``ord`` and :data:`STEP_COLUMN`), ``output_type``
+    ``rows`` is a DataFrame of the sink's output rows (``value``, ``ord``, :data:`STEP_COLUMN`, and ``ts``, the record's
+    Flink timestamp, in the frames of a job), ``output_type``
     the type of the sink's rows (what its columns are), ``count`` how many records it holds (known without reading
     them; None for a stream of unknown size, such as ``to_dataframe()``'s), ``convert`` what turns an element into a
     value of ``output_type`` (run on the executors; None: the element is one)."""

@@ -61,11 +61,13 @@ PYFLINK_NAMES: dict[str, list[str]] = {
     "datastream.async_retry_predicates": [
         "empty_result_predicate", "has_exception_predicate", "exception_type_predicate",
     ],
-    "common.serialization": ["SimpleStringSchema", "DeserializationSchema"],
-    "datastream.formats.json": ["JsonRowDeserializationSchema"],
+    "common.serialization": ["SimpleStringSchema", "DeserializationSchema", "SerializationSchema"],
+    "datastream.formats.json": ["JsonRowDeserializationSchema", "JsonRowSerializationSchema"],
+    "datastream.connectors.base": ["DeliveryGuarantee"],
     "datastream.connectors.kafka": [
         "KafkaSource", "KafkaSourceBuilder", "KafkaOffsetsInitializer", "KafkaOffsetResetStrategy", "KafkaTopicPartition",
-        "KafkaSink", "KafkaSinkBuilder", "KafkaRecordSerializationSchema", "KafkaTopicSelector",
+        "KafkaSink", "KafkaSinkBuilder", "KafkaRecordSerializationSchema", "KafkaRecordSerializationSchemaBuilder",
+        "KafkaTopicSelector", "DeliveryGuarantee",
     ],
     "datastream.state": [
         "State", "StateDescriptor", "ValueState", "ValueStateDescriptor", "ListState", "ListStateDescriptor",
@@ -120,11 +122,6 @@ _SERIALIZER = Why(
     "PyFlink-internal serializer; windows are encoded by the keyed-snapshot codec",
     proof=_windows_are_encoded_by_the_keyed_snapshot_codec,
 )
-_KAFKA_SINK = Why(
-    "no Kafka sink yet: Spark's Kafka sink is at-least-once; write results with foreach_batch",
-    absent=("datastream.connectors.kafka.KafkaSink", "datastream.connectors.kafka.KafkaSinkBuilder"),
-    instead=("datastream.DataStream.foreach_batch",),
-)
 _SOURCE_FUNCTION = Why(
     "legacy source API; sources are MicroBatchSource here (Kafka and Delta on Spark)",
     absent=("datastream.StreamExecutionEnvironment.add_source",),
@@ -149,10 +146,6 @@ EXCLUDED: dict[str, dict[str, Why]] = {
     "datastream.functions": {
         "SourceFunction": _SOURCE_FUNCTION,
     },
-    "datastream.connectors.kafka": {
-        "KafkaSink": _KAFKA_SINK, "KafkaSinkBuilder": _KAFKA_SINK, "KafkaRecordSerializationSchema": _KAFKA_SINK,
-        "KafkaTopicSelector": _KAFKA_SINK,
-    },
     "datastream.state": {
         "OperatorStateStore": Why(
             "operator (non-keyed) state other than broadcast state: Spark has no per-task state to map it to; "
@@ -168,6 +161,12 @@ EXCLUDED: dict[str, dict[str, Why]] = {
 
 # Methods a PyFlink user calls on these classes (same names, same argument order).
 PYFLINK_METHODS: dict[str, list[str]] = {
+    "datastream.connectors.kafka.KafkaSinkBuilder": ["set_bootstrap_servers", "set_delivery_guarantee",
+                                                     "set_transactional_id_prefix", "set_record_serializer",
+                                                     "set_property", "build"],
+    "datastream.connectors.kafka.KafkaRecordSerializationSchemaBuilder": ["set_topic", "set_topic_selector",
+                                                                          "set_key_serialization_schema",
+                                                                          "set_value_serialization_schema", "build"],
     "datastream.StreamExecutionEnvironment": ["get_execution_environment", "from_collection", "from_source", "execute",
                                               "set_parallelism", "get_parallelism", "get_config", "set_max_parallelism",
                                               "get_max_parallelism", "enable_checkpointing", "get_checkpoint_interval",

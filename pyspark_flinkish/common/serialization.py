@@ -1,15 +1,18 @@
-"""PyFlink's ``pyflink.common.serialization``: how a source turns a record's bytes into an element.
+"""PyFlink's ``pyflink.common.serialization``: how a source turns a record's bytes into an element, and how a sink
+turns an element into a record's bytes.
 
-These are descriptions, not code run per record: the Spark executors decode with Spark's own functions.
+Deserialization schemas are descriptions, not code run per record: the Spark executors decode with Spark's own
+functions. Serialization schemas run per record (``serialize``), on the Spark executors or in the JVM-free engine.
 """
 
 from __future__ import annotations
 
 import codecs
+from typing import Any
 
-from ..core.errors import InvalidArgumentError
+from ..core.errors import InvalidArgumentError, InvalidTypeError
 
-__all__ = ["DeserializationSchema", "RawBytesSchema", "SimpleStringSchema"]
+__all__ = ["DeserializationSchema", "RawBytesSchema", "SerializationSchema", "SimpleStringSchema"]
 
 
 class DeserializationSchema:
@@ -27,10 +30,32 @@ class DeserializationSchema:
         return f"{type(self).__name__}()"
 
 
-class SimpleStringSchema(DeserializationSchema):
-    """Each record's value decoded as text (``str``); PyFlink's ``SimpleStringSchema(charset='UTF-8')``.
+class SerializationSchema:
+    """Base of the formats a sink writes (PyFlink's ``SerializationSchema``): :meth:`serialize` turns one element
+    into bytes. Subclasses are immutable values (compared by their settings) and must pickle: they run on the
+    Spark executors."""
 
-    Differences from Flink: a record with a null value (a tombstone) becomes ``None`` instead of failing.
+    def serialize(self, element: Any) -> bytes:
+        """The bytes of ``element``; raises for an element the format cannot write."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(vars(self).items()))))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class SimpleStringSchema(DeserializationSchema, SerializationSchema):
+    """Each record's value as text (``str``) in ``charset``; PyFlink's ``SimpleStringSchema(charset='UTF-8')``, a
+    deserialization schema for sources and a serialization schema for sinks.
+
+    Differences from Flink: a record with a null value (a tombstone) becomes ``None`` instead of failing. As a
+    serialization schema it writes ``str`` elements only (Flink's takes Java Strings): anything else raises a
+    ``TypeError`` naming its type (map it to text first).
     """
 
     format_name = "string"
@@ -42,6 +67,16 @@ class SimpleStringSchema(DeserializationSchema):
             msg = f"SimpleStringSchema: unknown charset {charset!r}"
             raise InvalidArgumentError(msg) from None
         self.charset = charset
+
+    def serialize(self, element: Any) -> bytes:
+        """``element`` (a ``str``) encoded in the schema's charset."""
+        if not isinstance(element, str):
+            msg = (
+                f"SimpleStringSchema serializes str elements; got {type(element).__name__} {element!r:.80}: map the "
+                "stream to text first, or use JsonRowSerializationSchema for rows"
+            )
+            raise InvalidTypeError(msg)
+        return element.encode(self.charset)
 
     def __repr__(self) -> str:
         return f"SimpleStringSchema({self.charset!r})"

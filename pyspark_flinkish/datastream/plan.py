@@ -134,6 +134,14 @@ class DeltaSinkSpec(BatchWriterSinkSpec):
     sink: Any
 
 
+@dataclass(eq=False, kw_only=True)
+class KafkaSinkSpec(BatchWriterSinkSpec):
+    """``sink_to(KafkaSink...)``: the sink's description; the Spark executors build its writer (the JVM-free engine
+    runs the sink as an operator)."""
+
+    sink: Any
+
+
 @dataclass(eq=False)
 class Transformation:
     """One node of the plan.
@@ -218,6 +226,7 @@ __all__ = [
     "DeadLetterRouteSpec",
     "DeltaSinkSpec",
     "ForeachBatchSpec",
+    "KafkaSinkSpec",
     "KeyedProcessSpec",
     "NodeSpec",
     "ParallelOperatorFactory",

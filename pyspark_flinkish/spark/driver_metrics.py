@@ -54,13 +54,24 @@ def operator_metrics(driver: Any, processing_time: Optional[int] = None) -> Dict
         out[driver.plan.nodes[i].uid] = entry
     return out
 
+def sink_metrics(driver: Any) -> Dict[str, Dict[str, int]]:
+    """Per sink uid, the batch's counters of sinks whose writer reports them (``KafkaSink``: records, bytes,
+    transactions committed, skipped and aborted)."""
+    out: Dict[str, Dict[str, int]] = {}
+    for i in driver.plan.sinks:
+        metrics = getattr(getattr(driver.plan.transformations[i].spec, "writer", None), "metrics", None)
+        if callable(metrics):
+            out[driver.plan.nodes[i].uid] = metrics()
+    return out
+
+
 def progress_counters(driver: Any, sink_counts: Dict[int, int]) -> Dict[str, Any]:
     """``input_records`` (this batch, per source and partition), ``source_watermarks`` (per source and
     partition, None while idle), ``sink_records`` (records delivered to each sink this batch, by sink uid, counted
     by the tasks that produced them), ``dead_letters`` (malformed records written to dead-letter tables, per
     source), ``future_records`` (records more than ``future_horizon_ms`` ahead of processing time, per source and
-    partition) and ``driver_rows_collected`` (rows the driver collected in the batch: the coordination rows and the
-    records of driver-side sinks only, ``docs/architecture.md``)."""
+    partition), ``sink_metrics`` (:func:`sink_metrics`) and ``driver_rows_collected`` (rows the driver collected in
+    the batch: the coordination rows and the records of driver-side sinks only, ``docs/architecture.md``)."""
     g = driver.watermark_graph
     return {
         "input_records": {name: dict(parts) for name, parts in driver.input_counts.items()},
@@ -70,10 +81,11 @@ def progress_counters(driver: Any, sink_counts: Dict[int, int]) -> Dict[str, Any
             if t.id in g.runners
         },
         "sink_records": {driver.plan.nodes[i].uid: sink_counts.get(i, 0) for i in driver.plan.sinks},
+        "sink_metrics": sink_metrics(driver),
         "dead_letters": dead_letter_counts(driver.plan.transformations, sink_counts),
         "future_records": {} if driver.future is None else {k: dict(v) for k, v in driver.future.counts.items()},
         "driver_rows_collected": driver.collected_rows,
     }
 
 
-__all__ = ["source_metrics", "operator_metrics", "progress_counters"]
+__all__ = ["source_metrics", "operator_metrics", "progress_counters", "sink_metrics"]

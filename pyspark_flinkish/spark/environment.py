@@ -43,6 +43,7 @@ from .far_future import DEFAULT_HORIZON_MS
 from .job_client import SparkJobClient, query_job_id
 from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
+from .kafka_sink import with_kafka_writers
 from .rows import loads
 from .session import default_file_system, local_temp_dir, spark_path, storage_options
 from .sink_frames import STEP_COLUMN, SinkFrame
@@ -429,7 +430,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
                         values_ = [loads(r["value"]) for r in rows if r["dest"] == dest]
                         deliver_values(self.spark, t, values_, batch_id, context)
                     else:
-                        frame_rows = batch.filter(F.col("dest") == dest).select("value", "ord").withColumn(
+                        frame_rows = batch.filter(F.col("dest") == dest).select("value", "ord", "ts").withColumn(
                             STEP_COLUMN, F.lit(0).cast("long")
                         )
                         frame = SinkFrame(frame_rows, t.inputs[0].output_type, sizes.get(dest, 0))
@@ -461,6 +462,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if connect:  # the foreachBatch function runs in the server's Python (spark/connect.py)
             check_connect_job(self)
         sinks = with_delta_writers(sinks)  # DeltaSink describes the table; its writer is built here
+        sinks = with_kafka_writers(sinks)  # KafkaSink too
         if is_batch(self.get_runtime_mode(), sinks):
             if self.backend == "apply_in_pandas_with_state":
                 msg = (

@@ -76,7 +76,8 @@ def decode_batches(
 class SinkFrame:
     """One sink's records of one micro-batch, still on the executors.
 
-    ``rows`` is a DataFrame of the sink's output rows (``value``, ``ord`` and :data:`STEP_COLUMN`), ``output_type``
+    ``rows`` is a DataFrame of the sink's output rows (``value``, ``ord``, :data:`STEP_COLUMN`, and ``ts``, the record's
+    Flink timestamp, in the frames of a job), ``output_type``
     the type of the sink's rows (what its columns are), ``count`` how many records it holds (known without reading
     them; None for a stream of unknown size, such as ``to_dataframe()``'s), ``convert`` what turns an element into a
     value of ``output_type`` (run on the executors; None: the element is one)."""
@@ -151,19 +152,20 @@ class SinkFrame:
         from .rows import dumps
 
         rows = spark.createDataFrame(
-            [(dumps(v), [0, i], 0) for i, v in enumerate(values)],
-            f"value binary, ord array<long>, {STEP_COLUMN} long",
+            [(dumps(v), [0, i], None, 0) for i, v in enumerate(values)],
+            f"value binary, ord array<long>, ts long, {STEP_COLUMN} long",
         )
         return SinkFrame(rows, output_type, len(values))
 
 
 def sink_rows(outputs: List[Any], index: int, step_column: Optional[Any] = None) -> Any:
     """The rows for sink ``index`` among a micro-batch's stage outputs (DataFrames of :data:`.rows.ROW_DDL`
-    columns), with ``value``, ``ord`` and :data:`STEP_COLUMN` (``step_column``, a literal, default 0)."""
+    columns), with ``value``, ``ord``, ``ts`` (the record's Flink timestamp) and :data:`STEP_COLUMN`
+    (``step_column``, a literal, default 0)."""
     from pyspark.sql import functions as F
 
     step = F.lit(0).cast("long") if step_column is None else step_column
-    selected = [o.filter((F.col("dest") == index) & (F.col("kind") == "rec")).select("value", "ord") for o in outputs]
+    selected = [o.filter((F.col("dest") == index) & (F.col("kind") == "rec")).select("value", "ord", "ts") for o in outputs]
     rows = selected[0]
     for s in selected[1:]:
         rows = rows.unionByName(s)

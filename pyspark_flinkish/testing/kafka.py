@@ -399,12 +399,18 @@ class KafkaBroker(JvmProcess):
             out.extend((p, off, e) for (_, off), e in zip(acks, mine))
         return out
 
-    def consume(self, topic: str, timeout: float = 10.0, expected: Optional[int] = None) -> List[Any]:
+    def consume(
+        self, topic: str, timeout: float = 10.0, expected: Optional[int] = None, isolation_level: str = "read_uncommitted"
+    ) -> List[Any]:
         """Every record of ``topic`` from the earliest offset (kafka-python ``ConsumerRecord``s, ordered by partition
-        and offset); stops after ``expected`` records or when nothing arrives for a second (or ``timeout``)."""
+        and offset); stops after ``expected`` records or when nothing arrives for a second (or ``timeout``).
+        ``isolation_level="read_committed"`` reads only committed transactions' records (what a consumer of an
+        exactly-once ``KafkaSink`` must use); the default also returns records of open and aborted transactions."""
         from kafka import KafkaConsumer, TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers, enable_auto_commit=False)
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap_servers, enable_auto_commit=False, isolation_level=isolation_level
+        )
         try:
             parts = [TopicPartition(topic, p) for p in self.partitions(topic)]
             consumer.assign(parts)

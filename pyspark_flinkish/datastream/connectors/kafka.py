@@ -1,4 +1,5 @@
-"""PyFlink's ``pyflink.datastream.connectors.kafka``: a Kafka source with Flink's per-partition watermarks.
+"""PyFlink's ``pyflink.datastream.connectors.kafka``: a Kafka source with Flink's per-partition watermarks, and
+``KafkaSink`` (exactly-once Kafka output, :mod:`.kafka_sink`).
 
 Build it as in PyFlink and hand it to ``env.from_source`` of a Spark environment::
 
@@ -37,15 +38,29 @@ from ...core.errors import BadInputError, InvalidArgumentError, InvalidTypeError
 from ...core.records import OutputTag
 from ...core.typeinfo import TypeInformation
 from ..formats.json import JsonRowDeserializationSchema
+from .base import DeliveryGuarantee
 from .delta import DeltaSink
+from .kafka_sink import (
+    KafkaRecordSerializationSchema,
+    KafkaRecordSerializationSchemaBuilder,
+    KafkaSink,
+    KafkaSinkBuilder,
+    KafkaTopicSelector,
+)
 
 __all__ = [
+    "DeliveryGuarantee",
     "KafkaOffsetResetStrategy",
     "KafkaOffsetsInitializer",
     "KafkaRecord",
+    "KafkaRecordSerializationSchema",
+    "KafkaRecordSerializationSchemaBuilder",
+    "KafkaSink",
+    "KafkaSinkBuilder",
     "KafkaSource",
     "KafkaSourceBuilder",
     "KafkaTopicPartition",
+    "KafkaTopicSelector",
     "MalformedRecord",
     "MalformedRecordError",
     "MalformedRecordPolicy",

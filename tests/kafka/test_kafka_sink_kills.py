@@ -1,0 +1,126 @@
+"""Kafka -> Kafka exactly once across driver crashes: ``kafka_sink_job.py`` (tumbling windows per key with a
+late-data side output, both written by ``KafkaSink`` with ``EXACTLY_ONCE``) runs as its own driver process and is
+SIGKILLed three times, each time restarted from its checkpoint, until it completes:
+
+1. ``during``: inside the task writing a batch's window results, after its records reached the broker in an open
+   transaction, before the commit;
+2. ``sink``: right after a ``KafkaSink`` write committed its transactions (the batch's other sink, the driver and
+   Spark have not committed);
+3. ``planning``: between batches, once Spark planned the next batch.
+
+(``FLINKISH_KILL_TESTS=full`` adds ``commit``: after the driver committed a batch, before Spark does.)
+
+Then a ``read_committed`` consumer must read on both topics exactly the records the JVM-free engine writes through
+the same sink over the same micro-batches (key, value, Kafka partition, timestamp, and each key's order): nothing
+lost, nothing duplicated. A ``read_uncommitted`` consumer sees the records of the transaction the first kill left
+open, which the restart aborted: they are in the log, and not committed.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+JOB = Path(__file__).resolve().with_name("kafka_sink_job.py")
+N_EVENTS = 240
+MAX_OFFSETS = 30  # 8 micro-batches
+KILLS = [("during", 2), ("sink", 3), ("planning", 1)]
+if os.environ.get("FLINKISH_KILL_TESTS") == "full":
+    KILLS.append(("commit", 1))
+
+
+def _job() -> Any:
+    spec = importlib.util.spec_from_file_location("kafka_sink_job", JOB)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _run(args: List[str], log: Path, timeout: float = 300) -> int:
+    """Run the job to its end (or its SIGKILL); then kill what is left of it (the JVM's Python workers)."""
+    with open(log, "a") as out:
+        proc = subprocess.Popen([sys.executable, str(JOB), *args], stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return rc
+
+
+def _records(broker: Any, topic: str, isolation_level: str = "read_committed") -> List[Tuple[Any, ...]]:
+    """``(partition, key, value, timestamp)`` in (partition, offset) order."""
+    return [(r.partition, r.key.decode(), json.loads(r.value), r.timestamp)
+            for r in broker.consume(topic, timeout=15, isolation_level=isolation_level)]
+
+
+def _per_key(records: List[Tuple[Any, ...]]) -> Dict[str, List[Any]]:
+    """Each key's records (partition, value, timestamp) in log order: Flink's per-key order."""
+    out: Dict[str, List[Any]] = collections.defaultdict(list)
+    for partition, key, value, ts in records:
+        out[key].append((partition, json.dumps(value, sort_keys=True), ts))
+    return dict(out)
+
+
+def test_kafka_to_kafka_exactly_once_across_driver_kills(kafka_broker: Any, kafka_topic: Any, tmp_path: Path) -> None:
+    job = _job()
+    events = job.events(N_EVENTS)
+    in_topic = kafka_topic(partitions=1, suffix="in")
+    out_topic, late_topic = kafka_topic(partitions=3, suffix="out"), kafka_topic(partitions=2, suffix="late")
+    kafka_broker.produce(in_topic, [json.dumps(e) for e in events], partition=0)
+    servers = kafka_broker.bootstrap_servers
+    checkpoint = str(tmp_path / "chk")
+    base = ["--checkpoint", checkpoint, "--bootstrap-servers", servers, "--in-topic", in_topic, "--out-topic", out_topic,
+            "--late-topic", late_topic, "--max-offsets-per-trigger", str(MAX_OFFSETS)]
+    log = tmp_path / "runs.log"
+    flags = {"during": "--kill-during-write", "sink": "--kill-after-sink-write", "commit": "--kill-after-commit",
+             "planning": "--kill-after-planning"}
+    for kind, n in KILLS:
+        with open(log, "a") as f:
+            f.write(f"=== run with kill {kind} {n}\n")
+        # a kill point counted in this process's batches or writes; "during" names a Spark batch id
+        rc = _run([*base, flags[kind], str(n)], log)
+        text = log.read_text()
+        assert rc == -signal.SIGKILL and "SIGKILL" in text.rsplit("=== run", 1)[1], f"kill {kind}: rc={rc}\n{text[-3000:]}"
+    with open(log, "a") as f:
+        f.write("=== final run\n")
+    rc = _run(base, log)
+    text = log.read_text()
+    assert rc == 0, text[-4000:]
+
+    # the micro-batches Spark ran: one partition, MAX_OFFSETS records each (availableNow, maxOffsetsPerTrigger)
+    batches = [events[i:i + MAX_OFFSETS] for i in range(0, N_EVENTS, MAX_OFFSETS)]
+    offsets_log = sorted(int(n) for n in os.listdir(os.path.join(checkpoint, "spark", "offsets")) if n.isdigit())
+    assert offsets_log == list(range(len(batches))), offsets_log
+    local_out, local_late = kafka_topic(partitions=3, suffix="local-out"), kafka_topic(partitions=2, suffix="local-late")
+    job.run_local(in_topic, batches, servers, local_out, local_late)
+
+    for topic, local in ((out_topic, local_out), (late_topic, local_late)):
+        got, expected = _records(kafka_broker, topic), _records(kafka_broker, local)
+        assert expected, f"{local}: the reference wrote nothing"
+        assert collections.Counter(map(repr, got)) == collections.Counter(map(repr, expected)), (
+            f"{topic}: {len(got)} records read committed, {len(expected)} expected\n{text[-3000:]}"
+        )
+        assert _per_key(got) == _per_key(expected), f"{topic}: per-key order differs"
+
+    # the transaction the 'during' kill left open was aborted by the restart: its records are in the log (a
+    # read_uncommitted consumer reads them) but not committed
+    uncommitted = _records(kafka_broker, out_topic, "read_uncommitted")
+    aborted = collections.Counter(map(repr, uncommitted)) - collections.Counter(map(repr, _records(kafka_broker, out_topic)))
+    assert sum(aborted.values()) > 0, "the 'during' kill left no aborted records"
+    assert len(uncommitted) == len(_records(kafka_broker, out_topic)) + sum(aborted.values())

@@ -61,6 +61,7 @@ from .rows import ROW_DDL, loads
 from .savepoint import restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
 from .sink_frames import SinkFrame, sink_rows
+from .source_logs import seed
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
 from .spark_jobs import SparkJobs
 from .ticks import needs_ticks, read_due, tick_stream, write_due
@@ -225,6 +226,12 @@ class ForeachBatchDriver:
             stream = stream.unionByName(f)
         return stream
 
+    def seed_spark_checkpoint(self, stream: Any) -> None:
+        """Before the query of a checkpoint restored from a savepoint first starts: the savepoint's positions of file
+        streams and Delta tables become Spark's committed batch 0 (``spark/source_logs.py``)."""
+        if self.restored is not None and int(self.restored.get("first_batch", 0)) == 1:
+            seed(self.spark, stream, self.plan, self.columnar is not None, self.checkpoint, self.restored)
+
     # -- driver state per batch
     def _state_path(self, batch_id: int) -> str:
         return driver_document_path(self.checkpoint, batch_id)
@@ -279,7 +286,8 @@ class ForeachBatchDriver:
         self.watermark_graph = self._new_graph()
         self.op_state, self.kept_states = {}, collections.deque(maxlen=3)
         saved = self._saved_batches(before=batch_id)
-        if not saved and self.restored is not None and batch_id == 0:  # the savepoint's state; watermarks at MIN
+        first = int(self.restored.get("first_batch", 0)) if self.restored is not None else 0
+        if not saved and self.restored is not None and batch_id == first:  # the savepoint's state; watermarks at MIN
             self.positions, self.committed_positions = {}, {}
             self.kept_states.append(copy.deepcopy(self.restored["state"]))
             self.op_state = copy.deepcopy(self.restored["state"])

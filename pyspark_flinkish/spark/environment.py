@@ -486,6 +486,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             self, sinks, checkpoint, progress, savepoint, bool(restore.get("allow_non_restored_state"))
         )
         stream = driver.input_stream(trigger)
+        driver.seed_spark_checkpoint(stream)
         spark_checkpoint = spark_path(storage.join(checkpoint, "spark"))
         client, batch_function = None, driver
         if connect:

@@ -13,7 +13,8 @@ deletions), so the savepoint names no file of the checkpoint it was taken from, 
 (``{uid: {"layout", "partitions": {sp: manifest}}}``, so ``read_state`` reads a savepoint as it reads a checkpoint),
 the operators' state signatures, the settings that shape the state (state partitions, vectorize) and each source's
 position: Kafka's next offsets from Spark's offsets log of the last committed batch, a ``MicroBatchSource``'s next
-micro-batch. It is written last: a directory without it is an unfinished savepoint and is refused.
+micro-batch, a file stream's or Delta source's entries of Spark's logs (``spark/source_logs.py``, copied under
+``spark-sources/<i>/``). It is written last: a directory without it is an unfinished savepoint and is refused.
 
 Restoring (``execute(..., from_savepoint=...)``) fills a **new** checkpoint location before its query starts: the
 signatures are compared with the job's (an incompatible operator is refused, naming it and the change; state of an
@@ -21,8 +22,9 @@ operator the job no longer has is refused unless ``allow_non_restored_state``), 
 partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
 computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, goes to every
 partition), and each partition is written as one snapshot (Spark jobs; the state never passes through the driver).
-The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before batch 0; the
-checkpoint's ``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and
+The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before the query's first
+batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed
+batch 0: ``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and
 state are restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time
 timers that are due fire in the first batch.
 """

@@ -24,9 +24,9 @@ computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast s
 partition), and each partition is written as one snapshot (Spark jobs; the state never passes through the driver).
 The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before the query's first
 batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed
-batch 0: ``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and
-state are restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time
-timers that are due fire in the first batch.
+batch 0: ``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an
+interrupted restore is simply done again. As in Flink, timers and state are restored and **watermarks are not**
+(every operator starts at ``MIN``, spec section 4.5); processing-time timers that are due fire in the first batch.
 """
 
 from __future__ import annotations

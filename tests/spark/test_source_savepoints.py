@@ -143,8 +143,9 @@ def test_a_savepoint_of_an_unsupported_stream_is_refused_before_the_job_stops(sp
         handle.stop()
 
 
-def _append(spark: Any, table: str, i: int) -> None:
-    rows = [dict(zip(("id", "k", "t", "v"), r)) for r in FILES[i]]
+def _append(spark: Any, table: str, files: List[Any]) -> None:
+    """One commit of the records of ``files``."""
+    rows = [dict(zip(("id", "k", "t", "v"), r)) for f in files for r in f]
     spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(table)
 
 
@@ -156,22 +157,20 @@ def _delta_job(spark: Any, table: str, partitions: int, ids: List[Any], sums: Li
 
 def test_a_from_delta_job_restored_from_a_savepoint_reads_every_commit_once(spark: Any, tmp_path: Path) -> None:
     table = str(tmp_path / "events")
-    for i in range(BEFORE):
-        _append(spark, table, i)
+    _append(spark, table, FILES[:BEFORE])
     expected = _jvm_free(FILES)
 
     ids: List[Any] = []
     sums: List[Any] = []
     handle = _delta_job(spark, table, 2, ids, sums).execute("delta-1", checkpoint_location=str(tmp_path / "ck1"))
     handle.process_all_available()
-    _append(spark, table, BEFORE)  # read by the first run, after its first batch (not the initial snapshot)
+    _append(spark, table, [FILES[BEFORE]])  # read by the first run after its first batch (not the initial snapshot)
     handle.process_all_available()
     path = handle.stop_with_savepoint(str(tmp_path / f"savepoints-{uuid.uuid4().hex[:6]}"))
     assert sorted(ids) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     offset = json.loads((Path(path) / "_metadata.json").read_text())["positions"]["table"]["leaves"][0]["offset"]
-    assert offset["reservoirVersion"] >= BEFORE
-    for i in range(BEFORE + 1, len(FILES)):
-        _append(spark, table, i)
+    assert offset["reservoirId"] and offset["reservoirVersion"] >= 1
+    _append(spark, table, FILES[BEFORE + 1 :])
 
     handle = _delta_job(spark, table, 2, ids, sums, changed=True).execute(
         "delta-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path

@@ -186,3 +186,29 @@ def test_a_from_delta_job_restored_from_a_savepoint_reads_every_commit_once(spar
     handle.process_all_available()
     handle.stop()
     _check(ids2, sums2, expected)
+
+
+@pytest.mark.hdfs
+def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cluster: Any, tmp_path: Path) -> None:
+    """Spark's logs read from a checkpoint on HDFS into a savepoint on HDFS, and seeded into a new checkpoint on
+    HDFS (the package's storage layer on both sides), restored with an added operator into 3 state partitions."""
+    root = f"{hdfs_cluster.uri}/source-savepoints/{uuid.uuid4().hex[:8]}"
+    directory = tmp_path / "in"
+    directory.mkdir()
+    for i in range(BEFORE):
+        _write_file(directory, i)
+    ids: List[Any] = []
+    sums: List[Any] = []
+    handle = _file_job(spark, directory, 2, ids, sums).execute("hdfs-files-1", checkpoint_location=f"{root}/ck1")
+    handle.process_all_available()
+    path = handle.stop_with_savepoint(f"{root}/savepoints")
+    names = {s.path.rsplit("/", 1)[-1] for s in hdfs_cluster.client().list_status(f"{path[len(hdfs_cluster.uri):]}/spark-sources/0")}
+    assert names == {"0", "1", "2"}  # the file stream's metadata log, one file per log batch
+    for i in range(BEFORE, len(FILES)):
+        _write_file(directory, i)
+    handle = _file_job(spark, directory, 3, ids, sums, changed=True).execute(
+        "hdfs-files-2", checkpoint_location=f"{root}/ck2", from_savepoint=path
+    )
+    handle.process_all_available()
+    handle.stop()
+    _check(ids, sums, _jvm_free(FILES))

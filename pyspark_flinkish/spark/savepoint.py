@@ -141,6 +141,27 @@ def take_savepoint(
         if logs:
             positions.update(logs["positions"])
             spark_log = logs["spark"]
+    state = snapshot_state(spark, state_root, operators, batch, path)
+    body = {
+        "batch": batch,
+        "checkpoint": checkpoint,
+        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+        "state_partitions": partitions,
+        "vectorize": bool(meta["vectorize"]),
+        "signatures": meta.get("operators") or {},
+        "state": state,
+        "positions": positions,
+        "spark_offsets": spark_log,
+    }
+    storage.write_bytes(storage.join(path, METADATA_FILE), dump_document(SAVEPOINT_FORMAT, SAVEPOINT_VERSION, body))
+    return path
+
+
+def snapshot_state(
+    spark: Any, state_root: str, operators: Dict[str, Dict[str, Any]], batch: int, path: str
+) -> Dict[str, Dict[str, Any]]:
+    """Write the live rows of every operator's state partition (``operators``: manifests under ``state_root``) as one
+    full snapshot each under ``path`` (one Spark task per partition); returns their manifests."""
     tasks = [
         (uid, int(sp), json.dumps(m))
         for uid, op in operators.items()
@@ -171,19 +192,7 @@ def take_savepoint(
             written = json.loads(row["manifest"])
             if written is not None:
                 state[row["uid"]]["partitions"][str(row["sp"])] = written
-    body = {
-        "batch": batch,
-        "checkpoint": checkpoint,
-        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
-        "state_partitions": partitions,
-        "vectorize": bool(meta["vectorize"]),
-        "signatures": meta.get("operators") or {},
-        "state": state,
-        "positions": positions,
-        "spark_offsets": spark_log,
-    }
-    storage.write_bytes(storage.join(path, METADATA_FILE), dump_document(SAVEPOINT_FORMAT, SAVEPOINT_VERSION, body))
-    return path
+    return state
 
 
 # ------------------------------------------------------------------------------------------- reading one
@@ -328,7 +337,7 @@ def restore_savepoint(
         )
         raise UnsupportedFeatureError(msg)
     state = {uid: op for uid, op in metadata["state"].items() if uid in current}
-    restored = _split(spark, path, checkpoint, state, partitions)
+    restored = split_state(spark, path, checkpoint, state, partitions)
     positions = {
         uid: p
         for uid, p in (metadata.get("positions") or {}).items()
@@ -373,11 +382,12 @@ def _position_kind(t: Transformation) -> str:
     return SPARK_LOG
 
 
-def _split(
-    spark: Any, path: str, checkpoint: str, state: Dict[str, Dict[str, Any]], partitions: int
+def split_state(
+    spark: Any, path: str, checkpoint: str, state: Dict[str, Dict[str, Any]], partitions: int, batch: int = 0
 ) -> Dict[str, Dict[str, Any]]:
-    """Write each operator's savepoint rows into the checkpoint's state, one snapshot per state partition of
-    ``partitions`` (a Spark job: Spark assigns the rows, the executors write the files); returns the manifests."""
+    """Write each operator's rows of full snapshots (``state``: manifests under ``path``, a savepoint's layout) into
+    the checkpoint's state, one snapshot of ``batch`` per state partition of ``partitions`` (a Spark job: Spark
+    assigns the rows, the executors write the files); returns the manifests."""
     from pyspark.sql import functions as F
 
     out: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in state.items()}
@@ -407,7 +417,7 @@ def _split(
 
         storage.configure(options)
         uid, sp = table.column("uid")[0].as_py(), int(table.column("sp")[0].as_py())
-        written = state_store.write_snapshot(root, uid, sp, 0, live_rows(table.select(FILE_SCHEMA.names)))
+        written = state_store.write_snapshot(root, uid, sp, batch, live_rows(table.select(FILE_SCHEMA.names)))
         return pa.table({"uid": [uid], "sp": pa.array([sp], pa.int32()), "manifest": [json.dumps(written)]})
 
     for row in rows.groupBy("uid", "sp").applyInArrow(write_partition, _RESULT_DDL).collect():
@@ -420,6 +430,8 @@ def _split(
 __all__ = [
     "METADATA_FILE",
     "RESTORED_FILE",
+    "RESTORED_FORMAT",
+    "RESTORED_VERSION",
     "SAVEPOINT_FORMAT",
     "SAVEPOINT_VERSION",
     "check_sources",
@@ -427,6 +439,8 @@ __all__ = [
     "read_savepoint",
     "restore_savepoint",
     "restored_state",
+    "snapshot_state",
     "source_positions",
+    "split_state",
     "take_savepoint",
 ]

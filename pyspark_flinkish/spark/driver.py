@@ -57,6 +57,7 @@ from .keyed_partition import keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
 from .replay import replay_stream
+from .rescale import rescale_checkpoint
 from .rows import ROW_DDL, loads
 from .savepoint import restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
@@ -94,8 +95,13 @@ class ForeachBatchDriver:
             )
         self.restored = restored_state(checkpoint)  # what a checkpoint restored from a savepoint starts from
         meta = self._meta()
-        self.partitions = int(meta["state_partitions"])
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
+        if int(meta["state_partitions"]) != env.state_partitions:  # Flink rescales a checkpoint on restore too
+            found = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
+            window = self.plan.nodes[found.window].uid if found is not None else None
+            meta = rescale_checkpoint(self.spark, checkpoint, meta, env.state_partitions, window)
+            self.restored = restored_state(checkpoint)  # rescaled too, when no batch was committed after the restore
+        self.partitions = int(meta["state_partitions"])
         refuse_unaligned_generators(self.plan)
         self._check_operators(meta)
         self.state_root = storage.join(checkpoint, "flinkish", "state")
@@ -150,7 +156,8 @@ class ForeachBatchDriver:
 
     def _meta(self) -> Dict[str, Any]:
         """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
-        fixes them; later runs use the stored ones and log a warning when the environment asks for others."""
+        fixes them; later runs use the stored ``vectorize`` and log a warning when the environment asks for another
+        (another number of state partitions rescales the checkpoint: ``spark/rescale.py``)."""
         meta = meta_path(self.checkpoint)
         wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
         legacy = storage.join(self.checkpoint, "flinkish", "meta.pkl")
@@ -161,7 +168,7 @@ class ForeachBatchDriver:
         if meta_exists:
             stored = read_meta(self.checkpoint)
             for name, value in wanted.items():
-                if stored[name] != value:
+                if stored[name] != value and name != "state_partitions":
                     _log.warning(
                         "checkpoint %s was started with %s=%r; using that instead of %r (its state is laid out so)",
                         self.checkpoint, name, stored[name], value,

@@ -212,3 +212,28 @@ def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cl
     handle.process_all_available()
     handle.stop()
     _check(ids, sums, _jvm_free(FILES))
+
+
+def test_a_checkpoint_restarted_with_another_number_of_state_partitions_is_rescaled(spark: Any, tmp_path: Path) -> None:
+    """Not a savepoint: the job restarted on its own checkpoint with 3 state partitions instead of 2 reassigns the
+    state it resumes from (``spark/rescale.py``), as Flink restores a retained checkpoint at another parallelism;
+    no record is lost or read twice, and the results are the uninterrupted run's."""
+    directory = tmp_path / "in"
+    directory.mkdir()
+    for i in range(BEFORE):
+        _write_file(directory, i)
+    checkpoint = tmp_path / "ck"
+    ids: List[Any] = []
+    sums: List[Any] = []
+    handle = _file_job(spark, directory, 2, ids, sums).execute("rescale-1", checkpoint_location=str(checkpoint))
+    handle.process_all_available()
+    handle.stop()
+    for i in range(BEFORE, len(FILES)):
+        _write_file(directory, i)
+    handle = _file_job(spark, directory, 3, ids, sums).execute("rescale-2", checkpoint_location=str(checkpoint))
+    handle.process_all_available()
+    handle.stop()
+    _check(ids, sums, _jvm_free(FILES))
+    meta = json.loads((checkpoint / "flinkish" / "meta.json").read_text())
+    assert meta["state_partitions"] == 3
+    assert not (checkpoint / "flinkish" / "rescale").exists()

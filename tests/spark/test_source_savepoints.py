@@ -5,7 +5,8 @@ checkpoint, with an added stateless operator or another number of state partitio
 Every record's event time is above the watermark when it arrives (timestamps rise from file to file and from commit
 to commit, no out-of-orderness), so the restore's watermark at ``MIN`` (Flink restores none) changes no firing: each
 restored run gives exactly the uninterrupted run's output, which is the JVM-free engine's. The ids sink sees every
-record: one missing is a lost record, one twice a record read twice.
+record: one missing is a lost record, one twice a record read twice. The same file-stream job also restarts on its
+own checkpoint with another number of state partitions (``spark/rescale.py``).
 """
 
 from __future__ import annotations

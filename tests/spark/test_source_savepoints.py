@@ -112,6 +112,17 @@ def test_a_file_stream_job_restored_from_a_savepoint_reads_every_file_once(spark
     with pytest.raises(StateError, match=r"source 'files' changed: it read .*json.* and reads .*other"):
         refused.execute("refused", checkpoint_location=str(tmp_path / "refused"), from_savepoint=path)
     assert not (tmp_path / "refused" / "spark").exists()
+    # allow_non_restored_state: the keyed state is restored, the moved source starts as configured (every file of
+    # the other directory, which holds the input after the savepoint)
+    for i in range(BEFORE, len(FILES)):
+        _write_file(other, i)
+    ids3, sums3 = [i for i in ids if i <= 7], [s for s in sums if s[1] < 5_000]
+    handle = _file_job(spark, directory, 2, ids3, sums3, path=str(other)).execute(
+        "files-moved", checkpoint_location=str(tmp_path / "moved"), from_savepoint=path, allow_non_restored_state=True
+    )
+    handle.process_all_available()
+    handle.stop()
+    _check(ids3, sums3, expected)
 
     # restored with an added stateless operator after the window
     handle = _file_job(spark, directory, 2, ids, sums, changed=True).execute(

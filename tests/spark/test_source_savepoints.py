@@ -249,3 +249,41 @@ def test_a_checkpoint_restarted_with_another_number_of_state_partitions_is_resca
     meta = json.loads((checkpoint / "flinkish" / "meta.json").read_text())
     assert meta["state_partitions"] == 3
     assert not (checkpoint / "flinkish" / "rescale").exists()
+
+
+def _commit(spark: Any, table: str, i: int) -> None:
+    """File ``i`` as one commit of a table with its change data feed on, recording the watermark a writing job would
+    (``max(t) - 1``: bounded out-of-orderness 0, as ``STRATEGY``)."""
+    from pyspark_flinkish.spark.delta_commits import commit_metadata
+
+    rows = [dict(zip(("id", "k", "t", "v"), r)) for r in FILES[i]]
+    writer = spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append")
+    writer = writer.option("userMetadata", commit_metadata(max(r[2] for r in FILES[i]) - 1, i, "writer"))
+    writer.option("delta.enableChangeDataFeed", "true").save(table)
+
+
+def test_a_from_delta_job_with_upstream_watermarks_restored_from_a_savepoint(spark: Any, tmp_path: Path) -> None:
+    """``from_delta`` reading the change data feed and the writer's watermarks (one Flink micro-batch per commit,
+    ``spark/delta_source.py``, which finds each Spark batch's commits from the offsets log: after the restore, from
+    the seeded batch 0): restored with an added operator into 3 state partitions, the uninterrupted run's results."""
+    table = str(tmp_path / "events")
+    for i in range(BEFORE):
+        _commit(spark, table, i)
+
+    def job(partitions: int, ids: List[Any], sums: List[Any], changed: bool = False) -> Any:
+        env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
+        _pipeline(env.from_delta(table, timestamp_column="t").uid("table"), ids, sums, changed)
+        return env
+
+    ids: List[Any] = []
+    sums: List[Any] = []
+    handle = job(2, ids, sums).execute("cdf-1", checkpoint_location=str(tmp_path / "ck1"))
+    handle.process_all_available()
+    path = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
+    assert sorted(ids) == [1, 2, 3, 4, 5, 6, 7]
+    for i in range(BEFORE, len(FILES)):
+        _commit(spark, table, i)
+    handle = job(3, ids, sums, changed=True).execute("cdf-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path)
+    handle.process_all_available()
+    handle.stop()
+    _check(ids, sums, _jvm_free(FILES))

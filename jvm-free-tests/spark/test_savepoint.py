@@ -226,7 +226,7 @@ def test_file_and_delta_positions_are_carried_and_seeded_at_the_new_querys_place
     new = str(tmp_path / "new")
     replay = MicroBatchSource([MicroBatch([1])])
     new_plan = _plan([("events", replay), ("files", files), ("table", table)])
-    stream = _frame(_leaf("parquet", "/replay", "replay"), _files("/in"), _leaf("delta", "/t"), _leaf("rate"))
+    stream = _frame(_leaf("parquet", "/ck/flinkish/replay", "FileSource[/ck/flinkish/replay]"), _files("/in"), _leaf("delta", "/t"), _leaf("rate"))
     restored = {"savepoint": savepoint, "positions": carried["positions"], "spark": carried["spark"]}
     conf = SimpleNamespace(get=lambda key, default: {"spark.sql.shuffle.partitions": "3"}.get(key, default))
     with pytest.raises(StateError, match="not in the order the job's plan gives"):  # the replay stream is missing

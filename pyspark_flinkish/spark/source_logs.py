@@ -190,6 +190,13 @@ def changed(saved: Dict[str, Any], leaves: List[Dict[str, str]]) -> Optional[str
     return f"it read {then} when the savepoint was taken and reads {now} now"
 
 
+def _same_leaf(leaf: Dict[str, str], slot: Dict[str, str]) -> bool:
+    """Whether the query's leaf is the plan's slot (the replay stream: a Parquet file stream under the checkpoint)."""
+    if slot["kind"] == "replay":
+        return leaf["kind"] == "file"
+    return leaf["name"] == slot["name"]
+
+
 def seed(spark: Any, stream: Any, plan: Any, columnar: bool, checkpoint: str, restored: Dict[str, Any]) -> None:
     """Seed the new ``checkpoint``'s Spark logs with the savepoint's positions of ``restored`` (``restored.json``):
     ``offsets/0`` (the carried entries at the new query's places, ``-`` for every other source), each file stream's
@@ -205,7 +212,7 @@ def seed(spark: Any, stream: Any, plan: Any, columnar: bool, checkpoint: str, re
         return
     leaves = streaming_leaves(stream)
     slots = spark_slots(plan, columnar)
-    if len(leaves) < len(slots) or any(leaves[i]["name"] != s[2]["name"] for i, s in enumerate(slots)):
+    if len(leaves) < len(slots) or not all(_same_leaf(leaves[i], s[2]) for i, s in enumerate(slots)):
         msg = (
             f"from_savepoint: the query's sources {[x['name'] for x in leaves]} are not in the order the job's plan "
             f"gives {[s[2]['name'] for s in slots]}: the savepoint's positions cannot be placed"

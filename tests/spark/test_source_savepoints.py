@@ -287,3 +287,35 @@ def test_a_from_delta_job_with_upstream_watermarks_restored_from_a_savepoint(spa
     handle.process_all_available()
     handle.stop()
     _check(ids, sums, _jvm_free(FILES))
+
+
+def test_a_file_stream_unioned_with_a_micro_batch_source_is_placed_after_the_replay_stream(spark: Any, tmp_path: Path) -> None:
+    """The query's sources: the replay stream of the ``MicroBatchSource`` first, then the file stream; the savepoint
+    takes the file stream's entry from its place and the restore seeds it at its place in the new query."""
+    directory = tmp_path / "in"
+    directory.mkdir()
+    for i in range(BEFORE):
+        _write_file(directory, i)
+    replayed = [[{"id": 100, "k": "r", "t": 1_000, "v": 0}], [{"id": 101, "k": "r", "t": 2_000, "v": 0}]]
+
+    def job(ids: List[Any]) -> Any:
+        env = StreamExecutionEnvironment.get_execution_environment(spark)
+        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
+        files = env.from_dataframe(df, STRATEGY, timestamp_column="t").uid("files")
+        source = MicroBatchSource([MicroBatch(b) for b in replayed], end_of_input=False)
+        batches = env.from_source(source, STRATEGY.with_timestamp_assigner(lambda e, _: e["t"]), "replayed").uid("replayed")
+        files.union(batches).map(lambda r: r["id"], output_type=Types.LONG()).add_sink(ids.append)
+        return env
+
+    ids: List[Any] = []
+    handle = job(ids).execute("union-1", checkpoint_location=str(tmp_path / "ck1"))
+    handle.process_all_available()
+    path = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
+    metadata = json.loads((Path(path) / "_metadata.json").read_text())
+    assert metadata["positions"]["files"]["leaves"][0]["offset"] == {"logOffset": 2}
+    for i in range(BEFORE, len(FILES)):
+        _write_file(directory, i)
+    handle = job(ids).execute("union-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path)
+    handle.process_all_available()
+    handle.stop()
+    assert sorted(ids) == [*range(1, 12), 100, 101]

@@ -5,8 +5,8 @@ The input and the jobs are part 7's (``bench_state_growth.py``): K idle keys (on
 most 100,000 events), then a few small batches of 10,000 events on 10 keys.
 
 * ``package``: ``key_by(key).process(IdleKeys()).uid("idle_keys")`` in ``state_partitions`` partitions (the
-  shuffle partitions, 2). ``stop_with_savepoint`` refuses a plain streaming DataFrame source (its position lives
-  only in Spark's checkpoint), so the job reads a ``MicroBatchSource(end_of_input=False)`` whose micro-batches are
+  shuffle partitions, 2). The job reads a ``MicroBatchSource(end_of_input=False)`` (as when savepoints refused file
+  streams, so that figures compare with earlier runs) whose micro-batches are
   the rows of part 7's files as dicts (the same elements ``IdleKeys`` sees in part 7), one file per micro-batch.
   Timed separately: the load (``execute`` writes the replay files, then ``process_all_available``);
   ``stop_with_savepoint`` (and, inside it, ``take_savepoint``: writing the savepoint after the query stopped) and

@@ -1,7 +1,7 @@
 """Savepoints without a JVM (``spark/savepoint.py``): what a finished, unfinished or foreign savepoint reads as, which
 jobs a savepoint fits, source positions from Spark's offsets log, the snapshot a partition is written as, and the
 refusals that come before any Spark job. The Spark side (stop, write, split into another number of partitions,
-restore) runs in ``tests/hdfs/test_savepoints.py`` and ``tests/kafka/test_kafka_source.py``."""
+restore) runs in ``tests/hdfs/test_savepoints.py``, ``tests/kafka/test_kafka_source.py`` and ``tests/spark/test_source_savepoints.py``."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from pyspark_flinkish.spark.savepoint import (
     restore_savepoint,
     source_positions,
 )
+from pyspark_flinkish.spark.source_logs import SEEDED_FILE, SPARK_LOG, carry, changed, seed
 from pyspark_flinkish.spark.source_rows import DataFrameSource, SourceRestart
 from pyspark_flinkish.spark.state_cache import FILE_SCHEMA, latest_rows, live_rows, totals_of
 
@@ -135,11 +136,130 @@ def _plan(sources: List[Any]) -> Any:
     return SimpleNamespace(transformations=transformations, nodes=nodes)
 
 
-def test_a_source_whose_position_stays_in_sparks_checkpoint_is_refused_up_front() -> None:
-    plan = _plan([("clicks", DataFrameSource(None, "t", None, [], [])), ("events", MicroBatchSource([MicroBatch([1])]))])
-    with pytest.raises(UnsupportedFeatureError, match=r"source\(s\) \['clicks'\].*restart it from its checkpoint_location"):
-        check_sources(plan)
-    check_sources(_plan([("events", MicroBatchSource([MicroBatch([1])]))]))
+class _Seq:
+    """A Scala ``Seq`` as py4j shows it."""
+
+    def __init__(self, items: List[Any]) -> None:
+        self.items = items
+
+    def size(self) -> int:
+        return len(self.items)
+
+    def apply(self, i: int) -> Any:
+        return self.items[i]
+
+
+class _Options:
+    def __init__(self, options: Dict[str, str]) -> None:
+        self.options = options
+
+    def contains(self, key: str) -> bool:
+        return key in self.options
+
+    def get(self, key: str) -> Any:
+        return SimpleNamespace(get=lambda: self.options[key])
+
+
+def _leaf(fmt: str, path: str = "", name: str = "") -> Any:
+    """A streaming leaf of an analyzed plan: a V1 ``StreamingRelation`` (``fmt`` its format) or, for ``rate``, V2."""
+    if fmt == "rate":
+        return SimpleNamespace(nodeName=lambda: "StreamingRelationV2", sourceName=lambda: "rate")
+    source = SimpleNamespace(className=lambda: fmt, options=lambda: _Options({"path": path}), paths=lambda: _Seq([]))
+    return SimpleNamespace(nodeName=lambda: "StreamingRelation", dataSource=lambda: source, sourceName=lambda: name or fmt)
+
+
+def _frame(*leaves: Any) -> Any:
+    """A DataFrame whose analyzed plan has these streaming leaves."""
+    plan = SimpleNamespace(collectLeaves=lambda: _Seq(list(leaves)))
+    return SimpleNamespace(_jdf=SimpleNamespace(queryExecution=lambda: SimpleNamespace(analyzed=lambda: plan)))
+
+
+def _files(path: str) -> Any:
+    return _leaf("json", path, f"FileSource[{path}]")
+
+
+def test_a_source_whose_position_cannot_be_carried_is_refused_up_front() -> None:
+    events = ("events", MicroBatchSource([MicroBatch([1])]))
+    rate = _plan([("clicks", DataFrameSource(_frame(_leaf("rate")), "t", None, [], [])), events])
+    with pytest.raises(UnsupportedFeatureError, match=r"'clicks' reads a rate stream.*restart it from its checkpoint_location"):
+        check_sources(rate)
+    loader = _plan([("landing", DataFrameSource(_frame(_leaf("cloudFiles", "/in")), "t", None, [], []))])
+    with pytest.raises(UnsupportedFeatureError, match=r"'landing' reads Auto Loader \(cloudFiles\).*state store of its own"):
+        check_sources(loader)
+    connect = _plan([("remote", DataFrameSource(SimpleNamespace(), "t", None, [], []))])
+    with pytest.raises(UnsupportedFeatureError, match="Spark Connect"):
+        check_sources(connect)
+    check_sources(_plan([events]))
+    check_sources(_plan([("files", DataFrameSource(_frame(_files("/in")), "t", None, [], [])), events]))
+    check_sources(_plan([("table", DataFrameSource(_frame(_leaf("delta", "/t")), "t", None, [], []))]))
+
+
+def test_file_and_delta_positions_are_carried_and_seeded_at_the_new_querys_places(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The savepoint takes each source's entry of the offsets log and the file stream's metadata log; the restore
+    writes them as the new checkpoint's committed batch 0, each at its place in the new query (here after a replay
+    stream the old job did not have), ``-`` for the other sources."""
+    delta = {"sourceVersion": 1, "reservoirId": "t-1", "reservoirVersion": 7, "index": 2, "isStartingVersion": False}
+    meta = {"batchWatermarkMs": 5, "batchTimestampMs": 1, "conf": {"spark.sql.shuffle.partitions": "8"}}
+    lines = ["v1", json.dumps(meta), '{"logOffset":2}', json.dumps(delta), "-"]  # the last: the tick source
+    old = str(tmp_path / "old")
+    storage.write_bytes(storage.join(old, "spark", "offsets", "4"), "\n".join(lines).encode())
+    for name in ("0", "1", "2.compact"):
+        storage.write_bytes(storage.join(old, "spark", "sources", "0", name), f"log {name}".encode())
+    files = DataFrameSource(_frame(_files("/in")), "t", None, [], [])
+    table = DataFrameSource(_frame(_leaf("delta", "/t")), "t", None, [], [])
+    plan = _plan([("files", files), ("table", table)])
+    savepoint = str(tmp_path / "sp")
+    carried = carry(plan, False, old, 4, savepoint)
+    assert carried["positions"] == {
+        "uid-files": {"kind": SPARK_LOG, "leaves": [
+            {"kind": "file", "format": "json", "path": "/in", "offset": {"logOffset": 2}, "log": "spark-sources/0"}
+        ]},
+        "uid-table": {"kind": SPARK_LOG, "leaves": [
+            {"kind": "delta", "format": "delta", "path": "/t", "offset": delta, "log": None}
+        ]},
+    }
+    assert storage.list_names(storage.join(savepoint, "spark-sources", "0")) == ["0", "1", "2.compact"]
+    # a plan whose sources are not where the log has them is refused
+    with pytest.raises(StateError, match=r"line 3 \(\{\"logOffset\":2\}\) is not the offset of delta, the job.s source 0"):
+        carry(_plan([("table", table), ("files", files)]), False, old, 4, savepoint)
+
+    new = str(tmp_path / "new")
+    replay = MicroBatchSource([MicroBatch([1])])
+    new_plan = _plan([("events", replay), ("files", files), ("table", table)])
+    stream = _frame(_leaf("parquet", "/ck/flinkish/replay", "FileSource[/ck/flinkish/replay]"), _files("/in"), _leaf("delta", "/t"), _leaf("rate"))
+    restored = {"savepoint": savepoint, "positions": carried["positions"], "spark": carried["spark"]}
+    conf = SimpleNamespace(get=lambda key, default: {"spark.sql.shuffle.partitions": "3"}.get(key, default))
+    with pytest.raises(StateError, match="not in the order the job's plan gives"):  # the replay stream is missing
+        seed(SimpleNamespace(conf=conf), _frame(_files("/in"), _leaf("delta", "/t")), new_plan, False, new, restored)
+    assert not storage.exists(storage.join(new, "spark", "offsets", "0"))
+    seed(SimpleNamespace(conf=conf), stream, new_plan, False, new, restored)
+    written = storage.read_bytes(storage.join(new, "spark", "offsets", "0")).decode().splitlines()
+    assert written[0] == "v1" and written[2:] == ["-", '{"logOffset":2}', json.dumps(delta, separators=(",", ":")), "-"]
+    assert json.loads(written[1])["batchWatermarkMs"] == 0
+    assert json.loads(written[1])["conf"] == {"spark.sql.shuffle.partitions": "3"}  # the new session's, not the old
+    assert storage.read_bytes(storage.join(new, "spark", "commits", "0")).decode().startswith("v1\n")
+    assert storage.list_names(storage.join(new, "spark", "sources", "1")) == ["0", "1", "2.compact"]
+    assert json.loads(storage.read_bytes(storage.join(new, "spark", "metadata")))["id"]
+    assert storage.exists(storage.join(new, "flinkish", SEEDED_FILE))
+    storage.delete(storage.join(new, "spark", "commits", "0"))  # Spark purged it: never seeded again
+    seed(SimpleNamespace(conf=conf), stream, new_plan, False, new, restored)
+    assert not storage.exists(storage.join(new, "spark", "commits", "0"))
+
+
+def test_a_changed_file_or_delta_source_is_refused_unless_its_position_may_be_dropped() -> None:
+    position = {"kind": SPARK_LOG, "leaves": [{"kind": "file", "format": "json", "path": "/in", "offset": None}]}
+    metadata = {"signatures": {}, "state": {}, "positions": {"files": position}}
+    same = [{"kind": "file", "format": "json", "path": "/in", "name": "FileSource[/in]"}]
+    moved = [{"kind": "file", "format": "json", "path": "/elsewhere", "name": "FileSource[/elsewhere]"}]
+    sources, kinds = {"files": "files"}, {"files": SPARK_LOG}
+    assert compatibility_problems(metadata, {}, sources, False, kinds, {"files": same}) == []
+    (problem,) = compatibility_problems(metadata, {}, sources, False, kinds, {"files": moved})
+    assert problem.startswith("source 'files' changed: it read [('file', 'json', '/in')]")
+    assert "reads [('file', 'json', '/elsewhere')] now" in problem and "allow_non_restored_state=True" in problem
+    assert compatibility_problems(metadata, {}, sources, True, kinds, {"files": moved}) == []
+    (kind,) = compatibility_problems(metadata, {}, sources, False, {"files": "kafka"}, {})
+    assert kind.startswith("source 'files' has a spark-log position in the savepoint but is a kafka source")
+    assert changed(position, same) is None
 
 
 def test_a_savepoint_is_restored_only_into_a_new_checkpoint(tmp_path) -> None:  # type: ignore[no-untyped-def]

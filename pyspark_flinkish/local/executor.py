@@ -23,6 +23,7 @@ from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, ca
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
 from ..datastream.plan import Transformation, TwoInputSpec, node_uid, topological
+from ..datastream.sources import MicroBatchSource
 from ..monitoring import watermark_lag
 
 
@@ -405,7 +406,8 @@ class LocalExecutor:
         """Set the processing-time clock for micro-batch ``index``: the latest ``MicroBatch.processing_time`` of
         the sources' batch ``index`` (never backwards; a batch without one leaves the clock as it is). The one
         rule of both engines: the Spark driver calls it for every replayed micro-batch."""
-        times = [s.source.batches[index].processing_time for s in self.sources if index < len(s.source.batches)]
+        replayed = [s.source.batches for s in self.sources if isinstance(s.source, MicroBatchSource)]  # not a DataFrame
+        times = [batches[index].processing_time for batches in replayed if index < len(batches)]
         times = [t for t in times if t is not None]
         if times:
             if not isinstance(self.clock, ManualClock):

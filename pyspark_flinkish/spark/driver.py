@@ -57,10 +57,12 @@ from .keyed_partition import keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
 from .replay import replay_stream
+from .rescale import rescale_checkpoint
 from .rows import ROW_DDL, loads
 from .savepoint import restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
 from .sink_frames import SinkFrame, sink_rows
+from .source_logs import seed
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
 from .spark_jobs import SparkJobs
 from .ticks import needs_ticks, read_due, tick_stream, write_due
@@ -93,8 +95,13 @@ class ForeachBatchDriver:
             )
         self.restored = restored_state(checkpoint)  # what a checkpoint restored from a savepoint starts from
         meta = self._meta()
-        self.partitions = int(meta["state_partitions"])
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
+        if int(meta["state_partitions"]) != env.state_partitions:  # Flink rescales a checkpoint on restore too
+            found = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
+            window = self.plan.nodes[found.window].uid if found is not None else None
+            meta = rescale_checkpoint(self.spark, checkpoint, meta, env.state_partitions, window)
+            self.restored = restored_state(checkpoint)  # rescaled too, when no batch was committed after the restore
+        self.partitions = int(meta["state_partitions"])
         refuse_unaligned_generators(self.plan)
         self._check_operators(meta)
         self.state_root = storage.join(checkpoint, "flinkish", "state")
@@ -149,7 +156,8 @@ class ForeachBatchDriver:
 
     def _meta(self) -> Dict[str, Any]:
         """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
-        fixes them; later runs use the stored ones and log a warning when the environment asks for others."""
+        fixes them; later runs use the stored ``vectorize`` and log a warning when the environment asks for another
+        (another number of state partitions rescales the checkpoint: ``spark/rescale.py``)."""
         meta = meta_path(self.checkpoint)
         wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
         legacy = storage.join(self.checkpoint, "flinkish", "meta.pkl")
@@ -160,7 +168,7 @@ class ForeachBatchDriver:
         if meta_exists:
             stored = read_meta(self.checkpoint)
             for name, value in wanted.items():
-                if stored[name] != value:
+                if stored[name] != value and name != "state_partitions":
                     _log.warning(
                         "checkpoint %s was started with %s=%r; using that instead of %r (its state is laid out so)",
                         self.checkpoint, name, stored[name], value,
@@ -225,6 +233,12 @@ class ForeachBatchDriver:
             stream = stream.unionByName(f)
         return stream
 
+    def seed_spark_checkpoint(self, stream: Any) -> None:
+        """Before the query of a checkpoint restored from a savepoint first starts: the savepoint's positions of file
+        streams and Delta tables become Spark's committed batch 0 (``spark/source_logs.py``)."""
+        if self.restored is not None and int(self.restored.get("first_batch", 0)) == 1:
+            seed(self.spark, stream, self.plan, self.columnar is not None, self.checkpoint, self.restored)
+
     # -- driver state per batch
     def _state_path(self, batch_id: int) -> str:
         return driver_document_path(self.checkpoint, batch_id)
@@ -279,7 +293,8 @@ class ForeachBatchDriver:
         self.watermark_graph = self._new_graph()
         self.op_state, self.kept_states = {}, collections.deque(maxlen=3)
         saved = self._saved_batches(before=batch_id)
-        if not saved and self.restored is not None and batch_id == 0:  # the savepoint's state; watermarks at MIN
+        first = int(self.restored.get("first_batch", 0)) if self.restored is not None else 0
+        if not saved and self.restored is not None and batch_id == first:  # the savepoint's state; watermarks at MIN
             self.positions, self.committed_positions = {}, {}
             self.kept_states.append(copy.deepcopy(self.restored["state"]))
             self.op_state = copy.deepcopy(self.restored["state"])

@@ -288,7 +288,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         ``state_partitions`` (rescaling); an operator whose state does not fit is refused, naming it and the change,
         as is state of an operator the job lacks unless ``allow_non_restored_state`` (Flink's
         ``--allowNonRestoredState``). Watermarks are not restored (as in Flink). A checkpoint already restored from
-        the same savepoint resumes as it is (a restart after a failure). ``docs/operations.md``, *Savepoints*."""
+        the same savepoint resumes as it is (a restart after a failure). ``docs/operations.md``, *Savepoints*. A
+        checkpoint restarted with another ``state_partitions`` is rescaled first (*Rescaling*)."""
         restore = {"from_savepoint": from_savepoint, "allow_non_restored_state": allow_non_restored_state}
         if not checkpoint_location:
             started = time.monotonic()
@@ -330,7 +331,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
     # -------------------------------------------------------------------- configuration on Spark
     def set_max_parallelism(self, max_parallelism: int) -> SparkStreamExecutionEnvironment:
         """Flink's max parallelism is its number of key groups; here it sets the number of keyed-state partitions
-        (``state_partitions``), which, like Flink's, is fixed by the first run of a checkpoint."""
+        (``state_partitions``). Differences from Flink: those partitions are the keyed operators' parallelism too, so
+        a restart with another number reassigns the keys (``spark/rescale.py``, Flink's restore at another
+        parallelism) where Flink refuses another max parallelism."""
         super().set_max_parallelism(max_parallelism)
         self.state_partitions = max_parallelism
         return self
@@ -490,6 +493,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             self, sinks, checkpoint, progress, savepoint, bool(restore.get("allow_non_restored_state"))
         )
         stream = driver.input_stream(trigger)
+        driver.seed_spark_checkpoint(stream)
         spark_checkpoint = spark_path(storage.join(checkpoint, "spark"))
         client, batch_function = None, driver
         if connect:

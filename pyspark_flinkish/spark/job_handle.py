@@ -186,8 +186,9 @@ class SparkJobHandle:
 
         Without draining, as Flink's default: open windows and pending timers stay in the savepoint.
         ``advance_to_end_of_event_time=True`` (``--drain``, which fires every event-time timer first) is refused.
-        A job reading a plain streaming DataFrame or a Delta table is refused before it is stopped: those positions
-        live only in Spark's checkpoint. See ``docs/operations.md``, *Savepoints*.
+        File streams and Delta tables keep their Spark log entries in the savepoint (``spark/source_logs.py``); a
+        job reading a source whose position cannot be carried (Auto Loader, a rate or socket stream) is refused
+        before it is stopped. See ``docs/operations.md``, *Savepoints*.
         """
         from .checkpoint_location import resolve_checkpoint
         from .savepoint import check_sources, take_savepoint
@@ -210,7 +211,8 @@ class SparkJobHandle:
         directory = resolve_checkpoint(savepoint_directory, default_file_system(driver.spark))
         self.stop()
         driver.raise_if_failed()
-        return take_savepoint(driver.spark, driver.checkpoint, driver.plan, directory, str(self.query.id))
+        columnar = driver.columnar is not None
+        return take_savepoint(driver.spark, driver.checkpoint, driver.plan, directory, str(self.query.id), columnar)
 
     @property
     def last_progress(self) -> Any:

@@ -13,7 +13,8 @@ deletions), so the savepoint names no file of the checkpoint it was taken from, 
 (``{uid: {"layout", "partitions": {sp: manifest}}}``, so ``read_state`` reads a savepoint as it reads a checkpoint),
 the operators' state signatures, the settings that shape the state (state partitions, vectorize) and each source's
 position: Kafka's next offsets from Spark's offsets log of the last committed batch, a ``MicroBatchSource``'s next
-micro-batch. It is written last: a directory without it is an unfinished savepoint and is refused.
+micro-batch, a file stream's or Delta source's entries of Spark's logs (``spark/source_logs.py``, copied under
+``spark-sources/<i>/``). It is written last: a directory without it is an unfinished savepoint and is refused.
 
 Restoring (``execute(..., from_savepoint=...)``) fills a **new** checkpoint location before its query starts: the
 signatures are compared with the job's (an incompatible operator is refused, naming it and the change; state of an
@@ -21,10 +22,11 @@ operator the job no longer has is refused unless ``allow_non_restored_state``), 
 partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
 computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, goes to every
 partition), and each partition is written as one snapshot (Spark jobs; the state never passes through the driver).
-The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before batch 0; the
-checkpoint's ``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and
-state are restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time
-timers that are due fire in the first batch.
+The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before the query's first
+batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed
+batch 0: ``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an
+interrupted restore is simply done again. As in Flink, timers and state are restored and **watermarks are not**
+(every operator starts at ``MIN``, spec section 4.5); processing-time timers that are due fire in the first batch.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from . import state_store, storage
 from .checkpoint import committed_batches, meta_path, read_driver_document, read_meta, spark_offsets, write_meta
 from .session import spark_path
 from .signatures import compare_signatures, state_signature
+from .source_logs import SPARK_LOG, carried_leaves, carry, changed, uncarried
 from .source_rows import DataFrameSource
 from .state_cache import FILE_SCHEMA, live_rows
 
@@ -68,18 +71,14 @@ def _source_uid(plan: Any, t: Transformation) -> str:
 
 
 def check_sources(plan: Any) -> None:
-    """Refuse a savepoint of a job with a source whose position cannot be carried to another checkpoint (a plain
-    streaming DataFrame, ``from_delta``): Spark keeps it in this checkpoint only."""
-    bad = [
-        t.name
-        for t in plan.transformations
-        if t.kind == "source" and isinstance(t.source, DataFrameSource) and t.source.restart is None
-    ]
-    if bad:
+    """Refuse a savepoint of a job with a source whose position cannot be carried to another checkpoint (Auto
+    Loader, a rate or socket stream: ``source_logs.uncarried``); file streams and Delta tables are carried."""
+    problems = uncarried(plan)
+    if problems:
         msg = (
-            f"stop_with_savepoint: the position of source(s) {bad} is kept only in Spark's checkpoint (a streaming "
-            "DataFrame or Delta source), so a savepoint could not resume them elsewhere; stop the job with stop() and "
-            "restart it from its checkpoint_location, or read the input with from_kafka or a MicroBatchSource"
+            f"stop_with_savepoint: {'; '.join(problems)}, so a savepoint could not resume it elsewhere; stop the job "
+            "with stop() and restart it from its checkpoint_location, or read the input as a file stream of its "
+            "format (spark.readStream.json(...), .parquet(...)), with from_kafka or from_delta"
         )
         raise UnsupportedFeatureError(msg)
 
@@ -87,7 +86,7 @@ def check_sources(plan: Any) -> None:
 def source_positions(plan: Any, checkpoint: str, batch: int, document: Dict[str, Any]) -> Dict[str, Any]:
     """``{source uid: position}`` after committed batch ``batch``: ``{"kind": "kafka", "offsets": {topic:
     {partition: next offset}}}`` from Spark's offsets log, ``{"kind": "replay", "next_batch": n}`` from the driver's
-    document (``positions``)."""
+    document (``positions``). File streams and Delta tables: ``source_logs.carry``."""
     out: Dict[str, Any] = {}
     recorded = document.get("positions") or {}
     entries: Optional[List[Any]] = None
@@ -115,8 +114,11 @@ def source_positions(plan: Any, checkpoint: str, batch: int, document: Dict[str,
 # ------------------------------------------------------------------------------------------- taking one
 
 
-def take_savepoint(spark: Any, checkpoint: str, plan: Any, directory: str, query_id: str) -> str:
+def take_savepoint(
+    spark: Any, checkpoint: str, plan: Any, directory: str, query_id: str, columnar: bool = False
+) -> str:
     """Write a savepoint of the (stopped) job's last committed batch under ``directory``; returns its path.
+    ``columnar``: the job ran a window on Spark's columnar path (its query read that window's source only).
 
     Raises:
         UnsupportedFeatureError: a source's position cannot be carried (:func:`check_sources`).
@@ -128,13 +130,38 @@ def take_savepoint(spark: Any, checkpoint: str, plan: Any, directory: str, query
     partitions = int(meta["state_partitions"])
     state_root = storage.join(checkpoint, "flinkish", "state")
     committed = committed_batches(checkpoint)
-    batch, operators, positions = -1, {}, {}
+    path = storage.join(directory, f"savepoint-{query_id.replace('-', '')[:6]}-{uuid.uuid4().hex[:12]}")
+    batch, operators, positions, spark_log = -1, {}, {}, None
     if committed:  # else nothing was committed: the sources start as configured, no state
         batch = committed[-1]
         document = read_driver_document(checkpoint, batch)
         operators = state_store.operators_of(document, state_root, batch, partitions)
         positions = source_positions(plan, checkpoint, batch, document)
-    path = storage.join(directory, f"savepoint-{query_id.replace('-', '')[:6]}-{uuid.uuid4().hex[:12]}")
+        logs = carry(plan, columnar, checkpoint, batch, path)  # file streams, Delta: Spark's log entries
+        if logs:
+            positions.update(logs["positions"])
+            spark_log = logs["spark"]
+    state = snapshot_state(spark, state_root, operators, batch, path)
+    body = {
+        "batch": batch,
+        "checkpoint": checkpoint,
+        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+        "state_partitions": partitions,
+        "vectorize": bool(meta["vectorize"]),
+        "signatures": meta.get("operators") or {},
+        "state": state,
+        "positions": positions,
+        "spark_offsets": spark_log,
+    }
+    storage.write_bytes(storage.join(path, METADATA_FILE), dump_document(SAVEPOINT_FORMAT, SAVEPOINT_VERSION, body))
+    return path
+
+
+def snapshot_state(
+    spark: Any, state_root: str, operators: Dict[str, Dict[str, Any]], batch: int, path: str
+) -> Dict[str, Dict[str, Any]]:
+    """Write the live rows of every operator's state partition (``operators``: manifests under ``state_root``) as one
+    full snapshot each under ``path`` (one Spark task per partition); returns their manifests."""
     tasks = [
         (uid, int(sp), json.dumps(m))
         for uid, op in operators.items()
@@ -165,18 +192,7 @@ def take_savepoint(spark: Any, checkpoint: str, plan: Any, directory: str, query
             written = json.loads(row["manifest"])
             if written is not None:
                 state[row["uid"]]["partitions"][str(row["sp"])] = written
-    body = {
-        "batch": batch,
-        "checkpoint": checkpoint,
-        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
-        "state_partitions": partitions,
-        "vectorize": bool(meta["vectorize"]),
-        "signatures": meta.get("operators") or {},
-        "state": state,
-        "positions": positions,
-    }
-    storage.write_bytes(storage.join(path, METADATA_FILE), dump_document(SAVEPOINT_FORMAT, SAVEPOINT_VERSION, body))
-    return path
+    return state
 
 
 # ------------------------------------------------------------------------------------------- reading one
@@ -218,13 +234,34 @@ def restored_state(checkpoint: str) -> Optional[Dict[str, Any]]:
 
 
 def compatibility_problems(
-    metadata: Dict[str, Any], current: Dict[str, str], sources: Dict[str, str], allow_non_restored_state: bool
+    metadata: Dict[str, Any],
+    current: Dict[str, str],
+    sources: Dict[str, str],
+    allow_non_restored_state: bool,
+    source_kinds: Optional[Dict[str, str]] = None,
+    leaves: Optional[Dict[str, List[Dict[str, str]]]] = None,
 ) -> List[str]:
     """Why the savepoint cannot be restored into a job whose keyed operators have the state signatures ``current``
-    (uid -> signature) and whose sources are ``sources`` (uid -> name): incompatible operators (the change named),
-    and, unless ``allow_non_restored_state``, operators and sources of the savepoint the job does not have."""
+    (uid -> signature) and whose sources are ``sources`` (uid -> name), of kinds ``source_kinds`` (uid -> the kind
+    of position it takes: ``"kafka"``, ``"replay"``, ``SPARK_LOG``), those Spark alone keeps reading ``leaves``
+    (``source_logs.carried_leaves``): incompatible operators (the change named), and, unless
+    ``allow_non_restored_state``, operators and sources of the savepoint the job does not have, and sources whose
+    kind, number, formats or paths of streams changed (Flink's source state of a uid belongs to that source)."""
     problems, _ = compare_signatures(metadata.get("signatures") or {}, current)
     if not allow_non_restored_state:
+        for uid, position in sorted((metadata.get("positions") or {}).items()):
+            if uid not in sources or source_kinds is None:
+                continue
+            hint = "(restore the source as it was, or pass allow_non_restored_state=True to start it as configured)"
+            if source_kinds.get(uid) != position["kind"]:
+                problems.append(
+                    f"source {uid!r} has a {position['kind']} position in the savepoint but is a "
+                    f"{source_kinds.get(uid)} source in this job {hint}"
+                )
+            elif position["kind"] == SPARK_LOG:
+                change = changed(position, (leaves or {}).get(uid, []))
+                if change is not None:
+                    problems.append(f"source {uid!r} changed: {change} {hint}")
         for uid in sorted(metadata["state"]):
             if uid not in current:
                 problems.append(
@@ -283,7 +320,9 @@ def restore_savepoint(
         if sig is not None:
             current[node.uid] = sig
     sources = {_source_uid(plan, t): t.name for t in plan.transformations if t.kind == "source"}
-    problems = compatibility_problems(metadata, current, sources, allow_non_restored_state)
+    kinds = {_source_uid(plan, t): _position_kind(t) for t in plan.transformations if t.kind == "source"}
+    leaves = carried_leaves(plan) if any(p["kind"] == SPARK_LOG for p in (metadata.get("positions") or {}).values()) else {}
+    problems = compatibility_problems(metadata, current, sources, allow_non_restored_state, kinds, leaves)
     if problems:
         msg = f"savepoint {path} does not fit this job: {'; '.join(problems)}"
         raise StateError(msg)
@@ -298,13 +337,29 @@ def restore_savepoint(
         )
         raise UnsupportedFeatureError(msg)
     state = {uid: op for uid, op in metadata["state"].items() if uid in current}
-    restored = _split(spark, path, checkpoint, state, partitions)
-    positions = {uid: p for uid, p in (metadata.get("positions") or {}).items() if uid in sources}
+    restored = split_state(spark, path, checkpoint, state, partitions)
+    positions = {
+        uid: p
+        for uid, p in (metadata.get("positions") or {}).items()
+        if uid in sources
+        and kinds[uid] == p["kind"]
+        and (p["kind"] != SPARK_LOG or changed(p, leaves.get(uid, [])) is None)
+    }  # with allow_non_restored_state, a changed source starts as configured
     for t in plan.transformations:  # Kafka: start at the savepoint's offsets (Spark reads them in a new checkpoint)
         position = positions.get(_source_uid(plan, t))
-        if position is not None and position["kind"] != "replay":
+        if position is not None and position["kind"] not in ("replay", SPARK_LOG):
             t.source = replace(t.source, df=t.source.restart.frame_at(position["offsets"]))
-    body = {"savepoint": path, "batch": metadata["batch"], "state": restored, "positions": positions}
+    # file streams, Delta: their Spark log entries become the new checkpoint's batch 0 (source_logs.seed), so the
+    # restored query's first batch is 1
+    seeded = any(p["kind"] == SPARK_LOG for p in positions.values())
+    body = {
+        "savepoint": path,
+        "batch": metadata["batch"],
+        "state": restored,
+        "positions": positions,
+        "spark": metadata.get("spark_offsets"),
+        "first_batch": 1 if seeded else 0,
+    }
     storage.write_bytes(
         storage.join(checkpoint, "flinkish", "driver", RESTORED_FILE),
         dump_document(RESTORED_FORMAT, RESTORED_VERSION, body),
@@ -318,11 +373,21 @@ def restore_savepoint(
     return body
 
 
-def _split(
-    spark: Any, path: str, checkpoint: str, state: Dict[str, Dict[str, Any]], partitions: int
+def _position_kind(t: Transformation) -> str:
+    """The kind of savepoint position source ``t`` takes."""
+    if isinstance(t.source, MicroBatchSource):
+        return "replay"
+    if isinstance(t.source, DataFrameSource) and t.source.restart is not None:
+        return str(t.source.restart.kind)
+    return SPARK_LOG
+
+
+def split_state(
+    spark: Any, path: str, checkpoint: str, state: Dict[str, Dict[str, Any]], partitions: int, batch: int = 0
 ) -> Dict[str, Dict[str, Any]]:
-    """Write each operator's savepoint rows into the checkpoint's state, one snapshot per state partition of
-    ``partitions`` (a Spark job: Spark assigns the rows, the executors write the files); returns the manifests."""
+    """Write each operator's rows of full snapshots (``state``: manifests under ``path``, a savepoint's layout) into
+    the checkpoint's state, one snapshot of ``batch`` per state partition of ``partitions`` (a Spark job: Spark
+    assigns the rows, the executors write the files); returns the manifests."""
     from pyspark.sql import functions as F
 
     out: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in state.items()}
@@ -352,7 +417,7 @@ def _split(
 
         storage.configure(options)
         uid, sp = table.column("uid")[0].as_py(), int(table.column("sp")[0].as_py())
-        written = state_store.write_snapshot(root, uid, sp, 0, live_rows(table.select(FILE_SCHEMA.names)))
+        written = state_store.write_snapshot(root, uid, sp, batch, live_rows(table.select(FILE_SCHEMA.names)))
         return pa.table({"uid": [uid], "sp": pa.array([sp], pa.int32()), "manifest": [json.dumps(written)]})
 
     for row in rows.groupBy("uid", "sp").applyInArrow(write_partition, _RESULT_DDL).collect():
@@ -365,6 +430,8 @@ def _split(
 __all__ = [
     "METADATA_FILE",
     "RESTORED_FILE",
+    "RESTORED_FORMAT",
+    "RESTORED_VERSION",
     "SAVEPOINT_FORMAT",
     "SAVEPOINT_VERSION",
     "check_sources",
@@ -372,6 +439,8 @@ __all__ = [
     "read_savepoint",
     "restore_savepoint",
     "restored_state",
+    "snapshot_state",
     "source_positions",
+    "split_state",
     "take_savepoint",
 ]

@@ -1,0 +1,60 @@
+"""Rescaling a checkpoint in place without a JVM (``spark/rescale.py``): which batch the restarted query resumes
+from, which driver documents go, the refusal of a columnar window's state. The Spark side (the state split into the
+new partitions, the restarted job's results) runs in ``tests/spark/test_source_savepoints.py``."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+
+from pyspark_flinkish.core.codec import dump_document
+from pyspark_flinkish.core.errors import UnsupportedFeatureError
+from pyspark_flinkish.spark import storage
+from pyspark_flinkish.spark.checkpoint import (
+    DRIVER_FORMAT,
+    DRIVER_VERSION,
+    committed_batches,
+    driver_document_path,
+    read_driver_document,
+    read_meta,
+)
+from pyspark_flinkish.spark.rescale import rescale_checkpoint, spark_committed
+
+
+def _checkpoint(tmp_path: Any, documents: Dict[int, Dict[str, Any]], spark_commits: int) -> str:
+    checkpoint = str(tmp_path / "ck")
+    for batch, body in documents.items():
+        storage.write_bytes(driver_document_path(checkpoint, batch), dump_document(DRIVER_FORMAT, DRIVER_VERSION, body))
+    for batch in range(spark_commits):
+        storage.write_bytes(storage.join(checkpoint, "spark", "commits", str(batch)), b'v1\n{"nextBatchWatermarkMs":0}')
+    return checkpoint
+
+
+def test_the_query_resumes_from_the_last_batch_both_the_driver_and_spark_committed(tmp_path: Any) -> None:
+    """Batch 5's document exists but Spark did not commit it: Spark runs it again from batch 4's state, so batch 4
+    is the base; batch 5's document goes (written again by the replay), and so do those before the base."""
+    empty = {"state": {}, "positions": {"src": {"replay_batch": 1}}}
+    documents = {3: {"batch": 3, **empty}, 4: {"batch": 4, **empty}, 5: {"batch": 5, **empty}}
+    checkpoint = _checkpoint(tmp_path, documents, spark_commits=5)
+    assert spark_committed(checkpoint) == 4
+    meta = {"state_partitions": 2, "vectorize": True, "operators": {}}
+    assert rescale_checkpoint(None, checkpoint, meta, 3) == {**meta, "state_partitions": 3}
+    assert read_meta(checkpoint)["state_partitions"] == 3
+    assert committed_batches(checkpoint) == [4]
+    assert read_driver_document(checkpoint, 4)["positions"] == {"src": {"replay_batch": 1}}
+
+
+def test_nothing_committed_by_spark_drops_every_document(tmp_path: Any) -> None:
+    checkpoint = _checkpoint(tmp_path, {0: {"batch": 0, "state": {}}}, spark_commits=0)
+    rescale_checkpoint(None, checkpoint, {"state_partitions": 4, "vectorize": False}, 2)
+    assert committed_batches(checkpoint) == [] and read_meta(checkpoint)["state_partitions"] == 2
+
+
+def test_a_columnar_windows_state_is_refused_before_anything_changes(tmp_path: Any) -> None:
+    manifest = {"token": "t", "next_seq": 1, "files": [{"kind": "snapshot", "name": "s=1-t.parquet"}]}
+    state = {"sums": {"layout": "windows", "partitions": {"0": manifest}}}
+    checkpoint = _checkpoint(tmp_path, {1: {"batch": 1, "state": state}}, spark_commits=2)
+    with pytest.raises(UnsupportedFeatureError, match=r"window 'sums' runs on Spark's columnar path.*state_partitions=2"):
+        rescale_checkpoint(None, checkpoint, {"state_partitions": 2, "vectorize": True}, 3, columnar_uid="sums")
+    assert committed_batches(checkpoint) == [1] and not storage.exists(storage.join(checkpoint, "flinkish", "meta.json"))

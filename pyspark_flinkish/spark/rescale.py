@@ -1,0 +1,109 @@
+"""Rescaling a checkpoint in place: a job restarted on its own checkpoint with another ``state_partitions``.
+
+Flink restores a retained checkpoint at another parallelism by reassigning key groups to subtasks. Here a key's
+state partition is ``crc32(key bytes) % state_partitions``, so before the restarted query's first batch every row
+of the state the query resumes from is assigned to its partition among the new number, by the rule a savepoint's
+restore uses (``savepoint.split_state``; broadcast state goes to every partition).
+
+The state the query resumes from is that of the last batch committed both by the driver (``driver/b=<batch>.json``)
+and by Spark (``spark/commits/<batch>``): a batch the driver committed but Spark did not is run again by Spark,
+from the batch before it. The steps, each safe to repeat: the base batch's state is written as full snapshots
+(``flinkish/rescale/``), split into the new partitions as files of the base batch, the driver's documents after the
+base are deleted (Spark runs those batches again), the base's document is rewritten naming the new files, then
+``meta.json`` records the new number, and the older documents and the snapshots are deleted. A restart interrupted
+before ``meta.json`` rescales again from the base's document, whichever files it names (the split reads every row
+of every partition it names). A checkpoint restored from a savepoint that has committed no batch yet rescales the
+restored state (``restored.json``) the same way.
+
+A window on Spark's columnar path places its state by Spark's hash of the key columns; a checkpoint holding such
+state is refused, naming the alternative.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Dict, Optional
+
+from ..core.codec import dump_document
+from ..core.errors import UnsupportedFeatureError
+from . import state_store, storage
+from .checkpoint import (
+    DRIVER_FORMAT,
+    DRIVER_VERSION,
+    committed_batches,
+    driver_document_path,
+    read_driver_document,
+    write_meta,
+)
+from .savepoint import RESTORED_FILE, RESTORED_FORMAT, RESTORED_VERSION, restored_state, snapshot_state, split_state
+
+_log = logging.getLogger("pyspark_flinkish.spark")
+
+
+def spark_committed(checkpoint: str) -> int:
+    """The last batch of Spark's commit log (``spark/commits``), or -1."""
+    names = storage.list_names(storage.join(checkpoint, "spark", "commits"))
+    return max((int(n) for n in names if n.isdigit()), default=-1)
+
+
+def rescale_checkpoint(
+    spark: Any, checkpoint: str, meta: Dict[str, Any], partitions: int, columnar_uid: Optional[str] = None
+) -> Dict[str, Any]:
+    """Reassign the keyed state ``checkpoint`` resumes from to ``partitions`` state partitions (see the module
+    docstring); returns the new ``meta.json``. ``columnar_uid``: the job's window on Spark's columnar path.
+
+    Raises:
+        UnsupportedFeatureError: the columnar window holds state.
+        StateError: the checkpoint's files cannot be read or written (the message names the URI).
+    """
+    old = int(meta["state_partitions"])
+    state_root = storage.join(checkpoint, "flinkish", "state")
+    documents = committed_batches(checkpoint)
+    base = max((b for b in documents if b <= spark_committed(checkpoint)), default=None)
+    document: Dict[str, Any] = {}
+    operators: Dict[str, Dict[str, Any]] = {}
+    restored = restored_state(checkpoint) if base is None else None  # restored from a savepoint, no batch yet
+    if base is not None:
+        document = read_driver_document(checkpoint, base)
+        operators = state_store.operators_of(document, state_root, base, old)
+    elif restored is not None:
+        operators = restored["state"]
+    if columnar_uid is not None and any(m["files"] for m in operators.get(columnar_uid, {}).get("partitions", {}).values()):
+        msg = (
+            f"checkpoint {checkpoint} holds {old} state partitions and the job asks for {partitions}: window "
+            f"{columnar_uid!r} runs on Spark's columnar path, whose state partitions are Spark's hash of the key "
+            f"columns, so its state cannot be reassigned; set state_partitions={old}, or stop with a savepoint of a "
+            "job with vectorize=False and restore it with the new number"
+        )
+        raise UnsupportedFeatureError(msg)
+    _log.info("checkpoint %s: rescaling its keyed state from %d to %d state partitions", checkpoint, old, partitions)
+    for b in documents:  # batches Spark runs again (from the base): their documents are written again
+        if base is None or b > base:
+            storage.delete(driver_document_path(checkpoint, b))
+    if operators:
+        batch = base if base is not None else 0
+        scratch = storage.join(checkpoint, "flinkish", "rescale", f"b={batch}-{uuid.uuid4().hex[:8]}")
+        snapshots = snapshot_state(spark, state_root, operators, batch, scratch)
+        state = split_state(spark, scratch, checkpoint, snapshots, partitions, batch=batch)
+        for uid, op in operators.items():  # operators without rows keep their layout, with no partitions
+            state.setdefault(uid, {"layout": op["layout"], "partitions": {}})
+        if base is not None:
+            body = {k: v for k, v in document.items() if k != "version"}
+            body["state"] = state
+            data = dump_document(DRIVER_FORMAT, DRIVER_VERSION, body)
+            storage.write_bytes(driver_document_path(checkpoint, base), data)
+        elif restored is not None:
+            path = storage.join(checkpoint, "flinkish", "driver", RESTORED_FILE)
+            storage.write_bytes(path, dump_document(RESTORED_FORMAT, RESTORED_VERSION, {**restored, "state": state}))
+    new_meta = {**meta, "state_partitions": partitions}
+    write_meta(checkpoint, new_meta)
+    if base is not None:
+        for b in documents:
+            if b < base:
+                storage.delete(driver_document_path(checkpoint, b))
+    storage.delete_tree(storage.join(checkpoint, "flinkish", "rescale"))
+    return new_meta
+
+
+__all__ = ["rescale_checkpoint", "spark_committed"]

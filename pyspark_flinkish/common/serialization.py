@@ -1,4 +1,5 @@
-"""PyFlink's ``pyflink.common.serialization``: how a source turns a record's bytes into an element.
+"""PyFlink's ``pyflink.common.serialization``: how a source turns a record's bytes into an element, and how a file
+sink turns an element into bytes (:class:`Encoder`).
 
 These are descriptions, not code run per record: the Spark executors decode with Spark's own functions.
 """
@@ -9,7 +10,7 @@ import codecs
 
 from ..core.errors import InvalidArgumentError
 
-__all__ = ["DeserializationSchema", "RawBytesSchema", "SimpleStringSchema"]
+__all__ = ["DeserializationSchema", "Encoder", "RawBytesSchema", "SimpleStringSchema"]
 
 
 class DeserializationSchema:
@@ -51,3 +52,34 @@ class RawBytesSchema(DeserializationSchema):
     """Each record's value as ``bytes``, undecoded (not in PyFlink, whose Python API has no byte-array schema)."""
 
     format_name = "raw"
+
+
+class Encoder:
+    """How ``FileSink.for_row_format`` writes each element (PyFlink's ``Encoder``); immutable.
+
+    The only encoder PyFlink offers, :meth:`simple_string_encoder`, writes Java's ``toString()`` of the element and
+    a newline: the text ``DataStream.print()`` shows for the stream's type (a ``Types.TUPLE`` as ``(hi,0,5,5)``, a
+    ``Types.ROW`` as ``+I[hi,1]``; :func:`~pyspark_flinkish.core.display.print_string`).
+    """
+
+    def __init__(self, charset_name: str = "UTF-8") -> None:
+        try:
+            codecs.lookup(charset_name)
+        except LookupError:
+            msg = f"Encoder.simple_string_encoder: unknown charset {charset_name!r}"
+            raise InvalidArgumentError(msg) from None
+        self.charset_name = charset_name
+
+    @staticmethod
+    def simple_string_encoder(charset_name: str = "UTF-8") -> Encoder:
+        """Each element as its ``toString()`` (what ``print()`` shows) and ``"\\n"``, in ``charset_name``."""
+        return Encoder(charset_name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Encoder) and other.charset_name == self.charset_name
+
+    def __hash__(self) -> int:
+        return hash(("Encoder", self.charset_name))
+
+    def __repr__(self) -> str:
+        return f"Encoder.simple_string_encoder({self.charset_name!r})"

@@ -134,6 +134,14 @@ class DeltaSinkSpec(BatchWriterSinkSpec):
     sink: Any
 
 
+@dataclass(eq=False, kw_only=True)
+class FileSinkSpec(BatchWriterSinkSpec):
+    """``sink_to(FileSink...)``: the sink's description; each executor builds its writer (the local engine's
+    writes local part files, the Spark executors' is a batch writer)."""
+
+    sink: Any
+
+
 @dataclass(eq=False)
 class Transformation:
     """One node of the plan.
@@ -217,6 +225,7 @@ __all__ = [
     "BatchWriterSinkSpec",
     "DeadLetterRouteSpec",
     "DeltaSinkSpec",
+    "FileSinkSpec",
     "ForeachBatchSpec",
     "KeyedProcessSpec",
     "NodeSpec",

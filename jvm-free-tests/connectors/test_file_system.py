@@ -4,13 +4,14 @@ and what is refused up front."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List
 
 import pytest
 
-from pyspark_flinkish.common import Encoder, Types
-from pyspark_flinkish.core.errors import InvalidArgumentError, UnsupportedFeatureError
+from pyspark_flinkish.common import Encoder, Row, Types
+from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidPipelineError, UnsupportedFeatureError
 from pyspark_flinkish.core.file_parts import java_date_time
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.datastream.connectors.file_system import (
@@ -23,6 +24,9 @@ from pyspark_flinkish.datastream.connectors.file_system import (
     StreamFormat,
 )
 from pyspark_flinkish.datastream.sources import MicroBatch
+
+# PyFlink 2.3.0's FileSink output, recorded by benchmarks/pyflink_file_sink.py
+ORACLE = json.loads(Path(__file__).with_name("pyflink_file_sink.json").read_text())["cases"]
 
 
 def _sink(base: Path, policy: RollingPolicy, assigner: BucketAssigner) -> FileSink:
@@ -49,7 +53,7 @@ def test_part_files_appear_only_when_their_micro_batch_commits(tmp_path: Path) -
         def __call__(self, value: str) -> None:  # runs inside the batch, before the sink's commit
             seen.append(_visible(tmp_path / "out"))
 
-    ds = env.from_micro_batches([MicroBatch(["a", "b"]), MicroBatch(["c"])])
+    ds = env.from_micro_batches([MicroBatch(["a", "b"]), MicroBatch(["c"])]).map(lambda v: v, output_type=Types.STRING())
     ds.sink_to(_sink(tmp_path / "out", RollingPolicy.on_checkpoint_rolling_policy(), BucketAssigner.base_path_bucket_assigner()))
     ds.add_sink(Peek())
     env.execute()
@@ -82,11 +86,33 @@ def test_records_are_written_as_java_to_string_of_the_streams_type(tmp_path: Pat
     assert (tmp_path / name).read_text() == "(hi,1)\n(x,null)\n"  # what print() shows
 
 
+def test_a_row_is_written_as_javas_row_to_string_not_as_pyflinks_print(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = ORACLE["row"]
+    env = StreamExecutionEnvironment.get_execution_environment()
+    row_type = Types.ROW_NAMED(["a", "b", "c"], [Types.STRING(), Types.INT(), Types.DOUBLE()])
+    ds = env.from_collection([Row("hi", 1, None), Row("x", 2, 1.5)], type_info=row_type)
+    ds.print()
+    ds.sink_to(_sink(tmp_path, RollingPolicy.default_rolling_policy(), BucketAssigner.base_path_bucket_assigner()))
+    env.execute()
+    assert capsys.readouterr().out.splitlines() == case["printed"] == ["+I[hi,1,None]", "+I[x,2,1.5]"]
+    (name,) = _visible(tmp_path)
+    assert (tmp_path / name).read_text().splitlines() == case["part_lines"] == ["+I[hi, 1, null]", "+I[x, 2, 1.5]"]
+
+
+def test_a_stream_without_a_declared_type_is_refused(tmp_path: Path) -> None:
+    # PyFlink writes each pickled record's Java identity
+    assert all(line.startswith("[B@") for line in ORACLE["untyped"]["part_lines"])
+    env = StreamExecutionEnvironment.get_execution_environment()
+    ds = env.from_collection(["a", "b"]).map(lambda x: x + "!")
+    with pytest.raises(InvalidPipelineError, match=r"needs the stream's declared type.*\[B@"):
+        ds.sink_to(_sink(tmp_path, RollingPolicy.default_rolling_policy(), BucketAssigner.base_path_bucket_assigner()))
+
+
 def test_the_default_bucket_is_the_hour_of_the_environments_clock(tmp_path: Path) -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_manual_clock(1_700_000_000_000)  # 2023-11-14 22:13:20 UTC
     assigner = BucketAssigner.date_time_bucket_assigner("yyyy-MM-dd--HH", "UTC")
-    env.from_collection(["a"]).sink_to(_sink(tmp_path, RollingPolicy.default_rolling_policy(), assigner))
+    env.from_collection(["a"], Types.STRING()).sink_to(_sink(tmp_path, RollingPolicy.default_rolling_policy(), assigner))
     env.execute()
     (name,) = _visible(tmp_path)
     assert name.startswith("2023-11-14--22/pre-") and name.endswith("-0.txt")
@@ -125,7 +151,7 @@ def test_what_is_not_offered_is_refused_by_name(tmp_path: Path) -> None:
         .monitor_continuously(Duration.of_seconds(1))
         .build()
     )
-    env.from_source(monitored, WatermarkStrategy.no_watermarks(), "files").print()
+    env.from_source(monitored, WatermarkStrategy.no_watermarks(), "files").print()  # refused when the job runs
     with pytest.raises(UnsupportedFeatureError, match=r"monitor_continuously.*unbounded.*Spark"):
         env.execute()
     with pytest.raises(UnsupportedFeatureError, match="BulkFormat"):

@@ -58,8 +58,10 @@ class Encoder:
     """How ``FileSink.for_row_format`` writes each element (PyFlink's ``Encoder``); immutable.
 
     The only encoder PyFlink offers, :meth:`simple_string_encoder`, writes Java's ``toString()`` of the element and
-    a newline: the text ``DataStream.print()`` shows for the stream's type (a ``Types.TUPLE`` as ``(hi,0,5,5)``, a
-    ``Types.ROW`` as ``+I[hi,1]``; :func:`~pyspark_flinkish.core.display.print_string`).
+    a newline (:func:`~pyspark_flinkish.core.display.java_string`): a ``Types.TUPLE`` as ``(hi,0,5,5)``, as ``print()``
+    shows it, but a ``Types.ROW`` as ``+I[hi, 1, null]`` (PyFlink's ``print()`` formats rows in Python:
+    ``+I[hi,1,None]``). A stream without a declared type is refused by ``FileSink``: Flink would write each pickled
+    element's Java identity (``[B@5b7a603b``).
     """
 
     def __init__(self, charset_name: str = "UTF-8") -> None:
@@ -72,7 +74,7 @@ class Encoder:
 
     @staticmethod
     def simple_string_encoder(charset_name: str = "UTF-8") -> Encoder:
-        """Each element as its ``toString()`` (what ``print()`` shows) and ``"\\n"``, in ``charset_name``."""
+        """Each element as Java's ``toString()`` of it and ``"\\n"``, in ``charset_name``."""
         return Encoder(charset_name)
 
     def __eq__(self, other: object) -> bool:

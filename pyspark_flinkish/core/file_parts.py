@@ -20,7 +20,7 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
-from .display import print_string
+from .display import java_string
 from .errors import InvalidArgumentError
 from .typeinfo import TypeInformation
 
@@ -112,8 +112,8 @@ class PartFileSettings:
     type_info: Optional[TypeInformation]
 
     def encode(self, value: Any) -> bytes:
-        """The bytes ``SimpleStringEncoder`` writes for ``value``: its ``toString()`` and ``"\\n"``."""
-        return (print_string(value, self.type_info) + "\n").encode(self.charset)
+        """The bytes ``SimpleStringEncoder`` writes for ``value``: Java's ``toString()`` of it and ``"\\n"``."""
+        return (java_string(value, self.type_info) + "\n").encode(self.charset)
 
 
 @dataclass

@@ -92,9 +92,6 @@ class FileBatchWriter:
         self.commits = 0
         self.skipped = 0
 
-    def __getstate__(self) -> Dict[str, Any]:
-        return dict(self.__dict__)
-
     def _record(self, context: Dict[str, Any]) -> str:
         return storage.join(str(context.get("checkpoint", "")), "file_sinks", f"{context.get('sink_uid', 'sink')}.json")
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from ...common.serialization import Encoder
 from ...core.durations import to_millis
-from ...core.errors import InvalidArgumentError, InvalidTypeError, UnsupportedFeatureError
+from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ...core.file_parts import check_date_time_pattern, is_hidden
 from ..plan import FileSinkSpec, Transformation
 from ..sources import MicroBatch, MicroBatchSource
@@ -469,6 +469,14 @@ class FileSink:
         from ..data_stream import DataStreamSink
 
         env = stream.get_execution_environment()
+        output_type = stream.get_type()
+        if output_type is None or output_type.name == "PICKLED_BYTE_ARRAY":
+            msg = (
+                f"FileSink({self.base_path!r}) needs the stream's declared type: Flink writes Java's toString() of each "
+                "record, and of an undeclared (pickled) one that is its bytes' identity ('[B@5b7a603b'); give "
+                "output_type=Types.STRING() (or another type) to the map/process/window function producing it"
+            )
+            raise InvalidPipelineError(msg)
         t = Transformation("sink", "FileSink", [stream._t], sink=None, spec=FileSinkSpec(sink=self))
         env._add_sink(t)
         return DataStreamSink(t)

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).resolve().with_name("file_sink_job.py")
 ROOT = JOB.parents[2]
-N_FILES = 6
+N_FILES = 4
 LINES_PER_FILE = 6
 
 
@@ -36,10 +36,10 @@ def _input_lines(i: int) -> List[str]:
 
 def _add_files(directory: Path, log: Path, stop: threading.Event) -> None:
     """Add the input files one by one (written under a hidden name, then renamed: Spark skips hidden names), the
-    next one when the job has committed as many micro-batches as files were added (or after 8 s): a file per
-    micro-batch, mostly, so that the kills fall between and inside batches."""
+    next one when the job has committed as many micro-batches as files were added (or after 30 s): a file per
+    micro-batch, so that each run of the job has new input and the kills fall inside batches."""
     for i in range(N_FILES):
-        deadline = time.monotonic() + 8
+        deadline = time.monotonic() + 30
         while not stop.is_set() and time.monotonic() < deadline:
             committed = log.read_text(errors="replace").count("committed batch_id=") if log.exists() else 0
             if committed >= i:
@@ -81,14 +81,14 @@ def test_committed_part_files_equal_an_uninterrupted_runs_across_sigkills(tmp_pa
     adder.start()
     try:
         first = _run(tmp_path, log, "--kill-after-renames", "5")
-        second = _run(tmp_path, log, "--kill-before-precommit", "2")
+        second = _run(tmp_path, log, "--kill-before-precommit", "1")
         adder.join(timeout=120)
         last = _run(tmp_path, log)
     finally:
         stop.set()
     text = log.read_text(errors="replace")
     assert first.returncode == -9 and "SIGKILL after rename 5" in text, text[-3000:]
-    assert second.returncode == -9 and "SIGKILL before pre-commit 2" in text, text[-3000:]
+    assert second.returncode == -9 and "SIGKILL before pre-commit 1" in text, text[-3000:]
     assert last.returncode == 0, text[-3000:]
 
     sys.path.insert(0, str(JOB.parent))

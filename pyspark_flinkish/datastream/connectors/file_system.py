@@ -96,7 +96,7 @@ class FileSource(MicroBatchSource):
 
     Differences from Flink: Flink splits the files among the source's parallel readers; this source reads them in
     one (the order of lines within a file is kept, as in Flink). The continuous mode discovers files at every
-    micro-batch trigger (``interval`` becomes Spark's processing-time trigger only if the job gives none).
+    micro-batch trigger (the job's ``trigger``, else ``enable_checkpointing``'s interval), not every ``interval``.
     """
 
     def __init__(self, stream_format: StreamFormat, paths: Sequence[str], monitor_interval_ms: Optional[int]) -> None:

@@ -41,3 +41,17 @@ def test_a_commit_cut_short_is_finished_from_its_record_and_the_batch_is_not_wri
 def test_part_file_uuids_are_deterministic_per_query_batch_and_task() -> None:
     assert part_uid("app", 3, 1) == part_uid("app", 3, 1)
     assert len({part_uid("app", 3, 1), part_uid("app", 3, 0), part_uid("app", 4, 1), part_uid("other", 3, 1)}) == 4
+
+
+def test_a_writer_reused_by_another_checkpoint_reads_that_checkpoints_record(tmp_path: Path) -> None:
+    from pyspark_flinkish.spark.sink_frames import SinkFrame
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    (old / "file_sinks").mkdir(parents=True)
+    (old / "file_sinks" / "s.json").write_text(json.dumps({"committed": 5, "pending": None}))
+    writer = _writer(tmp_path / "out")
+    empty = SinkFrame(None, Types.STRING(), 0)
+    writer(None, empty, 2, {"checkpoint": str(old), "sink_uid": "s"})
+    assert writer.skipped == 1  # batch 2 of the old checkpoint is committed
+    writer(None, empty, 2, {"checkpoint": str(new), "sink_uid": "s"})
+    assert writer.skipped == 1  # a new checkpoint has committed nothing: its batch 2 is written (here: empty)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 from ..core.clock import Clock
 from ..core.errors import UnsupportedFeatureError
@@ -88,15 +88,18 @@ class FileBatchWriter:
         self.sink = sink
         self.output_type = output_type
         self.clock = clock
-        self._committed: Optional[int] = None  # the newest committed batch id (-1: none), None until read
+        # per commit record (a checkpoint's, the writer is reused by later runs of the environment): the newest
+        # committed batch id (-1: none), read from the record before the first batch
+        self._committed: Dict[str, int] = {}
         self.commits = 0
         self.skipped = 0
 
     def _record(self, context: Dict[str, Any]) -> str:
         return storage.join(str(context.get("checkpoint", "")), "file_sinks", f"{context.get('sink_uid', 'sink')}.json")
 
-    def _recover(self, record: str) -> None:
-        """Read the commit record; finish the renames of a batch whose pending files were recorded."""
+    def _recover(self, record: str) -> int:
+        """Read the commit record; finish the renames of a batch whose pending files were recorded. Returns the
+        newest committed batch id (-1: none)."""
         doc = json.loads(storage.read_bytes(record)) if storage.exists(record) else {"committed": -1, "pending": None}
         pending = doc.get("pending")
         if pending is not None:
@@ -104,7 +107,7 @@ class FileBatchWriter:
             self._rename(pending["files"])
             doc = {"committed": pending["batch"], "pending": None}
             storage.write_bytes(record, json.dumps(doc).encode())
-        self._committed = int(doc["committed"])
+        return int(doc["committed"])
 
     @staticmethod
     def _rename(files: List[Tuple[str, str]]) -> None:
@@ -114,10 +117,10 @@ class FileBatchWriter:
 
     def __call__(self, spark: Any, frame: SinkFrame, batch_id: int, context: Dict[str, Any]) -> None:
         record = self._record(context)
-        if self._committed is None:
-            self._recover(record)
-        assert self._committed is not None
-        if batch_id <= self._committed:
+        if record not in self._committed:
+            self._committed[record] = self._recover(record)
+        committed = self._committed[record]
+        if batch_id <= committed:
             self.skipped += 1
             return
         if frame.count == 0:
@@ -142,11 +145,11 @@ class FileBatchWriter:
             return write_task(batches, settings, base, app, batch_id, bucket)
 
         files = [(r["hidden"], r["final"]) for r in rows.mapInArrow(write, "hidden string, final string").collect()]
-        pending = {"committed": self._committed, "pending": {"batch": batch_id, "files": files}}
+        pending = {"committed": committed, "pending": {"batch": batch_id, "files": files}}
         storage.write_bytes(record, json.dumps(pending).encode())  # pre-committed: a crash from here on is recovered
         self._rename(files)
         storage.write_bytes(record, json.dumps({"committed": batch_id, "pending": None}).encode())
-        self._committed = batch_id
+        self._committed[record] = batch_id
         self.commits += 1
 
 

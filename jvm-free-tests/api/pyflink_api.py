@@ -11,7 +11,7 @@ from typing import Callable, Optional, Tuple
 PYFLINK_NAMES: dict[str, list[str]] = {
     "common": ["Duration", "Time", "WatermarkStrategy", "TimestampAssigner", "Types", "TypeInformation",
                "ExecutionConfig", "JobClient", "JobID", "JobStatus", "CompletableFuture", "JobExecutionResult",
-               "Row", "RowKind", "Configuration"],
+               "Row", "RowKind", "Configuration", "Encoder"],
     "common.types": ["Row", "RowKind"],
     "common.configuration": ["Configuration"],
     "common.typeinfo": [
@@ -61,7 +61,12 @@ PYFLINK_NAMES: dict[str, list[str]] = {
     "datastream.async_retry_predicates": [
         "empty_result_predicate", "has_exception_predicate", "exception_type_predicate",
     ],
-    "common.serialization": ["SimpleStringSchema", "DeserializationSchema", "SerializationSchema"],
+    "common.serialization": ["SimpleStringSchema", "DeserializationSchema", "SerializationSchema", "Encoder"],
+    "datastream.connectors.file_system": [
+        "FileSource", "FileSourceBuilder", "StreamFormat", "BulkFormat", "FileSink", "OutputFileConfig", "RollingPolicy",
+        "BucketAssigner", "FileEnumeratorProvider", "FileSplitAssignerProvider", "FileCompactStrategy", "FileCompactor",
+        "StreamingFileSink",
+    ],
     "datastream.formats.json": ["JsonRowDeserializationSchema", "JsonRowSerializationSchema"],
     "datastream.connectors.base": ["DeliveryGuarantee"],
     "datastream.connectors.kafka": [
@@ -122,6 +127,16 @@ _SERIALIZER = Why(
     "PyFlink-internal serializer; windows are encoded by the keyed-snapshot codec",
     proof=_windows_are_encoded_by_the_keyed_snapshot_codec,
 )
+_FILE_SPLITS = Why(
+    "a FileSource's files are read by one reader in path order (Spark's file source when monitored): no splits to "
+    "enumerate or assign",
+    instead=("datastream.connectors.file_system.FileSourceBuilder.process_static_file_set",
+             "datastream.connectors.file_system.FileSourceBuilder.monitor_continuously"),
+)
+_FILE_COMPACTION = Why(
+    "no small-file compaction: every micro-batch commits its own part files; enable_compact is refused by name",
+    instead=("datastream.connectors.file_system.FileSink.RowFormatBuilder.enable_compact",),
+)
 _SOURCE_FUNCTION = Why(
     "legacy source API; sources are MicroBatchSource here (Kafka and Delta on Spark)",
     absent=("datastream.StreamExecutionEnvironment.add_source",),
@@ -145,6 +160,14 @@ EXCLUDED: dict[str, dict[str, Why]] = {
     },
     "datastream.functions": {
         "SourceFunction": _SOURCE_FUNCTION,
+    },
+    "datastream.connectors.file_system": {
+        "FileEnumeratorProvider": _FILE_SPLITS, "FileSplitAssignerProvider": _FILE_SPLITS,
+        "FileCompactStrategy": _FILE_COMPACTION, "FileCompactor": _FILE_COMPACTION,
+        "StreamingFileSink": Why(
+            "Flink's legacy SinkFunction-based file sink (deprecated since Flink 1.15): use FileSink",
+            instead=("datastream.connectors.file_system.FileSink.for_row_format",),
+        ),
     },
     "datastream.state": {
         "OperatorStateStore": Why(

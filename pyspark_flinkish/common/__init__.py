@@ -1,4 +1,4 @@
-"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``Row``, ``SimpleStringSchema``,
+"""PyFlink's ``pyflink.common``: time, watermark strategies, type information, ``Row``, ``SimpleStringSchema``, ``Encoder``,
 ``JobExecutionResult``, ``Configuration``."""
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from .configuration import Configuration
 from .execution_config import ExecutionConfig
 from .job_client import CompletableFuture, JobClient, JobID, JobStatus
 from .job_execution_result import JobExecutionResult
-from .serialization import SimpleStringSchema
+from .serialization import Encoder, SimpleStringSchema
 
 __all__ = [
     "CompletableFuture",
     "Configuration",
     "Duration",
+    "Encoder",
     "ExecutionConfig",
     "JobClient",
     "JobID",

@@ -142,6 +142,14 @@ class KafkaSinkSpec(BatchWriterSinkSpec):
     sink: Any
 
 
+@dataclass(eq=False, kw_only=True)
+class FileSinkSpec(BatchWriterSinkSpec):
+    """``sink_to(FileSink...)``: the sink's description; each executor builds its writer (the local engine's
+    writes local part files, the Spark executors' is a batch writer)."""
+
+    sink: Any
+
+
 @dataclass(eq=False)
 class Transformation:
     """One node of the plan.
@@ -225,6 +233,7 @@ __all__ = [
     "BatchWriterSinkSpec",
     "DeadLetterRouteSpec",
     "DeltaSinkSpec",
+    "FileSinkSpec",
     "ForeachBatchSpec",
     "KafkaSinkSpec",
     "KeyedProcessSpec",

@@ -22,9 +22,10 @@ from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import Transformation, TwoInputSpec, node_uid, topological
+from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, node_uid, topological
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import watermark_lag
+from .file_sink import LocalFileSinkWriter
 
 
 @dataclass
@@ -253,6 +254,13 @@ class LocalExecutor:
             if watermarks_only and op is not None and not isinstance(op, TimestampsAndWatermarksOperator):
                 op = StreamOperator(op.name)  # the Spark driver tracks watermarks only: forward them
             self.nodes[t.id] = _Node(t, op, node_uid(t, i))
+        # FileSink: local part files, committed at the end of every micro-batch (the engine's checkpoint)
+        self.file_writers: List[LocalFileSinkWriter] = []
+        for t in self.order:
+            if isinstance(t.spec, FileSinkSpec) and not watermarks_only:
+                writer = LocalFileSinkWriter(t.spec.sink, t.inputs[0].output_type, clock)
+                self.file_writers.append(writer)
+                self.nodes[t.id].sink_fn = writer.write
         for t in self.order:
             node = self.nodes[t.id]
             for ch, parent_t in enumerate(t.inputs):
@@ -285,6 +293,8 @@ class LocalExecutor:
                 for s in self.sources:
                     s.emit_batch(i)
                 self._periodic_emit(i, operators)
+                for writer in self.file_writers:
+                    writer.commit()
                 if self.progress is not None:
                     self.progress(self._progress(i, now))
                 if self.restore_every_batch:
@@ -298,6 +308,8 @@ class LocalExecutor:
                     node.operator.end_input()
                 except UserFunctionError as exc:
                     raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+            for writer in self.file_writers:
+                writer.commit()
         finally:
             for op in operators:
                 try:

@@ -40,6 +40,7 @@ from .delta import with_delta_writers
 from .driver import ForeachBatchDriver
 from .error_transport import stops_cleanly
 from .far_future import DEFAULT_HORIZON_MS
+from .file_sink import with_file_writers
 from .job_client import SparkJobClient, query_job_id
 from .job_defaults import default_checkpoint_location, default_trigger
 from .job_handle import SparkJobHandle
@@ -147,11 +148,17 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         return DataStream(self, t)
 
     def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str = "Source") -> DataStream:
-        """A stream from a ``MicroBatchSource`` (replayed through a file stream) or a
+        """A stream from a ``MicroBatchSource`` (replayed through a file stream; a bounded ``FileSource`` is one), a
         :class:`~pyspark_flinkish.datastream.connectors.kafka.KafkaSource` (Spark's Kafka source, per-partition
-        watermarks)."""
+        watermarks) or a monitored :class:`~pyspark_flinkish.datastream.connectors.file_system.FileSource` (Spark's
+        file source)."""
+        from ..datastream.connectors.file_system import FileSource
         from ..datastream.connectors.kafka import KafkaSource
 
+        if isinstance(source, FileSource) and source.monitored:
+            from .file_source import monitored_file_stream
+
+            return monitored_file_stream(self, source, watermark_strategy, source_name)
         if isinstance(source, KafkaSource):
             if not isinstance(watermark_strategy, WatermarkStrategy):
                 msg = f"from_source needs a WatermarkStrategy; got {type(watermark_strategy).__name__}"
@@ -466,6 +473,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             check_connect_job(self)
         sinks = with_delta_writers(sinks)  # DeltaSink describes the table; its writer is built here
         sinks = with_kafka_writers(sinks)  # KafkaSink too
+        sinks = with_file_writers(sinks, self.clock)  # FileSink: likewise
         if is_batch(self.get_runtime_mode(), sinks):
             if self.backend == "apply_in_pandas_with_state":
                 msg = (

@@ -338,6 +338,30 @@ def rename_dir(src: str, dst: str) -> None:
         raise UnsupportedFeatureError(msg)
 
 
+def open_output(uri: str) -> Any:
+    """A new stream writing the file ``uri`` from its start (its directory created; an existing file is replaced)."""
+    fs, path, _ = resolve(uri)
+    try:
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        return fs.open_output_stream(path)
+    except (OSError, RuntimeError) as exc:
+        raise _unreachable(uri, exc) from exc
+
+
+def replace_file(src: str, dst: str) -> None:
+    """Rename the file ``src`` to ``dst``, replacing ``dst`` if it exists, atomically (a local or HDFS file:
+    object stores have no rename)."""
+    fs, source, native = resolve(src)
+    _, target, _ = resolve(dst)
+    if native is not None:
+        native.rename(source, target, overwrite=True)
+    elif isinstance(fs, pafs.LocalFileSystem):
+        fs.move(source, target)  # os.replace
+    else:
+        msg = f"cannot rename the file {src}: the {scheme_of(src)!r} store has no rename"
+        raise UnsupportedFeatureError(msg)
+
+
 def set_modified(uri: str, ms: int) -> None:
     """Set a file's modification time (a local or HDFS file)."""
     fs, path, native = resolve(uri)
@@ -384,11 +408,13 @@ __all__ = [
     "make_dirs",
     "modified_ms",
     "num_rows",
+    "open_output",
     "options_from_hadoop",
     "parent",
     "read_bytes",
     "read_table",
     "rename_dir",
+    "replace_file",
     "resolve",
     "scheme_of",
     "set_modified",

@@ -1,0 +1,140 @@
+"""The job of ``test_file_sink_exactly_once.py``: Flink's file connectors end to end on Spark, as a driver process the
+test SIGKILLs.
+
+A ``FileSource`` monitoring ``--input`` (Spark's file source; the test adds files while the job runs) feeds
+``map(upper-case)`` into a ``FileSink`` under ``--output`` (base-path buckets, 40-byte part files: several part files
+per micro-batch, so that a commit has several renames). The job stops itself once the committed part files hold
+``--expect`` lines.
+
+Kill points (the driver SIGKILLs its JVM, then itself, as if its machine died):
+
+* ``--kill-after-renames N``: right after the N-th rename of an in-progress file to its part file name (counted in
+  this process), i.e. in the middle of a micro-batch's commit, after its pending files were recorded;
+* ``--kill-before-precommit N``: when the N-th micro-batch's in-progress files are all written, before the sink
+  records them as pending (the executors' work is lost; the batch is written again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, List
+
+from pyspark_flinkish.common import Duration, Encoder, Types, WatermarkStrategy
+from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.datastream.connectors.file_system import (
+    BucketAssigner,
+    FileSink,
+    FileSource,
+    OutputFileConfig,
+    RollingPolicy,
+    StreamFormat,
+)
+
+PART_SIZE = 40
+
+
+def build(env: Any, source: FileSource, output: str) -> None:
+    """The pipeline (the test runs it on the JVM-free engine too, over the same files, bounded)."""
+    lines = env.from_source(source, WatermarkStrategy.no_watermarks(), "files")
+    lines.map(lambda line: line.upper(), output_type=Types.STRING()).sink_to(
+        FileSink.for_row_format(output, Encoder.simple_string_encoder())
+        .with_output_file_config(OutputFileConfig.builder().with_part_prefix("part").with_part_suffix(".txt").build())
+        .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=PART_SIZE))
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
+
+
+def visible_lines(output: str) -> List[str]:
+    """The lines of the finished part files (hidden in-progress files skipped)."""
+    out: List[str] = []
+    for path in Path(output).rglob("*"):
+        if path.is_file() and not path.name.startswith("."):
+            out.extend(path.read_text().splitlines())
+    return out
+
+
+def crash(reason: str) -> None:
+    """SIGKILL the driver: its JVM (a child process), then this process."""
+    print(f"SIGKILL {reason}", flush=True)
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == me:
+                os.kill(int(name), signal.SIGKILL)
+    os.kill(me, signal.SIGKILL)
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--expect", type=int, required=True)
+    parser.add_argument("--kill-after-renames", type=int, default=None)
+    parser.add_argument("--kill-before-precommit", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    from pyspark_flinkish.spark import file_sink, session, storage
+
+    renames = precommits = 0
+    replace_file, write_bytes = storage.replace_file, storage.write_bytes
+
+    def counted_replace(src: str, dst: str) -> None:
+        nonlocal renames
+        replace_file(src, dst)
+        renames += 1
+        if args.kill_after_renames is not None and renames >= args.kill_after_renames:
+            crash(f"after rename {renames}: {dst}")
+
+    def counted_write(uri: str, data: bytes) -> None:
+        nonlocal precommits
+        if "/file_sinks/" in uri and b'"pending": {' in data:
+            precommits += 1
+            if args.kill_before_precommit is not None and precommits >= args.kill_before_precommit:
+                crash(f"before pre-commit {precommits}")
+        write_bytes(uri, data)
+
+    file_sink.storage.replace_file = counted_replace  # type: ignore[assignment]
+    file_sink.storage.write_bytes = counted_write  # type: ignore[assignment]
+
+    spark = session("file-sink-job", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2")
+    spark.sparkContext.setLogLevel("ERROR")
+    env: Any = StreamExecutionEnvironment.get_execution_environment(spark)
+    source = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), args.input)
+        .monitor_continuously(Duration.of_millis(500))
+        .build()
+    )
+    build(env, source, args.output)
+
+    def progress(p: Any) -> None:
+        print(f"committed batch_id={p['batch_id']}", flush=True)
+
+    handle = env.execute(
+        "file-sink", checkpoint_location=args.checkpoint, trigger={"processingTime": "500 milliseconds"}, progress=progress
+    )
+    deadline = time.monotonic() + 120
+    while len(visible_lines(args.output)) < args.expect and time.monotonic() < deadline:
+        if not handle.is_active:
+            handle.await_termination()  # raises the query's error
+            break
+        time.sleep(0.2)
+    handle.stop()
+    print(f"done: {len(visible_lines(args.output))} lines", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

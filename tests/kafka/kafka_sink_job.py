@@ -129,8 +129,17 @@ def run_local(in_topic: str, batches: Sequence[Sequence[Dict[str, Any]]], server
 
 
 def crash(reason: str, driver: int) -> None:
-    """SIGKILL the driver's children (its JVM), the driver, then this process (if it is another)."""
+    """SIGKILL the driver's children (its JVM), the driver, then this process (if it is another).
+
+    The reason goes to standard output and to the file ``$KAFKA_SINK_KILLS`` names: a Python worker's output reaches
+    the log through the JVM, which this kills, so only the file is sure to have it."""
     print(f"SIGKILL {reason}", flush=True)
+    marker = os.environ.get("KAFKA_SINK_KILLS")
+    if marker:
+        with open(marker, "a") as f:
+            f.write(f"SIGKILL {reason}\n")
+            f.flush()
+            os.fsync(f.fileno())
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:

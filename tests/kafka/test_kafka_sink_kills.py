@@ -1,6 +1,7 @@
 """Kafka -> Kafka exactly once across driver crashes: ``kafka_sink_job.py`` (tumbling windows per key with a
 late-data side output, both written by ``KafkaSink`` with ``EXACTLY_ONCE``) runs as its own driver process and is
-SIGKILLed three times, each time restarted from its checkpoint, until it completes:
+SIGKILLed three times, each time restarted from its checkpoint, until it completes (the broker is restarted once,
+after the first kill, with that attempt's transaction open):
 
 1. ``during``: inside the task writing a batch's window results, after its records reached the broker in an open
    transaction, before the commit;
@@ -49,10 +50,12 @@ def _job() -> Any:
 
 
 def _run(args: List[str], log: Path, timeout: float = 300) -> int:
-    """Run the job to its end (or its SIGKILL); then kill what is left of it (the JVM's Python workers)."""
+    """Run the job to its end (or its SIGKILL); then kill what is left of it (the JVM's Python workers). Each kill's
+    reason is appended to ``kills.txt`` beside the log (``kafka_sink_job.crash``)."""
+    env = {**os.environ, "KAFKA_SINK_KILLS": str(log.with_name("kills.txt"))}
     with open(log, "a") as out:
         proc = subprocess.Popen([sys.executable, str(JOB), *args], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
         try:
             rc = proc.wait(timeout=timeout)
         finally:
@@ -90,13 +93,17 @@ def test_kafka_to_kafka_exactly_once_across_driver_kills(kafka_broker: Any, kafk
     log = tmp_path / "runs.log"
     flags = {"during": "--kill-during-write", "sink": "--kill-after-sink-write", "commit": "--kill-after-commit",
              "planning": "--kill-after-planning"}
-    for kind, n in KILLS:
+    kills = log.with_name("kills.txt")
+    for i, (kind, n) in enumerate(KILLS):
         with open(log, "a") as f:
             f.write(f"=== run with kill {kind} {n}\n")
         # a kill point counted in this process's batches or writes; "during" names a Spark batch id
         rc = _run([*base, flags[kind], str(n)], log)
         text = log.read_text()
-        assert rc == -signal.SIGKILL and "SIGKILL" in text.rsplit("=== run", 1)[1], f"kill {kind}: rc={rc}\n{text[-3000:]}"
+        killed = kills.read_text().splitlines() if kills.exists() else []
+        assert rc == -signal.SIGKILL and len(killed) == i + 1, f"kill {kind}: rc={rc} {killed}\n{text[-3000:]}"
+        if kind == "during":  # the broker restarts while the dead attempt's transaction is open: the next run must
+            kafka_broker.restart()  # fence it through the coordinator's recovered state (same port, same log)
     with open(log, "a") as f:
         f.write("=== final run\n")
     rc = _run(base, log)

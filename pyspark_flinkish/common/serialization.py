@@ -12,7 +12,25 @@ from typing import Any
 
 from ..core.errors import InvalidArgumentError, InvalidTypeError
 
-__all__ = ["DeserializationSchema", "Encoder", "RawBytesSchema", "SerializationSchema", "SimpleStringSchema"]
+__all__ = [
+    "DeserializationSchema",
+    "Encoder",
+    "RawBytesSchema",
+    "SerializationSchema",
+    "SimpleStringSchema",
+    "checked_charset",
+]
+
+
+def checked_charset(charset: str, where: str) -> str:
+    """``charset`` when Python knows it (Java's charset names: ``UTF-8``, ``ISO-8859-1``, ...); else an
+    ``InvalidArgumentError`` naming ``where``."""
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        msg = f"{where}: unknown charset {charset!r}"
+        raise InvalidArgumentError(msg) from None
+    return charset
 
 
 class DeserializationSchema:
@@ -61,12 +79,7 @@ class SimpleStringSchema(DeserializationSchema, SerializationSchema):
     format_name = "string"
 
     def __init__(self, charset: str = "UTF-8") -> None:
-        try:
-            codecs.lookup(charset)
-        except LookupError:
-            msg = f"SimpleStringSchema: unknown charset {charset!r}"
-            raise InvalidArgumentError(msg) from None
-        self.charset = charset
+        self.charset = checked_charset(charset, "SimpleStringSchema")
 
     def serialize(self, element: Any) -> bytes:
         """``element`` (a ``str``) encoded in the schema's charset."""
@@ -99,12 +112,7 @@ class Encoder:
     """
 
     def __init__(self, charset_name: str = "UTF-8") -> None:
-        try:
-            codecs.lookup(charset_name)
-        except LookupError:
-            msg = f"Encoder.simple_string_encoder: unknown charset {charset_name!r}"
-            raise InvalidArgumentError(msg) from None
-        self.charset_name = charset_name
+        self.charset_name = checked_charset(charset_name, "Encoder.simple_string_encoder")
 
     @staticmethod
     def simple_string_encoder(charset_name: str = "UTF-8") -> Encoder:

@@ -17,12 +17,11 @@ writes with :mod:`pyspark_flinkish.core.file_parts`, the Spark executors with ``
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
-from ...common.serialization import Encoder
+from ...common.serialization import Encoder, checked_charset
 from ...core.durations import to_millis
 from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ...core.file_parts import check_date_time_pattern, is_hidden
@@ -41,12 +40,7 @@ class StreamFormat:
     :meth:`text_line_format` exists in PyFlink's Python API."""
 
     def __init__(self, charset_name: str = "UTF-8") -> None:
-        try:
-            codecs.lookup(charset_name)
-        except LookupError:
-            msg = f"StreamFormat.text_line_format: unknown charset {charset_name!r}"
-            raise InvalidArgumentError(msg) from None
-        self.charset_name = charset_name
+        self.charset_name = checked_charset(charset_name, "StreamFormat.text_line_format")
 
     @staticmethod
     def text_line_format(charset_name: str = "UTF-8") -> StreamFormat:

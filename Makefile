@@ -48,9 +48,11 @@ docs: setup
 
 # No java reachable: JAVA_HOME unset and PATH reduced to the venv's bin directory.
 # pytest exit code 5 (nothing collected) is a failure here: these tests must exist.
+# One pytest-xdist worker per core: the suite is CPU-bound and its tests independent (about 70 s on one core of the
+# 2-core machine, about 30 s on both).
 test-jvm-free: setup
 	env -u JAVA_HOME PATH="$(CURDIR)/$(VENV)/bin" PYSPARK_FLINKISH_ASSERT_NO_JAVA=1 \
-		$(VPY) -m pytest -q --timeout=120 jvm-free-tests
+		$(VPY) -m pytest -q -n auto --timeout=120 jvm-free-tests
 
 # The notebooks in notebooks/, top to bottom in a fresh kernel each (notebooks/conftest.py: nbmake runs them, outputs
 # are not written back, and a notebook whose outputs hold no image fails). Notebooks 1-4

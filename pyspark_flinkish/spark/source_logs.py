@@ -1,13 +1,16 @@
-"""Positions that Spark keeps in its own checkpoint, carried by a savepoint: file streams and Delta tables.
+"""Positions that Spark keeps in its own checkpoint, carried by a savepoint: file streams, Delta tables and Kafka
+streams read through ``from_dataframe``.
 
 Flink's ``FileSource`` keeps its split assignment (which files are read, which are left) in every checkpoint and
 savepoint, and so does every Flink source. Spark keeps a file stream's or Delta source's position only in the
 query's checkpoint: its entry of the offsets log (``<checkpoint>/spark/offsets/<batch>``, one line per source of the
 query: a file stream's ``{"logOffset": n}``, Delta's ``DeltaSourceOffset``: ``reservoirId``, ``reservoirVersion``,
-``index``, ``isStartingVersion``) and, for a file stream, its metadata log (``spark/sources/<i>/``, Spark's
-``FileStreamSourceLog``: the files of each log batch, the seen-files list). Neither can be translated into source
-options: a file stream has no option to skip the files it has seen, and Delta has none to start inside a version
-(``startingVersion`` starts at a version's first file; an offset may stand at file ``index`` of it). So a savepoint
+``index``, ``isStartingVersion``; a Kafka stream's ``{topic: {partition: next offset}}``) and, for a file stream,
+its metadata log (``spark/sources/<i>/``, Spark's ``FileStreamSourceLog``: the files of each log batch, the seen-files
+list). The first two cannot be translated into source options: a file stream has no option to skip the files it has
+seen, and Delta has none to start inside a version (``startingVersion`` starts at a version's first file; an offset
+may stand at file ``index`` of it); a Kafka stream's could (``startingOffsets``), but is carried the same way, one
+mechanism for every kind. (``from_kafka`` is not among them: its positions are the package's own.) So a savepoint
 carries them as Spark wrote them, and a restore *seeds* the new checkpoint's Spark logs with them: the savepoint's
 entries become batch 0 of the new checkpoint's offsets log, committed (``commits/0``), and each file stream's metadata
 log is copied to its new place. The restored query then starts at batch 1 exactly where the old one stopped (Spark's
@@ -36,7 +39,7 @@ from .source_rows import DataFrameSource
 
 SPARK_LOG = "spark-log"
 """The ``kind`` of a savepoint position carried as Spark's log entries (``{"kind", "leaves": [...]}``)."""
-CARRIED_KINDS = ("file", "delta")
+CARRIED_KINDS = ("file", "delta", "kafka")
 """The kinds of streaming leaves whose position a savepoint carries."""
 SEEDED_FILE = "spark_seeded.json"
 """Under ``<checkpoint>/flinkish``: written once the restore has seeded Spark's logs (they are never seeded again,
@@ -82,8 +85,31 @@ def streaming_leaves(df: Any) -> List[Dict[str, str]]:
             out.append({"kind": kind, "format": fmt, "path": path.rstrip("/"), "name": name})
         elif node.startswith("StreamingRelation"):  # V2 (Kafka, rate, ...)
             name = str(leaf.sourceName()) if hasattr(leaf, "sourceName") else node
-            out.append({"kind": "kafka" if name.lower() == "kafka" else "other", "format": name, "path": "", "name": name})
+            if name.lower() == "kafka":
+                out.append({"kind": "kafka", "format": name, "path": _kafka_subscription(leaf), "name": name})
+            else:
+                out.append({"kind": "other", "format": name, "path": "", "name": name})
     return out
+
+
+def _kafka_subscription(leaf: Any) -> str:
+    """What a Kafka stream reads, as its options say (``subscribe=a,b``, ``subscribePattern=…`` or ``assign=…``): a
+    restore into a query that reads other topics is a changed source."""
+    options = leaf.extraOptions()
+    for key in ("subscribe", "subscribePattern", "assign"):
+        value = options.get(key)
+        if value is not None:
+            return f"{key}={value}"
+    return ""
+
+
+def _is_offset(kind: str, entry: Dict[str, Any]) -> bool:
+    """Whether an offsets-log entry has the shape of a ``kind`` leaf's offset (Kafka's: topic -> partition -> offset)."""
+    if kind == "file":
+        return "logOffset" in entry
+    if kind == "delta":
+        return "reservoirId" in entry
+    return all(isinstance(v, dict) for v in entry.values())
 
 
 def _uid(plan: Any, t: Any) -> str:
@@ -129,7 +155,7 @@ def uncarried(plan: Any) -> List[str]:
             elif leaf["kind"] not in CARRIED_KINDS:
                 problems.append(
                     f"source {t.name!r} reads a {leaf['name']} stream, whose position only Spark's checkpoint keeps "
-                    "(a savepoint carries file streams, Delta tables, from_kafka and MicroBatchSource positions)"
+                    "(a savepoint carries file streams, Delta tables, Kafka and MicroBatchSource positions)"
                 )
     return problems
 
@@ -163,9 +189,7 @@ def carry(plan: Any, columnar: bool, checkpoint: str, batch: int, savepoint: str
         if uid is None or uid not in carried:
             continue
         entry = None if entries[i].strip() == "-" else json.loads(entries[i])
-        if entry is not None and (
-            (leaf["kind"] == "file" and "logOffset" not in entry) or (leaf["kind"] == "delta" and "reservoirId" not in entry)
-        ):
+        if entry is not None and not _is_offset(leaf["kind"], entry):
             msg = f"{path}: line {i + 3} ({entries[i][:80]}) is not the offset of {leaf['name']}, the job's source {i}"
             raise StateError(msg)
         log = None

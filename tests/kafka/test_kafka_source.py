@@ -332,10 +332,14 @@ class _RunningCount(KeyedProcessFunction):  # type: ignore[misc]
         yield value.user, self.count.value()
 
 
-def test_a_savepoint_carries_kafka_offsets_and_keyed_state_to_a_rescaled_job(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("reader", ["from_kafka", "from_dataframe"])
+def test_a_savepoint_carries_kafka_offsets_and_keyed_state_to_a_rescaled_job(spark, kafka_broker, kafka_topic, tmp_path, reader) -> None:  # type: ignore[no-untyped-def]
     """stop_with_savepoint records each Kafka partition's next offset (Spark's offsets log of the last batch); the
     job restored from it in another checkpoint, with 3 state partitions instead of 2, reads only what came after
-    (the source's own start is ``earliest``) and continues every key's state: each (user, n) appears once."""
+    (the source's own start is ``earliest``) and continues every key's state: each (user, n) appears once.
+
+    ``from_dataframe``: the job reads ``spark.readStream.format("kafka")`` itself; the savepoint carries that stream's
+    entry of Spark's offsets log, and the restore seeds the new checkpoint with it (``spark/source_logs.py``)."""
     topic = kafka_topic(partitions=2)
     users = ["ann", "bob", "cat", "dan", "eve"]
     first = [(i % 2, {"user": users[i % 5], "t": 1_000 * i, "v": i}) for i in range(12)]
@@ -344,18 +348,28 @@ def test_a_savepoint_carries_kafka_offsets_and_keyed_state_to_a_rescaled_job(spa
 
     def job(partitions: int, out: List[Any]) -> Any:
         env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
-        events = env.from_kafka(topic, kafka_broker.bootstrap_servers, schema="user STRING, t BIGINT, v BIGINT",
-                                timestamp_field="t")
+        if reader == "from_kafka":
+            events = env.from_kafka(topic, kafka_broker.bootstrap_servers, schema="user STRING, t BIGINT, v BIGINT",
+                                    timestamp_field="t")
+        else:
+            from pyspark.sql import functions as F
+
+            df = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+                  .option("subscribe", topic).option("startingOffsets", "earliest").load())
+            df = df.select(F.from_json(F.col("value").cast("string"), "user STRING, t BIGINT, v BIGINT").alias("e"),
+                           "partition", "offset").select("e.*", "partition", "offset")
+            events = env.from_dataframe(df, WatermarkStrategy.for_monotonous_timestamps(), timestamp_column="t",
+                                        partition_column="partition", order_columns=["partition", "offset"])
         events.key_by(lambda r: r.user, key_type=Types.STRING()).process(_RunningCount()).uid("counts").add_sink(out.append)
         return env
 
     got: List[Any] = []
-    handle = job(2, got).execute("kafka-savepoint-1", checkpoint_location=str(tmp_path / "ck1"),
+    handle = job(2, got).execute(f"kafka-savepoint-1-{reader}", checkpoint_location=str(tmp_path / "ck1"),
                                   trigger={"availableNow": True})
     handle.await_termination()
     path = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
     kafka_broker.produce_json(topic, second)
-    handle = job(3, got).execute("kafka-savepoint-2", checkpoint_location=str(tmp_path / "ck2"),
+    handle = job(3, got).execute(f"kafka-savepoint-2-{reader}", checkpoint_location=str(tmp_path / "ck2"),
                                   trigger={"availableNow": True}, from_savepoint=path)
     handle.await_termination()
 

@@ -332,7 +332,15 @@ def test_kafka_to_delta_with_a_late_side_output_dead_letters_and_a_restart_exact
     tumbling count merged on (k, start)) on Connect, with a malformed record in the topic. Its first run (two
     micro-batches) ends with a batch whose Delta commits are done and whose Spark commit is lost (as after a crash);
     the restart replays that batch. Every table equals the JVM-free engine over the same micro-batches, with one
-    commit per Spark batch id; the malformed record is in the dead-letter table once."""
+    commit per Spark batch id; the malformed record is in the dead-letter table once. The late side output also goes
+    to a Kafka topic through an exactly-once ``KafkaSink``, whose writers run in the server's Python: a
+    ``read_committed`` consumer reads the engine's late records once each, the replayed batch's transactions skipped."""
+    from pyspark_flinkish.datastream.connectors.kafka import (
+        DeliveryGuarantee,
+        KafkaRecordSerializationSchema,
+        KafkaSink,
+    )
+    from pyspark_flinkish.datastream.formats.json import JsonRowSerializationSchema
     from pyspark_flinkish.spark.types import to_rows
 
     job = _kafka_delta_job()
@@ -349,13 +357,29 @@ def test_kafka_to_delta_with_a_late_side_output_dead_letters_and_a_restart_exact
     produce(events)
     (bad,) = kafka_broker.produce(topic, [b"{not json"], partition=0)  # the last record of partition 0: in batch 1
     checkpoint, lake = tmp_path / "ck", tmp_path / "lake"
+    late_topic = kafka_topic(partitions=2)
+    late_sink = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(late_topic)
+            .set_value_serialization_schema(JsonRowSerializationSchema.builder().with_type_info(job.EVENT_TYPE).build())
+            .build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(f"connect-{uuid.uuid4().hex[:8]}")
+        .build()
+    )
     runs = []
     for attempt in range(2):
         env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
         source = env.from_kafka(topic, kafka_broker.bootstrap_servers, job.strategy(), schema=job.EVENT_TYPE,
                                 timestamp_field="t", max_offsets_per_trigger=650, partitions=list(range(job.PARTITIONS)))
-        for name, stream in job.build(source).items():
+        streams = job.build(source)
+        for name, stream in streams.items():
             stream.sink_to(DeltaSink.for_path(str(lake / name), merge_keys=job.MERGE_KEYS.get(name, ()))).uid(name)
+        streams["late"].sink_to(late_sink).uid("late-to-kafka")
         handle = env.execute("kafka-delta", checkpoint_location=str(checkpoint), trigger={"availableNow": True})
         handle.await_termination()
         runs.append([p["batch_id"] for p in handle.recent_progress()])
@@ -375,6 +399,11 @@ def test_kafka_to_delta_with_a_late_side_output_dead_letters_and_a_restart_exact
         assert got == want, name
         batch_ids = [json.loads(c["userMetadata"])["flinkish"]["batch_id"] for c in _delta_commits(lake / name) if c.get("userMetadata")]
         assert batch_ids == list(range(len(batches))), (name, batch_ids)  # the replayed batch was not written again
+    committed = kafka_broker.consume(late_topic, timeout=10, isolation_level="read_committed")
+    fields = job.EVENT_TYPE.field_names
+    assert sorted(tuple(json.loads(r.value)[f] for f in fields) for r in committed) == sorted(
+        tuple(r) for r in to_rows(expected["late"], job.EVENT_TYPE)
+    )
     dead = connect_spark.read.format("delta").load(str(checkpoint / "dead_letters")).collect()
     assert [(r["topic"], r["partition"], r["offset"], r["value"], r["batch_id"]) for r in dead] == [
         (topic, 0, bad[1], b"{not json", 1)

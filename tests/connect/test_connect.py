@@ -231,7 +231,11 @@ def _expected_alerts() -> Any:
 
 
 def test_keyed_process_function_timers_side_output_and_a_foreach_batch_write(connect_spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Event-time timers and a side output to client sinks; foreach_batch writes through Spark on the server."""
+    """Event-time timers and a side output to client sinks; foreach_batch writes through Spark on the server; the side
+    output also to a ``FileSink`` (part files written by the server's tasks, committed by its foreachBatch process)."""
+    from pyspark_flinkish.common import Encoder
+    from pyspark_flinkish.datastream.connectors.file_system import FileSink
+
     expected = _expected_alerts()
     env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
     alerts, negative = _alerts(env)
@@ -240,11 +244,17 @@ def test_keyed_process_function_timers_side_output_and_a_foreach_batch_write(con
     negative.add_sink(got["negative"].append)
     written = str(tmp_path / "alerts")
     alerts.foreach_batch(lambda df, batch_id: df.write.mode("append").parquet(written))  # runs in the server's Python
+    files = tmp_path / "negative"
+    text = negative.map(lambda e: f"{e['k']}@{e['t']}:{e['v']}", output_type=Types.STRING())
+    text.sink_to(FileSink.for_row_format(str(files), Encoder.simple_string_encoder()).build())
     handle = env.execute("timers", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
     handle.await_termination()
     assert got == expected
     rows = connect_spark.read.parquet(written).collect()
     assert sorted(tuple(r) for r in rows) == sorted(expected["alerts"])
+    assert [p for p in files.rglob(".*")] == [], "no in-progress part file is left"
+    lines = sorted(line for p in files.rglob("part-*") for line in p.read_text().splitlines())
+    assert lines == sorted(f"{e['k']}@{e['t']}:{e['v']}" for e in expected["negative"])
     assert [p["batch_id"] for p in handle.recent_progress()] == list(range(len(EVENTS) + 1))
 
 

@@ -149,6 +149,12 @@ def _picklable_as_pyflink(key: Any) -> bool:
     return type(key) in _PICKLED_SCALARS
 
 
+def pyflink_pickle(key: Any) -> Optional[bytes]:
+    """The bytes PyFlink's ``cloudpickle.dumps`` makes of an untyped key (its ``PICKLED_BYTE_ARRAY``), or None when
+    the package cannot know them (see the module docstring)."""
+    return pickle.dumps(key, protocol=PICKLE_PROTOCOL) if _picklable_as_pyflink(key) else None
+
+
 def serialized_key(key: Any, key_type: Any) -> Optional[bytes]:
     """The bytes Flink's BATCH sorter orders ``key`` by (see the module docstring): the key of
     ``key_by(..., key_type)`` (``key_type`` None: untyped, pickled) as Flink serializes it, or None when the package
@@ -157,9 +163,9 @@ def serialized_key(key: Any, key_type: Any) -> Optional[bytes]:
         return _mask([False, False, True])
     try:
         if key_type is None or getattr(key_type, "name", None) == "PICKLED_BYTE_ARRAY":
-            if not _picklable_as_pyflink(key):
+            pickled = pyflink_pickle(key)
+            if pickled is None:
                 return None
-            pickled = pickle.dumps(key, protocol=PICKLE_PROTOCOL)
             return b"\x00" + struct.pack(">i", len(pickled)) + pickled
         return _row((coded(key, key_type),), (key_type,))
     except (_UnknownBytesError, CoderError, KeyError):
@@ -174,4 +180,4 @@ def batch_sort_key(key: Any, key_type: Any) -> Optional[bytes]:
     return None if data is None else bytes(b ^ 0x80 for b in data)
 
 
-__all__ = ["PICKLE_PROTOCOL", "batch_sort_key", "serialized_key"]
+__all__ = ["PICKLE_PROTOCOL", "batch_sort_key", "pyflink_pickle", "serialized_key"]

@@ -107,9 +107,11 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
 
     # -------------------------------------------------------------------- configuration
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:  # type: ignore[override]
-        """Accepted for compatibility; the local engine runs every operator as one instance (results
-        do not depend on parallelism in Flink's keyed semantics, except timer ties across keys). As Flink, it takes
-        an integer >= 1 or -1 (``ExecutionConfig.PARALLELISM_DEFAULT``, the system's default)."""
+        """The parallelism of the operators made from now on, as in Flink: what their functions' runtime context
+        reports (``core/subtasks.py``) and how often a broadcast operator emits what ``process_broadcast_element``
+        returns. The engines run every operator as one instance (results do not depend on parallelism in Flink's
+        keyed semantics, except timer ties across keys). As Flink, it takes an integer >= 1 or -1
+        (``ExecutionConfig.PARALLELISM_DEFAULT``, the system's default: 1 here)."""
         if not isinstance(parallelism, int) or (parallelism < 1 and parallelism != -1):
             msg = (
                 "Parallelism must be at least one, or ExecutionConfig.PARALLELISM_DEFAULT (use system default). "

@@ -14,7 +14,7 @@ import pytest
 import subtask_cases as cases
 
 from pyspark_flinkish.common import Row, Types
-from pyspark_flinkish.core.errors import UnsupportedFeatureError, UserFunctionError
+from pyspark_flinkish.core.errors import InvalidPipelineError, UnsupportedFeatureError, UserFunctionError
 from pyspark_flinkish.core.subtasks import default_max_parallelism, java_key_hash, murmur_hash, subtask_of_key
 from pyspark_flinkish.datastream import (
     BroadcastProcessFunction,
@@ -129,3 +129,29 @@ def test_broadcast_functions_see_the_parallelism_and_refuse_the_index_on_the_bro
     only_elements = env.from_collection(["a", "b"]).key_by(lambda v: v, Types.STRING())
     got = collect(only_elements.connect(env.from_collection([]).broadcast(rules)).process(KeyedRules()))
     assert got == sorted(("element", subtask_of_key(k, Types.STRING(), 128, 2)) for k in ("a", "b"))
+
+
+def test_the_environments_max_parallelism_is_read_when_the_job_starts() -> None:
+    """As Flink's job graph: an operator without its own max parallelism gets the environment's when the job starts
+    (its parallelism is the environment's when it was made), and a parallelism above the max parallelism is refused
+    with Flink's message (PyFlink 2.3.0: "Vertex Map's parallelism (3) is higher than the max parallelism (2).
+    Please lower the parallelism or increase the max parallelism.")."""
+
+    class Sizes(MapFunction):
+        def open(self, runtime_context: Any) -> None:
+            self.sizes = (runtime_context.get_number_of_parallel_subtasks(),
+                          runtime_context.get_max_number_of_parallel_subtasks())
+
+        def map(self, value: Any) -> Any:
+            return self.sizes
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(3)
+    stream = env.from_collection([1]).map(Sizes())
+    env.set_parallelism(4)  # too late for the map, made at 3
+    env.set_max_parallelism(10)  # read when the job starts
+    assert collect(stream) == [(3, 10)]
+    env.set_max_parallelism(2)
+    with pytest.raises(InvalidPipelineError, match=r"^Vertex Map's parallelism \(4\) is higher than the max parallelism"):
+        collect(env.from_collection([1]).map(lambda v: v))
+    assert collect(env.from_collection([1]).map(Sizes()).set_max_parallelism(8)) == [(4, 8)]

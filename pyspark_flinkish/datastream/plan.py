@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 from ..core.all_window_functions import NullByteKeySelector
+from ..core.errors import InvalidPipelineError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
 from ..core.subtasks import Subtasks
@@ -178,6 +179,8 @@ class Transformation:
     # Flink): its operator is made with it (a broadcast operator's output and its functions' runtime context depend
     # on it); None for what is not an operator
     parallelism: Optional[int] = None
+    # the operator's own max parallelism (``set_max_parallelism``); None: the environment's when the job starts
+    max_parallelism: Optional[int] = None
     id: int = field(default_factory=lambda: next(_ids))
 
     def __post_init__(self) -> None:
@@ -198,7 +201,8 @@ class Transformation:
             self.factory.instances = 1 if parallelism < 1 else parallelism  # Flink's -1 (its default): 1 here
 
     def set_max_parallelism(self, max_parallelism: int) -> None:
-        """Record the operator's max parallelism (its number of key groups; -1: Flink's default for its parallelism)."""
+        """Record the operator's own max parallelism (its number of key groups)."""
+        self.max_parallelism = max_parallelism
         if isinstance(self.factory, ParallelOperatorFactory):
             self.factory.max_parallelism = max_parallelism
 
@@ -210,7 +214,26 @@ def made_with_parallelism(t: Transformation, env: Any) -> None:
     selector = getattr(t.spec, "key_selector", None)  # window_all's: NullByteKeySelector().get_key
     non_parallel = isinstance(getattr(selector, "__self__", selector), NullByteKeySelector)
     t.set_parallelism(1 if non_parallel else env.get_parallelism())
-    t.set_max_parallelism(env.get_max_parallelism())
+    if isinstance(t.factory, ParallelOperatorFactory):  # until the job starts (resolve_parallelism)
+        t.factory.max_parallelism = env.get_max_parallelism()
+
+
+def resolve_parallelism(sinks: List[Transformation], env_max_parallelism: int) -> None:
+    """When a job starts, as Flink's job graph: each operator's max parallelism is its own, else the environment's
+    (-1: Flink's default for its parallelism); an operator whose parallelism is higher is refused, as Flink refuses
+    the job."""
+    for t in topological(sinks):
+        if not isinstance(t.factory, ParallelOperatorFactory):
+            continue
+        max_parallelism = t.max_parallelism if t.max_parallelism is not None else env_max_parallelism
+        t.factory.max_parallelism = max_parallelism
+        if 0 < max_parallelism < t.factory.instances:
+            msg = (
+                f"Vertex {t.name}'s parallelism ({t.factory.instances}) is higher than the max parallelism "
+                f"({max_parallelism}). Please lower the parallelism or increase the max parallelism. (Flink refuses "
+                "the job with this message too.)"
+            )
+            raise InvalidPipelineError(msg)
 
 
 def _one_instance(factory: Callable[[], StreamOperator]) -> Callable[[int], StreamOperator]:
@@ -278,6 +301,7 @@ __all__ = [
     "NodeSpec",
     "ParallelOperatorFactory",
     "made_with_parallelism",
+    "resolve_parallelism",
     "SinkFunctionSpec",
     "StatelessSpec",
     "TimestampsSpec",

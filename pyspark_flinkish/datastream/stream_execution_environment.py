@@ -21,7 +21,7 @@ from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
 from .environment_config import NO_OPERATORS, EnvironmentConfiguration
 from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
-from .plan import Transformation
+from .plan import Transformation, resolve_parallelism
 from .runtime_mode import plan_for_mode
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
@@ -253,6 +253,7 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
         progress: Optional[Callable[[Any], None]] = None,
         job_id: Any = None,
     ) -> JobExecutionResult:
+        resolve_parallelism(sinks, self.get_max_parallelism())  # the environment's max parallelism, as Flink's job graph
         sinks = plan_for_mode(self.get_runtime_mode(), sinks)  # BATCH: datastream.runtime_mode
         started = self.clock.now()  # the processing-time clock: a ManualClock makes the runtime deterministic
         result = executor_entry(LOCAL)(sinks, self.clock, progress, job_name or "pyspark_flinkish job")

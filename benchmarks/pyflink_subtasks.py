@@ -27,9 +27,12 @@ import subtask_cases as cases  # noqa: E402
 
 def api() -> Any:
     from pyflink.common import Row, Types
-    from pyflink.datastream.functions import KeyedProcessFunction, MapFunction
+    from pyflink.datastream.functions import KeyedProcessFunction, MapFunction, ProcessWindowFunction
 
-    return SimpleNamespace(Types=Types, Row=Row, KeyedProcessFunction=KeyedProcessFunction, MapFunction=MapFunction)
+    return SimpleNamespace(
+        Types=Types, Row=Row, KeyedProcessFunction=KeyedProcessFunction, MapFunction=MapFunction,
+        ProcessWindowFunction=ProcessWindowFunction,
+    )
 
 
 def environment() -> Any:
@@ -57,6 +60,10 @@ def main(argv: List[str]) -> int:
     for name in cases.KEYED:
         keyed[name] = collect(cases.keyed_job(a, environment, name))
         print(f"{name}: {keyed[name]}", file=sys.stderr, flush=True)
+    windows: Dict[str, List[str]] = {}
+    for name in cases.WINDOWS:
+        windows[name] = collect(cases.window_job(a, environment, name))
+        print(f"{name}: {windows[name]}", file=sys.stderr, flush=True)
     maps: Dict[str, List[str]] = {}
     for name in cases.MAPS:
         maps[name] = collect(cases.map_job(a, environment, name))
@@ -65,6 +72,7 @@ def main(argv: List[str]) -> int:
         "pyflink_version": pyflink.version.__version__,
         "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_subtasks.py --out " + args.out,
         "keyed": keyed,
+        "windows": windows,
         "maps": maps,
     }
     with open(args.out, "w") as out:

@@ -11,8 +11,10 @@
 * ``map`` cases: a ``MapFunction`` at a parallelism whose ``open()`` reads ``get_number_of_parallel_subtasks()``
   (which subtask gets which element depends on Flink's round robin, so its index is not recorded).
 
+* ``window`` cases: the same from a keyed ``ProcessWindowFunction`` (``count_window(1)``).
+
 This module imports neither library: functions take ``api``, a namespace with ``Types``, ``Row``,
-``KeyedProcessFunction`` and ``MapFunction`` from one of them.
+``KeyedProcessFunction``, ``ProcessWindowFunction`` and ``MapFunction`` from one of them.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ KEYED: Dict[str, Tuple[Optional[str], List[Any], int, Optional[int], Optional[in
     "untyped p2, operator p3, max parallelism 7": (None, UNTYPED, 2, 3, 7),
     "INT p1": ("INT", INTS, 1, None, None),
 }
+WINDOWS = {"count window STRING p3": ("STRING", STRINGS, 3)}
+"""name -> (key type name, keys, environment parallelism): ``count_window(1).process(ProcessWindowFunction)``
+showing each window's key as the keyed cases do, from the window function's ``open()`` context."""
 MAPS: Dict[str, Tuple[int, Optional[int]]] = {"map p3": (3, None), "map p1, operator p2": (1, 2)}
 """name -> (environment parallelism, the map's parallelism or None)."""
 
@@ -93,6 +98,23 @@ def keyed_job(api: Any, make_env: Callable[[], Any], name: str) -> Any:
     if operator_parallelism is not None:
         out.set_parallelism(operator_parallelism)
     return out
+
+
+def window_job(api: Any, make_env: Callable[[], Any], name: str) -> Any:
+    type_name, keys, parallelism = WINDOWS[name]
+    env = make_env()
+    env.set_parallelism(parallelism)
+
+    class Show(api.ProcessWindowFunction):  # type: ignore[name-defined,misc]
+        def open(self, runtime_context: Any) -> None:
+            self.context = runtime_context
+
+        def process(self, key: Any, context: Any, elements: Any) -> Any:
+            c = self.context
+            yield f"{key!r} {c.get_index_of_this_subtask()} {c.get_number_of_parallel_subtasks()}"
+
+    ds = env.from_collection([(k, i) for i, k in enumerate(keys)])
+    return ds.key_by(lambda v: v[0], key_type(api, type_name)).count_window(1).process(Show(), api.Types.STRING())
 
 
 def map_job(api: Any, make_env: Callable[[], Any], name: str) -> Any:

@@ -21,12 +21,16 @@ from pyspark_flinkish.datastream import (
     KeyedBroadcastProcessFunction,
     KeyedProcessFunction,
     MapFunction,
+    ProcessWindowFunction,
     StreamExecutionEnvironment,
 )
 from pyspark_flinkish.datastream.state import MapStateDescriptor
 
 ORACLE = cases.load()
-API = SimpleNamespace(Types=Types, Row=Row, KeyedProcessFunction=KeyedProcessFunction, MapFunction=MapFunction)
+API = SimpleNamespace(
+    Types=Types, Row=Row, KeyedProcessFunction=KeyedProcessFunction, MapFunction=MapFunction,
+    ProcessWindowFunction=ProcessWindowFunction,
+)
 
 
 def collect(stream: Any) -> List[Any]:
@@ -38,6 +42,7 @@ def test_the_oracle_is_real_pyflink_output() -> None:
     assert ORACLE["pyflink_version"] == "2.3.0"
     assert ORACLE["command"].startswith("benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_subtasks.py")
     assert list(ORACLE["keyed"]) == list(cases.KEYED) and list(ORACLE["maps"]) == list(cases.MAPS)
+    assert list(ORACLE["windows"]) == list(cases.WINDOWS)
 
 
 @pytest.mark.parametrize("name", list(cases.KEYED))
@@ -46,6 +51,13 @@ def test_a_keyed_function_sees_its_keys_subtask(name: str) -> None:
     indices = {line.split()[-3] for line in expected}
     assert len(indices) > 1 or name.endswith("p1")  # the keys spread over the subtasks
     assert collect(cases.keyed_job(API, StreamExecutionEnvironment.get_execution_environment, name)) == expected
+
+
+@pytest.mark.parametrize("name", list(cases.WINDOWS))
+def test_a_window_function_sees_its_keys_subtask(name: str) -> None:
+    expected = ORACLE["windows"][name]
+    assert len({line.split()[-2] for line in expected}) > 1
+    assert collect(cases.window_job(API, StreamExecutionEnvironment.get_execution_environment, name)) == expected
 
 
 @pytest.mark.parametrize("name", list(cases.MAPS))

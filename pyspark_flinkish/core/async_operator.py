@@ -125,7 +125,7 @@ class AsyncWaitOperator(StreamOperator):
     # ------------------------------------------------------------------ the operator protocol
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
-        open_function(self.function, self.name)
+        open_function(self.function, self.name, subtasks=self.subtasks)
 
     def process_element(self, record: StreamRecord) -> None:
         self._buffer.append(record)

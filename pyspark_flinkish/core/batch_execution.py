@@ -8,8 +8,10 @@ processing-time timer (timers registered meanwhile are ignored); a rolling ``Key
 key's final value (``BatchGroupedReduceOperator``, timestamp ``LONG_MAX``). The operator's own rules (windows,
 triggers, state) are unchanged: :class:`BatchKeyedOperator` only feeds it that way.
 
-Keys are processed in the order of their first element. Flink orders them by their serialized bytes, so the order
-of output *across* keys can differ from Flink's; each key's output is Flink's.
+Keys are processed in Flink's order: by their serialized bytes (:mod:`~pyspark_flinkish.core.key_order`, from the
+operator's ``key_type``; None: untyped, pickled). Where the package cannot know a key's bytes (a key type or an
+untyped key that module lists), the operator's keys are processed in the order of their first element instead, and
+the order of output *across* keys can differ from Flink's; each key's output is Flink's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from .clock import Clock
 from .errors import StateError
 from .javamath import LONG_MAX, LONG_MIN
+from .key_order import batch_sort_key
 from .operators import KeyedOperator, StreamOperator, call_user, short
 from .records import Output, OutputTag, StreamRecord
 
@@ -46,12 +49,14 @@ class _LastValue:
 class BatchKeyedOperator(StreamOperator):
     """``inner`` (a keyed operator) run as Flink's BATCH mode runs it: its input is buffered until end of input
     (the watermark ``LONG_MAX``), then processed key by key in timestamp order (stable), each key ending with all
-    of its timers. ``final_value_only``: a rolling aggregation, which emits only each key's last value."""
+    of its timers. ``final_value_only``: a rolling aggregation, which emits only each key's last value. ``key_type``:
+    the ``key_by(..., key_type)`` of the operator (None: untyped), which decides the order of the keys."""
 
-    def __init__(self, inner: KeyedOperator, final_value_only: bool = False) -> None:
+    def __init__(self, inner: KeyedOperator, final_value_only: bool = False, key_type: Any = None) -> None:
         super().__init__(inner.name)
         self.inner = inner
         self.final_value_only = final_value_only
+        self.key_type = key_type
         self.metrics = inner.metrics
         self._buffer: List[StreamRecord] = []
         self.firing_timer: Optional[int] = None
@@ -87,8 +92,13 @@ class BatchKeyedOperator(StreamOperator):
             key = call_user(inner.key_selector, lambda r=record: f"{inner.name}: key selector on {short(r.value)}", record.value)
             by_key.setdefault(key, []).append(record)
         self._buffer = []
-        for position, records in enumerate(by_key.values()):
+        sort_keys = {key: batch_sort_key(key, self.key_type) for key in by_key}
+        known = all(k is not None for k in sort_keys.values())
+        keys = sorted(by_key, key=sort_keys.__getitem__) if known else list(by_key)
+        for position, key in enumerate(keys):
+            records = by_key[key]
             self.firing_timer = position
+            self.key_order = sort_keys[key] if known else None
             records.sort(key=lambda r: LONG_MIN if r.timestamp is None else r.timestamp)
             for record in records:
                 inner.process_element(record)
@@ -97,6 +107,7 @@ class BatchKeyedOperator(StreamOperator):
                 self.output.collect(StreamRecord(self._last.last.value, LONG_MAX))
                 self._last.last = None
         self.firing_timer = None
+        self.key_order = None
 
     def end_input(self) -> None:
         self.inner.end_input()

@@ -84,7 +84,7 @@ class CoMapOperator(TwoInputOperator):
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
-        open_function(self.function_obj, self.name)
+        open_function(self.function_obj, self.name, subtasks=self.subtasks)
 
     def _call(self, i: int, record: StreamRecord) -> Any:
         return call_user(self.fns[i], lambda: f"{self.name}: {self.method}{i + 1}({short(record.value)})", record.value)
@@ -166,7 +166,7 @@ class CoProcessOperator(TwoInputOperator):
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
         self._ctx = _CoContext(self)
-        open_function(self.function, self.name)
+        open_function(self.function, self.name, subtasks=self.subtasks)
 
     def _process(self, method: str, record: StreamRecord) -> None:
         self._ctx.ts = record.timestamp
@@ -262,7 +262,7 @@ class KeyedCoProcessOperator(KeyedTwoInputOperator):
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
         self._ctx = _KeyedCoContext(self)
-        open_function(self.function, self.name, self.backend)
+        open_function(self.function, self.name, self.backend, self.subtasks)
 
     def process_keyed_input(self, channel: int, key: Any, record: StreamRecord) -> None:
         ctx = self._ctx
@@ -417,7 +417,7 @@ class BroadcastProcessOperator(TwoInputOperator):
         super().open(output, clock)
         self._read_only = _BroadcastContext(self, writable=False)
         self._read_write = _BroadcastContext(self, writable=True)
-        open_function(self.function, self.name)
+        open_function(self.function, self.name, subtasks=self.subtasks)
 
     def _call(self, method: str, ctx: _BroadcastContext, record: StreamRecord) -> Any:
         ctx.ts = record.timestamp
@@ -464,7 +464,7 @@ class KeyedBroadcastProcessOperator(KeyedTwoInputOperator):
         super().open(output, clock)
         self._keyed_ctx = _KeyedReadOnlyContext(self)
         self._read_write = _BroadcastContext(self, writable=True)
-        open_function(self.function, self.name, self.backend)
+        open_function(self.function, self.name, self.backend, self.subtasks)
 
     def process_keyed_input(self, channel: int, key: Any, record: StreamRecord) -> None:
         ctx = self._keyed_ctx

@@ -94,7 +94,7 @@ class IntervalJoinOperator(KeyedOperator):
         self.left_buffer = self.backend.create_state(MapStateDescriptor(LEFT_BUFFER), VOID_NAMESPACE)
         self.right_buffer = self.backend.create_state(MapStateDescriptor(RIGHT_BUFFER), VOID_NAMESPACE)
         self._ctx = _JoinContext(self)
-        open_function(self.function, self.name, self.backend)
+        open_function(self.function, self.name, self.backend, self.subtasks)
 
     def process_keyed(self, key: Any, record: StreamRecord) -> None:
         side, value = record.value

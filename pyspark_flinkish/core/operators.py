@@ -35,6 +35,7 @@ from .state_descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
+from .subtasks import Subtasks
 from .timers import InternalTimerService
 from .typeinfo import TypeInformation
 
@@ -92,6 +93,9 @@ class StreamOperator:
         self.clock: Clock = None  # type: ignore[assignment]
         self.current_watermark = LONG_MIN
         self.metrics: Dict[str, int] = {}
+        self.subtasks = Subtasks()
+        """Flink's parallel subtasks of the operator, as its functions' runtime context reports them (the plan's
+        factory sets them: ``datastream/plan.py``, ``ParallelOperatorFactory``)."""
 
     def open(self, output: Output, clock: Clock) -> None:
         self.output = DeclaredOutput(output, self.declared_type, self.name)
@@ -125,18 +129,26 @@ class StreamOperator:
 
 
 class _SimpleRuntimeContext(RuntimeContext):
-    def __init__(self, task_name: str, backend: Optional[KeyedStateBackend] = None) -> None:
+    def __init__(
+        self, task_name: str, backend: Optional[KeyedStateBackend] = None, subtasks: Optional[Subtasks] = None
+    ) -> None:
         self._task_name = task_name
         self._backend = backend
+        self._subtasks = subtasks if subtasks is not None else Subtasks()
 
     def get_task_name(self) -> str:
         return self._task_name
 
     def get_number_of_parallel_subtasks(self) -> int:
-        return 1
+        return self._subtasks.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self._subtasks.effective_max_parallelism()
 
     def get_index_of_this_subtask(self) -> int:
-        return 0
+        backend = self._backend
+        keyed = backend is not None and backend.has_current_key()
+        return self._subtasks.index_of(self._task_name, backend.get_current_key if keyed else None)  # type: ignore[union-attr]
 
     def _state(self, descriptor: StateDescriptor, kind: type) -> Any:
         if not isinstance(descriptor, kind):
@@ -166,16 +178,21 @@ class _SimpleRuntimeContext(RuntimeContext):
         return self._state(state_descriptor, AggregatingStateDescriptor)
 
 
-def runtime_context(task_name: str, backend: Optional[KeyedStateBackend] = None) -> RuntimeContext:
+def runtime_context(
+    task_name: str, backend: Optional[KeyedStateBackend] = None, subtasks: Optional[Subtasks] = None
+) -> RuntimeContext:
     """The ``RuntimeContext`` a function of task ``task_name`` sees; its keyed state (when ``backend`` is given)
-    is the current key's, outside any window."""
-    return _SimpleRuntimeContext(task_name, backend)
+    is the current key's, outside any window; its subtask values are ``subtasks``' (:mod:`.subtasks`: the index is
+    the current key's subtask, asked when called)."""
+    return _SimpleRuntimeContext(task_name, backend, subtasks)
 
 
-def open_function(fn: Any, task_name: str, backend: Optional[KeyedStateBackend] = None) -> None:
+def open_function(
+    fn: Any, task_name: str, backend: Optional[KeyedStateBackend] = None, subtasks: Optional[Subtasks] = None
+) -> None:
     opener = getattr(fn, "open", None)
     if callable(opener):
-        call_user(opener, lambda: f"{task_name}: open()", runtime_context(task_name, backend))
+        call_user(opener, lambda: f"{task_name}: open()", runtime_context(task_name, backend, subtasks))
 
 
 def close_function(fn: Any, task_name: str) -> None:
@@ -195,7 +212,7 @@ class MapOperator(StreamOperator):
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
-        open_function(self.function_obj, self.name)
+        open_function(self.function_obj, self.name, subtasks=self.subtasks)
 
     def process_element(self, record: StreamRecord) -> None:
         value = call_user(self.fn, lambda: f"{self.name}: map({short(record.value)})", record.value)
@@ -256,7 +273,7 @@ class ProcessOperator(StreamOperator):
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
-        open_function(self.function, self.name)
+        open_function(self.function, self.name, subtasks=self.subtasks)
 
     def timestamp(self) -> Optional[int]:
         return None if self._record is None else self._record.timestamp
@@ -470,7 +487,7 @@ class KeyedProcessOperator(KeyedOperator):
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
         self._ctx = _KeyedProcessContext(self)
-        open_function(self.function, self.name, self.backend)
+        open_function(self.function, self.name, self.backend, self.subtasks)
 
     def process_keyed(self, key: Any, record: StreamRecord) -> None:
         ctx = self._ctx

@@ -88,6 +88,10 @@ class KeyedStateBackend:
         self._current_key = None
         self._has_key = False
 
+    def has_current_key(self) -> bool:
+        """Whether a key is current (an element or timer of a key is being processed)."""
+        return self._has_key
+
     def get_current_key(self) -> Any:
         if not self._has_key:
             msg = "keyed state was used outside a keyed context (no current key); use it after key_by"

@@ -248,7 +248,7 @@ class _ProcessContext(ProcessWindowFunction.Context):
 class _AssignerContext(WindowAssignerContext):
     def __init__(self, op: WindowOperator) -> None:
         self.op = op
-        self._runtime_context = runtime_context(op.name, op.backend)
+        self._runtime_context = runtime_context(op.name, op.backend, op.subtasks)
 
     def get_current_processing_time(self) -> int:
         return self.op.clock.now()
@@ -312,7 +312,7 @@ class WindowOperator(KeyedOperator):
         self.assigner_ctx = _AssignerContext(self)
         self.evictor_ctx = _EvictorContext(self)
         for fn in self.user_functions:
-            open_function(fn, self.name, self.backend)
+            open_function(fn, self.name, self.backend, self.subtasks)
 
     def close(self) -> None:
         for fn in self.user_functions:

@@ -17,7 +17,7 @@ from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidTypeError
 from ..core.typeinfo import TypeInformation
 from .data_stream import DataStream
-from .plan import AsyncWaitSpec, Transformation
+from .plan import AsyncWaitSpec, Transformation, made_with_parallelism
 
 OPERATOR_NAME = "async wait operator"
 """The name PyFlink gives the async operator (and this package its plan node)."""
@@ -122,6 +122,7 @@ def _apply(
         "operator", OPERATOR_NAME, [data_stream._t], factory=factory, output_type=output_type,
         spec=AsyncWaitSpec(descriptor),
     )
+    made_with_parallelism(t, data_stream.get_execution_environment())
     return DataStream(data_stream.get_execution_environment(), t)
 
 

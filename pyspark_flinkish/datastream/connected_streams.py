@@ -30,7 +30,7 @@ from ..core.co_operators import (
 from ..core.errors import InvalidPipelineError, InvalidTypeError
 from ..core.state_descriptors import MapStateDescriptor
 from ..core.typeinfo import TypeInformation
-from .plan import ParallelOperatorFactory, Transformation, TwoInputSpec
+from .plan import ParallelOperatorFactory, Transformation, TwoInputSpec, made_with_parallelism
 
 if TYPE_CHECKING:
     from .data_stream import DataStream
@@ -46,9 +46,11 @@ def _two_input(
     first: DataStream, second: DataStream, name: str, factory: Callable[[], Any], spec: TwoInputSpec,
     output_type: Optional[TypeInformation], keyed: bool,
 ) -> Transformation:
-    return Transformation(
+    t = Transformation(
         "operator", name, [first._t, second._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec
     )
+    made_with_parallelism(t, first._env)  # Flink: the environment's parallelism when the operator is made
+    return t
 
 
 def _method(obj: Any, name: str, what: str) -> Callable[..., Any]:
@@ -241,13 +243,11 @@ class BroadcastConnectedStream:
             )
             factory = ParallelOperatorFactory(lambda n: KeyedBroadcastProcessOperator(name, ks, func, descriptors, n))
             t = _two_input(first, second, name, factory, spec, output_type, True)
-            t.set_parallelism(first._env.get_parallelism())  # Flink: the environment's when the operator is made
             return self._make(t)
         name = "Co-Process-Broadcast"
         spec = TwoInputSpec("broadcast_process", broadcast_descriptors=descriptors)
         factory = ParallelOperatorFactory(lambda n: BroadcastProcessOperator(name, func, descriptors, n))
         t = _two_input(first, second, name, factory, spec, output_type, False)
-        t.set_parallelism(first._env.get_parallelism())
         return self._make(t)
 
 

@@ -42,6 +42,7 @@ from ..core.operators import (
 from ..core.partitioning import CustomPartitioning, Partitioner
 from ..core.records import OutputTag
 from ..core.rows import Row
+from ..core.subtasks import MAX_MAX_PARALLELISM
 from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
 from ..core.typeinfo import TypeInformation, Types
 from ..core.watermarks import WatermarkStrategy
@@ -63,6 +64,7 @@ from .plan import (
     TimestampsSpec,
     Transformation,
     WindowSpec,
+    made_with_parallelism,
 )
 
 if TYPE_CHECKING:
@@ -141,6 +143,12 @@ class DataStream(OperatorSettings):
         return self
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        """The operator's max parallelism (its number of key groups, 1 … 32768): the key groups its keys are
+        assigned to, and what its functions' ``get_max_number_of_parallel_subtasks()`` returns."""
+        if not isinstance(max_parallelism, int) or not 0 < max_parallelism <= MAX_MAX_PARALLELISM:
+            msg = f"max parallelism must be an int in 1..{MAX_MAX_PARALLELISM} (Flink's bound); got {max_parallelism!r}"
+            raise InvalidArgumentError(msg)
+        self._t.set_max_parallelism(max_parallelism)
         return self
 
     def get_type(self) -> Optional[TypeInformation]:
@@ -154,7 +162,9 @@ class DataStream(OperatorSettings):
         self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
     ) -> Transformation:
         factory = declaring(factory, output_type)
-        return Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
+        t = Transformation("operator", name, [self._t], factory=factory, output_type=output_type, keyed=keyed, spec=spec)
+        made_with_parallelism(t, self._env)
+        return t
 
     def map(self, func: Union[MapFunction, Callable[[Any], Any]], output_type: Optional[TypeInformation] = None) -> DataStream:
         fn = _method(func, "map", "map()'s function", "MapFunction")

@@ -51,9 +51,10 @@ class EnvironmentConfiguration:
         return config  # type: ignore[no-any-return]
 
     def set_max_parallelism(self, max_parallelism: int) -> EnvironmentConfiguration:
-        """Flink's max parallelism: the number of key groups keyed state is split into (1 … 32768). The JVM-free
-        engine runs every operator as one instance and records it; on Spark it is the number of keyed-state
-        partitions (see the Spark environment)."""
+        """Flink's max parallelism: the number of key groups keyed state is split into (1 … 32768). The operators
+        made from now on assign their keys' subtasks by it (``core/subtasks.py``); the JVM-free engine runs every
+        operator as one instance; on Spark it is also the number of keyed-state partitions (see the Spark
+        environment)."""
         if not isinstance(max_parallelism, int) or not 0 < max_parallelism <= MAX_MAX_PARALLELISM:
             msg = f"max parallelism must be an int in 1..{MAX_MAX_PARALLELISM} (Flink's bound); got {max_parallelism!r}"
             raise InvalidArgumentError(msg)

@@ -10,8 +10,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional
 
+from ..core.all_window_functions import NullByteKeySelector
+from ..core.errors import InvalidPipelineError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
+from ..core.subtasks import Subtasks
 from ..core.two_input_watermarks import TwoInputWatermarkValve
 
 _ids = itertools.count(1)
@@ -173,34 +176,92 @@ class Transformation:
     output_type: Any = None
     uid: Optional[str] = None
     # the operator's parallelism (``set_parallelism``, else the environment's when the operator was made, as in
-    # Flink) where its output depends on it (a broadcast operator's); None where it makes no difference
+    # Flink): its operator is made with it (a broadcast operator's output and its functions' runtime context depend
+    # on it); None for what is not an operator
     parallelism: Optional[int] = None
+    # the operator's own max parallelism (``set_max_parallelism``); None: the environment's when the job starts
+    max_parallelism: Optional[int] = None
     id: int = field(default_factory=lambda: next(_ids))
+
+    def __post_init__(self) -> None:
+        """An operator's factory is a :class:`ParallelOperatorFactory`, which gives the operator its subtasks."""
+        if self.kind != "operator" or self.factory is None:
+            return
+        if not isinstance(self.factory, ParallelOperatorFactory):
+            self.factory = ParallelOperatorFactory(_one_instance(self.factory))
+        self.factory.key_type = getattr(self.spec, "key_type", None)
 
     def __repr__(self) -> str:
         return f"Transformation({self.id}, {self.kind}, {self.name!r})"
 
     def set_parallelism(self, parallelism: int) -> None:
-        """Record the operator's parallelism; an operator whose output depends on it is made with it
-        (:class:`ParallelOperatorFactory`)."""
+        """Record the operator's parallelism; its operator is made with it (:class:`ParallelOperatorFactory`)."""
         self.parallelism = parallelism
         if isinstance(self.factory, ParallelOperatorFactory):
             self.factory.instances = 1 if parallelism < 1 else parallelism  # Flink's -1 (its default): 1 here
 
+    def set_max_parallelism(self, max_parallelism: int) -> None:
+        """Record the operator's own max parallelism (its number of key groups)."""
+        self.max_parallelism = max_parallelism
+        if isinstance(self.factory, ParallelOperatorFactory):
+            self.factory.max_parallelism = max_parallelism
+
+
+def made_with_parallelism(t: Transformation, env: Any) -> None:
+    """Give operator ``t`` the parallelism and max parallelism of ``env`` as they are when it is made, as Flink
+    does (a non-parallel operator, ``window_all``'s, gets 1); ``set_parallelism`` / ``set_max_parallelism`` on the
+    stream change them later."""
+    selector = getattr(t.spec, "key_selector", None)  # window_all's: NullByteKeySelector().get_key
+    non_parallel = isinstance(getattr(selector, "__self__", selector), NullByteKeySelector)
+    t.set_parallelism(1 if non_parallel else env.get_parallelism())
+    if isinstance(t.factory, ParallelOperatorFactory):  # until the job starts (resolve_parallelism)
+        t.factory.max_parallelism = env.get_max_parallelism()
+
+
+def resolve_parallelism(sinks: List[Transformation], env_max_parallelism: int) -> None:
+    """When a job starts, as Flink's job graph: each operator's max parallelism is its own, else the environment's
+    (-1: Flink's default for its parallelism); an operator whose parallelism is higher is refused, as Flink refuses
+    the job."""
+    for t in topological(sinks):
+        if not isinstance(t.factory, ParallelOperatorFactory):
+            continue
+        max_parallelism = t.max_parallelism if t.max_parallelism is not None else env_max_parallelism
+        t.factory.max_parallelism = max_parallelism
+        if 0 < max_parallelism < t.factory.instances:
+            msg = (
+                f"Vertex {t.name}'s parallelism ({t.factory.instances}) is higher than the max parallelism "
+                f"({max_parallelism}). Please lower the parallelism or increase the max parallelism. (Flink refuses "
+                "the job with this message too.)"
+            )
+            raise InvalidPipelineError(msg)
+
+
+def _one_instance(factory: Callable[[], StreamOperator]) -> Callable[[int], StreamOperator]:
+    """``factory`` as a :class:`ParallelOperatorFactory`'s ``make``: its operator does not depend on the number of
+    instances (the package runs one instance; only the subtask values of its functions' runtime context do)."""
+    return lambda instances: factory()
+
 
 @dataclass
 class ParallelOperatorFactory:
-    """The factory of an operator whose output depends on how many parallel instances Flink runs of it (a broadcast
-    operator's: each instance emits what ``process_broadcast_element`` returns). ``instances`` is the transformation's
-    parallelism (:meth:`Transformation.set_parallelism`); 1 for Flink's ``-1``, the system's default, which is the
-    machine's cores in a local Flink and 1 in this package. Holds the operator's arguments only, never the plan: Spark
-    ships factories to its executors."""
+    """The factory of an operator, made knowing how many parallel instances Flink runs of it: a broadcast operator's
+    output depends on it (each instance emits what ``process_broadcast_element`` returns), and every operator's
+    functions see it in their runtime context (:class:`~pyspark_flinkish.core.subtasks.Subtasks`: the number of
+    subtasks, the max parallelism, the index of a key's subtask from ``key_type``, the spec's). ``instances`` is the
+    transformation's parallelism (:meth:`Transformation.set_parallelism`); 1 for Flink's ``-1``, the system's default,
+    which is the machine's cores in a local Flink and 1 in this package. ``max_parallelism``: the operator's or the
+    environment's when the operator was made, -1 for Flink's default. Holds the operator's arguments only, never the
+    plan: Spark ships factories to its executors."""
 
     make: Callable[[int], StreamOperator]
     instances: int = 1
+    max_parallelism: int = -1
+    key_type: Any = None
 
     def __call__(self) -> StreamOperator:
-        return self.make(self.instances)
+        op = self.make(self.instances)
+        op.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type)
+        return op
 
 
 def node_uid(t: Transformation, position: int) -> str:
@@ -239,6 +300,8 @@ __all__ = [
     "KeyedProcessSpec",
     "NodeSpec",
     "ParallelOperatorFactory",
+    "made_with_parallelism",
+    "resolve_parallelism",
     "SinkFunctionSpec",
     "StatelessSpec",
     "TimestampsSpec",

@@ -3,8 +3,9 @@
 BATCH execution is a rewrite of the plan, the same for every engine: sources and ``assign_timestamps_and_watermarks``
 keep their timestamps but generate no watermarks (the watermark stays ``LONG_MIN`` until the end of input, then jumps
 to ``LONG_MAX``), and every keyed operator runs inside
-:class:`~pyspark_flinkish.core.batch_execution.BatchKeyedOperator` (input sorted per key by timestamp, each key ending
-with all of its timers). The window, state and timer rules stay the keyed operators' own.
+:class:`~pyspark_flinkish.core.batch_execution.BatchKeyedOperator` (keys in the order of their serialized bytes, from
+the operator's ``key_type``; input sorted per key by timestamp, each key ending with all of its timers). The window,
+state and timer rules stay the keyed operators' own.
 """
 
 from __future__ import annotations
@@ -82,13 +83,13 @@ def _batch_source(source: Any) -> Any:
     return batch
 
 
-def _batch_factory(factory: Callable[[], Any]) -> Callable[[], Any]:
+def _batch_factory(factory: Callable[[], Any], key_type: Any) -> Callable[[], Any]:
     def make() -> Any:
         op = factory()
         if not isinstance(op, KeyedOperator):
             return op
         rolling = bool(getattr(getattr(op, "function", None), "rolling_aggregation", False))
-        return BatchKeyedOperator(op, final_value_only=rolling)
+        return BatchKeyedOperator(op, final_value_only=rolling, key_type=key_type)
 
     return make
 
@@ -114,7 +115,7 @@ def batch_plan(sinks: List[Transformation]) -> List[Transformation]:
             )
             raise UnsupportedFeatureError(msg)
         elif t.keyed and t.factory is not None:
-            new.factory = _batch_factory(t.factory)
+            new.factory = _batch_factory(t.factory, getattr(t.spec, "key_type", None))
         copies[t.id] = new
     return [copies[s.id] for s in sinks]
 

@@ -21,7 +21,7 @@ from ..core.watermarks import WatermarkStrategy
 from .data_stream import DataStream
 from .environment_config import NO_OPERATORS, EnvironmentConfiguration
 from .executors import LOCAL, SPARK, executor_entry, require_spark, spark_only_error
-from .plan import Transformation
+from .plan import Transformation, resolve_parallelism
 from .runtime_mode import plan_for_mode
 from .sources import CollectionSource, MicroBatch, MicroBatchSource
 
@@ -107,9 +107,11 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
 
     # -------------------------------------------------------------------- configuration
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:  # type: ignore[override]
-        """Accepted for compatibility; the local engine runs every operator as one instance (results
-        do not depend on parallelism in Flink's keyed semantics, except timer ties across keys). As Flink, it takes
-        an integer >= 1 or -1 (``ExecutionConfig.PARALLELISM_DEFAULT``, the system's default)."""
+        """The parallelism of the operators made from now on, as in Flink: what their functions' runtime context
+        reports (``core/subtasks.py``) and how often a broadcast operator emits what ``process_broadcast_element``
+        returns. The engines run every operator as one instance (results do not depend on parallelism in Flink's
+        keyed semantics, except timer ties across keys). As Flink, it takes an integer >= 1 or -1
+        (``ExecutionConfig.PARALLELISM_DEFAULT``, the system's default: 1 here)."""
         if not isinstance(parallelism, int) or (parallelism < 1 and parallelism != -1):
             msg = (
                 "Parallelism must be at least one, or ExecutionConfig.PARALLELISM_DEFAULT (use system default). "
@@ -251,6 +253,7 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
         progress: Optional[Callable[[Any], None]] = None,
         job_id: Any = None,
     ) -> JobExecutionResult:
+        resolve_parallelism(sinks, self.get_max_parallelism())  # the environment's max parallelism, as Flink's job graph
         sinks = plan_for_mode(self.get_runtime_mode(), sinks)  # BATCH: datastream.runtime_mode
         started = self.clock.now()  # the processing-time clock: a ManualClock makes the runtime deterministic
         result = executor_entry(LOCAL)(sinks, self.clock, progress, job_name or "pyspark_flinkish job")

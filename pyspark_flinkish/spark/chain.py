@@ -5,7 +5,9 @@ Order (``ord``) mirrors the JVM-free engine's depth-first order: ``[0, level, ts
 processing-time timers at the batch start, ``[1, <source order>, ...]`` for source records and what they
 cause, ``[2, level, ts, sp, n, ...]`` for outputs of event-time timers at the batch's watermark. A watermark a custom
 generator emits within the batch (``spark/generators.py``) travels as ``wm`` rows ordered after the record that caused
-it and its descendants.
+it and its descendants. A keyed operator in BATCH mode orders its outputs ``[2, level, *key's sort bytes, sp, n]``
+(``core/key_order.py``: Flink's order of keys, the same in every state partition; the bytes of one operator's keys
+are prefix-free) where it knows its keys' bytes, else ``[2, level, key's position in its partition, sp, n]``.
 """
 
 from __future__ import annotations
@@ -326,6 +328,9 @@ class KeyedOutput(ChainOutput):
         if self.phase is None:
             return [*self.base, self.n]
         level = self.runner.plan.nodes[self.index].level
+        key_order = getattr(self.op, "key_order", None)
+        if key_order is not None:  # BATCH: the key's place in Flink's order, the same in every state partition
+            return [self.phase, level, *key_order, self.sp, self.n]
         ts = self.op.firing_timer if self.op.firing_timer is not None else 0
         return [self.phase, level, ts, self.sp, self.n]
 

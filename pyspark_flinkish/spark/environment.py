@@ -21,7 +21,7 @@ from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
 from ..datastream.execution_mode import RuntimeExecutionMode
 from ..datastream.executors import SPARK
-from ..datastream.plan import Transformation
+from ..datastream.plan import Transformation, resolve_parallelism
 from ..datastream.runtime_mode import batch_plan, is_batch
 from ..datastream.stream_execution_environment import StreamExecutionEnvironment
 from . import storage
@@ -468,6 +468,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         if not sinks:
             msg = "no sinks: add_sink(...), foreach_batch(...), print() or execute_and_collect() before execute()"
             raise InvalidPipelineError(msg)
+        resolve_parallelism(sinks, self.get_max_parallelism())  # as Flink's job graph (datastream/plan.py)
         connect = is_connect(self.spark)
         if connect:  # the foreachBatch function runs in the server's Python (spark/connect.py)
             check_connect_job(self)

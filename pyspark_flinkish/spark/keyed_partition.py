@@ -7,8 +7,8 @@ A broadcast operator (``KeyedBroadcastProcessOperator``) keeps its broadcast sta
 :data:`OPERATOR_STATE_KEY` (no encoded key is empty), loaded in every batch: every state partition is one instance
 of the operator, gets every broadcast element and writes its copy with its keyed state, so a replayed batch
 restores and rewrites both together (exactly once). Only state partition 0 emits what
-``process_broadcast_element`` returns: the package runs an operator as one instance
-(``get_number_of_parallel_subtasks() == 1``), whose broadcast side emits once.
+``process_broadcast_element`` returns, once per parallel instance of the operator (``core/co_operators.py``): the
+state partitions are not Flink's parallel instances (``core/subtasks.py``).
 """
 
 from __future__ import annotations

@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Dict, List
 
 import pytest
 
-from pyspark_flinkish.common import JobExecutionResult, JobStatus
+from pyspark_flinkish.common import JobExecutionResult, JobStatus, Row, Types
 from pyspark_flinkish.core.errors import InvalidPipelineError
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 
@@ -20,13 +21,17 @@ pytestmark = pytest.mark.spark
 CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
 sys.path.insert(0, str(CASES_DIR))
 import all_window_cases  # noqa: E402
+import key_order_cases  # noqa: E402
 
 sys.path.remove(str(CASES_DIR))
 
 from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(all_window_cases)  # Spark's Python workers cannot import it
+cloudpickle.register_pickle_by_value(key_order_cases)
 ORACLE = all_window_cases.load()
+KEY_ORDER = key_order_cases.load()
+KEY_ORDER_API = SimpleNamespace(Types=Types, Row=Row)
 SPARK_CASES = ["tumbling_late", "session_aggregate", "count_all_3", "sliding_process"]
 
 
@@ -95,6 +100,8 @@ def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-
         .reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2]))
         .add_sink(reduced.append)
     )
+    key_order: List[Any] = []  # a rolling reduce keyed by Types.INT() (jvm-free-tests/datastream/key_order_cases.py)
+    key_order_cases.build(KEY_ORDER_API, env, "INT").add_sink(key_order.append)
     key = "spark.sql.streaming.checkpointLocation"
     before = spark.conf.get(key, None)
     spark.conf.unset(key)
@@ -115,3 +122,5 @@ def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-
     for name, _, value in ORACLE["input"]:
         sums[name] = sums.get(name, 0) + value
     assert sorted(r[0] for r in reduced) == sorted(sums) and {r[0]: r[2] for r in reduced} == sums
+    # the keys in Flink's order (their serialized bytes: -1000 before -1, 128 before 0), across the state partitions
+    assert key_order == KEY_ORDER["cases"]["INT"]

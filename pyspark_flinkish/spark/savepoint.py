@@ -20,13 +20,14 @@ Restoring (``execute(..., from_savepoint=...)``) fills a **new** checkpoint loca
 signatures are compared with the job's (an incompatible operator is refused, naming it and the change; state of an
 operator the job no longer has is refused unless ``allow_non_restored_state``), every row is assigned to its state
 partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
-computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, goes to every
-partition), and each partition is written as one snapshot (Spark jobs; the state never passes through the driver).
-The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before the query's first
-batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed
-batch 0: ``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an
-interrupted restore is simply done again. As in Flink, timers and state are restored and **watermarks are not**
-(every operator starts at ``MIN``, spec section 4.5); processing-time timers that are due fire in the first batch.
+computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, is the same in
+every partition, and one copy of it goes to every partition), and each partition is written as one snapshot (Spark
+jobs; the state never passes through the driver). The manifests go to ``flinkish/driver/restored.json``, which the
+driver reads as the state before the query's first batch (batch 0, or 1 when the restore seeds Spark's logs with
+file streams' or Delta sources' positions as committed batch 0: ``source_logs.seed``, when the query starts); the
+checkpoint's ``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and
+state are restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time
+timers that are due fire in the first batch.
 """
 
 from __future__ import annotations
@@ -405,7 +406,10 @@ def split_state(
     rows = frames[0]
     for f in frames[1:]:
         rows = rows.unionByName(f)
-    # the route's rule (keys.state_partition: crc32 of the key's bytes); broadcast state (the empty key) everywhere
+    # the route's rule (keys.state_partition: crc32 of the key's bytes); broadcast state (the empty key), the same in
+    # every partition it was taken from (each got every broadcast element), once into every partition
+    broadcast = F.length("key") == 0
+    rows = rows.where(~broadcast).unionByName(rows.where(broadcast).dropDuplicates(["uid"]))
     every = F.sequence(F.lit(0), F.lit(partitions - 1))
     one = F.array(F.pmod(F.crc32(F.col("key")), F.lit(partitions)).cast("int"))
     rows = rows.withColumn("sp", F.explode(F.when(F.length("key") == 0, every).otherwise(one)))

@@ -1,5 +1,5 @@
 """Rescaling a checkpoint in place without a JVM (``spark/rescale.py``): which batch the restarted query resumes
-from, which driver documents go, the refusal of a columnar window's state, and what a restart does after a kill at
+from, which driver documents go, a columnar window's keys as the columns Spark hashes, and what a restart does after a kill at
 each step. The Spark side (the state split into the
 new partitions, the restarted job's results) runs in ``tests/spark/test_source_savepoints.py``."""
 
@@ -8,10 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict
 
-import pytest
-
 from pyspark_flinkish.core.codec import dump_document
-from pyspark_flinkish.core.errors import UnsupportedFeatureError
 from pyspark_flinkish.spark import storage
 from pyspark_flinkish.spark.checkpoint import (
     DRIVER_FORMAT,
@@ -21,6 +18,7 @@ from pyspark_flinkish.spark.checkpoint import (
     read_driver_document,
     read_meta,
 )
+from pyspark_flinkish.spark.keys import encode_key
 from pyspark_flinkish.spark.rescale import (
     PENDING_FILE,
     PENDING_FORMAT,
@@ -30,6 +28,7 @@ from pyspark_flinkish.spark.rescale import (
     rescale_interrupted,
     spark_committed,
 )
+from pyspark_flinkish.spark.savepoint import HashedKeys, key_columns_as_text
 
 
 def _checkpoint(tmp_path: Any, documents: Dict[int, Dict[str, Any]], spark_commits: int) -> str:
@@ -61,13 +60,14 @@ def test_nothing_committed_by_spark_drops_every_document(tmp_path: Any) -> None:
     assert committed_batches(checkpoint) == [] and read_meta(checkpoint)["state_partitions"] == 2
 
 
-def test_a_columnar_windows_state_is_refused_before_anything_changes(tmp_path: Any) -> None:
-    manifest = {"token": "t", "next_seq": 1, "files": [{"kind": "snapshot", "name": "s=1-t.parquet"}]}
-    state = {"sums": {"layout": "windows", "partitions": {"0": manifest}}}
-    checkpoint = _checkpoint(tmp_path, {1: {"batch": 1, "state": state}}, spark_commits=2)
-    with pytest.raises(UnsupportedFeatureError, match=r"window 'sums' runs on Spark's columnar path.*state_partitions=2"):
-        rescale_checkpoint(None, checkpoint, {"state_partitions": 2, "vectorize": True}, 3, columnar_uid="sums")
-    assert committed_batches(checkpoint) == [1] and not storage.exists(storage.join(checkpoint, "flinkish", "meta.json"))
+def test_a_columnar_windows_keys_are_decoded_into_the_columns_spark_hashed() -> None:
+    """The split places a columnar window's rows by Spark's ``xxhash64`` of its key columns: each key's bytes give
+    the columns' values back as text Spark casts to their types (``columnar.prepared`` hashed the source's)."""
+    keys = [encode_key((3, "eu")), encode_key((None, "us")), encode_key((-7, "x\"y"))]
+    pair = HashedKeys("sums", ("int", "string"), True)
+    assert key_columns_as_text(keys, pair) == [["3", None, "-7"], ["eu", "us", 'x"y']]
+    single = HashedKeys("sums", ("boolean",), False)
+    assert key_columns_as_text([encode_key(True), encode_key(False)], single) == [["true", "false"]]
 
 
 def _pending(checkpoint: str, old: int, new: int, base: int) -> None:

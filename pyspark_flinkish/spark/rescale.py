@@ -28,8 +28,9 @@ committed no batch yet rescales the restored state (``restored.json``) the same 
 Broadcast state (the empty key) is the same in every partition (each gets every broadcast element): one copy of it
 goes to every new partition. Timers live in the rows of their keys and move with them.
 
-A window on Spark's columnar path places its state by Spark's hash of the key columns; a checkpoint holding such
-state is refused before anything changes, naming the alternative.
+A window on Spark's columnar path places its keys by Spark's hash of the key columns
+(``pmod(xxhash64(columns), n)``, ``columnar.prepared``): its rows are placed by the same hash, of the columns decoded
+from each key's bytes (``savepoint.HashedKeys``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from ..core.codec import dump_document, load_document
-from ..core.errors import UnsupportedFeatureError
 from . import state_store, storage
 from .checkpoint import (
     DRIVER_FORMAT,
@@ -49,7 +49,15 @@ from .checkpoint import (
     read_driver_document,
     write_meta,
 )
-from .savepoint import RESTORED_FILE, RESTORED_FORMAT, RESTORED_VERSION, restored_state, snapshot_state, split_state
+from .savepoint import (
+    RESTORED_FILE,
+    RESTORED_FORMAT,
+    RESTORED_VERSION,
+    HashedKeys,
+    restored_state,
+    snapshot_state,
+    split_state,
+)
 
 _log = logging.getLogger("pyspark_flinkish.spark")
 
@@ -85,14 +93,13 @@ def _pending(checkpoint: str) -> Optional[Dict[str, Any]]:
 
 
 def rescale_checkpoint(
-    spark: Any, checkpoint: str, meta: Dict[str, Any], partitions: int, columnar_uid: Optional[str] = None
+    spark: Any, checkpoint: str, meta: Dict[str, Any], partitions: int, columnar: Optional[HashedKeys] = None
 ) -> Dict[str, Any]:
     """Reassign the keyed state ``checkpoint`` resumes from to ``partitions`` state partitions (see the module
-    docstring), or finish an interrupted rescaling; returns the new ``meta.json``. ``columnar_uid``: the job's
-    window on Spark's columnar path.
+    docstring), or finish an interrupted rescaling; returns the new ``meta.json``. ``columnar``: the job's window on
+    Spark's columnar path (``savepoint.columnar_keys``).
 
     Raises:
-        UnsupportedFeatureError: the columnar window holds state.
         StateError: the checkpoint's files cannot be read or written (the message names the URI).
     """
     old = int(meta["state_partitions"])
@@ -115,14 +122,6 @@ def rescale_checkpoint(
         operators = state_store.operators_of(document, state_root, base, old)
     elif restored is not None:
         operators = restored["state"]
-    if columnar_uid is not None and any(m["files"] for m in operators.get(columnar_uid, {}).get("partitions", {}).values()):
-        msg = (
-            f"checkpoint {checkpoint} holds {old} state partitions and the job asks for {partitions}: window "
-            f"{columnar_uid!r} runs on Spark's columnar path, whose state partitions are Spark's hash of the key "
-            f"columns, so its state cannot be reassigned; set state_partitions={old}, or stop with a savepoint of a "
-            "job with vectorize=False and restore it with the new number"
-        )
-        raise UnsupportedFeatureError(msg)
     _log.info("checkpoint %s: rescaling its keyed state from %d to %d state partitions", checkpoint, old, partitions)
     for b in documents:  # 1. batches Spark runs again (from the base): their documents are written again
         if base is None or b > base:
@@ -131,7 +130,7 @@ def rescale_checkpoint(
         batch = base if base is not None else 0
         scratch = storage.join(rescale_dir(checkpoint), f"b={batch}-{uuid.uuid4().hex[:8]}")
         snapshots = snapshot_state(spark, state_root, operators, batch, scratch)  # 2.
-        state = split_state(spark, scratch, checkpoint, snapshots, partitions, batch=batch)
+        state = split_state(spark, scratch, checkpoint, snapshots, partitions, batch=batch, hashed=columnar)
         for uid, op in operators.items():  # operators without rows keep their layout, with no partitions
             state.setdefault(uid, {"layout": op["layout"], "partitions": {}})
         marker = {"from": old, "to": partitions, "batch": base}

@@ -1,5 +1,5 @@
 """Rescaling a checkpoint in place (``spark/rescale.py``): SIGKILLed during the redistribution and restarted, of a
-job with broadcast state, and refused for a window on Spark's columnar path.
+job with broadcast state, and of a window on Spark's columnar path.
 
 The kill test runs the file-stream job of ``test_source_savepoints.py`` (whose uninterrupted run is the JVM-free
 engine's) and kills its driver (``rescale_kill_job.py``, its own process) at two points inside the redistribution;
@@ -24,8 +24,10 @@ from test_source_savepoints import BEFORE, FILES, check, file_job, jvm_free, sta
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
-from pyspark_flinkish.datastream.functions import KeyedBroadcastProcessFunction
+from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Sum
+from pyspark_flinkish.datastream.functions import KeyedBroadcastProcessFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.state import MapStateDescriptor, ValueStateDescriptor
+from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 
 pytestmark = pytest.mark.spark
 
@@ -196,3 +198,74 @@ def test_broadcast_state_is_rescaled_in_place_one_copy_per_partition(spark: Any,
             assert copies == {"0": 1, "1": 1, "2": 1}
     assert sorted(got) == sorted(expected)
     assert (7, "e", 10, 30 + 60) in got and (8, "h", 10, 40 + 70) in got  # partition 2's keys saw the factor of before
+
+
+class _WithWindow(ProcessWindowFunction):  # type: ignore[type-arg]
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        for result in elements:
+            yield key, context.window().start, result
+
+
+# (id, k, region, t, v), one file per list; keyed by (k, region): 8 keys over the partitions
+COLUMNAR_FILES = [
+    [(i, i % 4, "eu" if i % 3 else "us", 1_000 + 200 * i, i) for i in range(10)],
+    [(i, i % 4, "eu" if i % 3 else "us", 3_000 + 300 * (i - 10), i) for i in range(10, 20)],  # fires [0, 5000)
+    # restarted with 3 state partitions: windows of [5000, 10000) hold records from before
+    [(i, i % 4, "eu" if i % 3 else "us", 6_000 + 300 * (i - 20), i) for i in range(20, 30)],
+    [(i, i % 4, "eu" if i % 3 else "us", 10_500 + 100 * (i - 30), i) for i in range(30, 34)],  # fires [5000, 10000)
+    # restored from a savepoint into 2 state partitions
+    [(i, i % 4, "eu" if i % 3 else "us", 14_000 + 500 * (i - 34), i) for i in range(34, 38)],  # fires [10000, 15000)
+]
+
+
+def _windowed(stream: Any, out: List[Any]) -> None:
+    (
+        stream.key_by(lambda r: (r.k, r["region"]))
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(5)))
+        .aggregate(ColumnAggregate(Count(), Sum("v")), _WithWindow())
+        .uid("columnar")
+        .add_sink(out.append)
+    )
+
+
+def test_a_columnar_window_is_rescaled_in_place_by_sparks_hash_of_its_key_columns(spark: Any, tmp_path: Path) -> None:
+    """A window on Spark's columnar path (``vectorize=True``) places its keys by ``pmod(xxhash64(k, region), n)``:
+    restarted with 3 state partitions instead of 2, its rows are placed by that hash of the key columns decoded from
+    the keys, and so they are when a savepoint of it is restored into 2; the results are the uninterrupted run's (the
+    JVM-free engine's)."""
+    from pyspark.sql import Row
+
+    from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
+
+    names = ("id", "k", "region", "t", "v")
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+    local = StreamExecutionEnvironment.get_execution_environment()
+    expected: List[Any] = []
+    source = MicroBatchSource([MicroBatch([Row(**dict(zip(names, r))) for r in f]) for f in COLUMNAR_FILES],
+                              end_of_input=False)
+    _windowed(local.from_source(source, strategy.with_timestamp_assigner(lambda e, _: e["t"]), "rows"), expected)
+    local.execute()
+
+    directory = tmp_path / "in"
+    directory.mkdir()
+    checkpoint = tmp_path / "ck"
+    got: List[Any] = []
+    savepoint = None
+    for run, (partitions, files) in enumerate([(2, [0, 1]), (3, [2, 3]), (2, [4])]):
+        for i in files:
+            path = directory / f"part-{i}.json"
+            path.write_text("\n".join(json.dumps(dict(zip(names, r))) for r in COLUMNAR_FILES[i]))
+            os.utime(path, (1_000 + i, 1_000 + i))
+        env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions, vectorize=True)
+        df = spark.readStream.schema("id long, k int, region string, t long, v long").option("maxFilesPerTrigger", 1)
+        _windowed(env.from_dataframe(df.json(str(directory)), strategy, timestamp_column="t", order_columns=["id"]), got)
+        location = checkpoint if savepoint is None else tmp_path / "restored"
+        handle = env.execute(f"columnar-rescale-{run}", checkpoint_location=str(location), from_savepoint=savepoint)
+        handle.process_all_available()
+        assert handle.driver.columnar is not None
+        if run == 1:
+            assert _meta(checkpoint)["state_partitions"] == 3
+            savepoint = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
+        else:
+            handle.stop()
+    assert expected and sorted(got) == sorted(expected)

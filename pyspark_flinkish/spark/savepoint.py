@@ -21,14 +21,14 @@ signatures are compared with the job's (an incompatible operator is refused, nam
 operator the job no longer has is refused unless ``allow_non_restored_state``), every row is assigned to its state
 partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
 computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, is the same in
-every partition, and one copy of it goes to every partition; a window on Spark's columnar path by Spark's hash of its
-key columns, :class:`HashedKeys`), and each partition is written as one snapshot (Spark
-jobs; the state never passes through the driver). The manifests go to ``flinkish/driver/restored.json``, which the
-driver reads as the state before the query's first batch (batch 0, or 1 when the restore seeds Spark's logs with
-file streams' or Delta sources' positions as committed batch 0: ``source_logs.seed``, when the query starts); the
-checkpoint's ``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and
-state are restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time
-timers that are due fire in the first batch.
+every partition, and one copy of it goes to every partition; a window on Spark's columnar path by Spark's hash of
+its key columns, :class:`HashedKeys`), and each partition is written as one snapshot (Spark jobs; the state never
+passes through the driver). The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the
+state before the query's first batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta
+sources' positions as committed batch 0: ``source_logs.seed``, when the query starts); the checkpoint's
+``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and state are
+restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time timers
+that are due fire in the first batch.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """Rescaling a checkpoint in place without a JVM (``spark/rescale.py``): which batch the restarted query resumes
-from, which driver documents go, the refusal of a columnar window's state. The Spark side (the state split into the
+from, which driver documents go, a columnar window's keys as the columns Spark hashes, and what a restart does after a kill at
+each step. The Spark side (the state split into the
 new partitions, the restarted job's results) runs in ``tests/spark/test_source_savepoints.py``."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Dict
 
-import pytest
-
 from pyspark_flinkish.core.codec import dump_document
-from pyspark_flinkish.core.errors import UnsupportedFeatureError
 from pyspark_flinkish.spark import storage
 from pyspark_flinkish.spark.checkpoint import (
     DRIVER_FORMAT,
@@ -19,7 +18,17 @@ from pyspark_flinkish.spark.checkpoint import (
     read_driver_document,
     read_meta,
 )
-from pyspark_flinkish.spark.rescale import rescale_checkpoint, spark_committed
+from pyspark_flinkish.spark.keys import encode_key
+from pyspark_flinkish.spark.rescale import (
+    PENDING_FILE,
+    PENDING_FORMAT,
+    PENDING_VERSION,
+    rescale_checkpoint,
+    rescale_dir,
+    rescale_interrupted,
+    spark_committed,
+)
+from pyspark_flinkish.spark.savepoint import HashedKeys, key_columns_as_text
 
 
 def _checkpoint(tmp_path: Any, documents: Dict[int, Dict[str, Any]], spark_commits: int) -> str:
@@ -51,10 +60,52 @@ def test_nothing_committed_by_spark_drops_every_document(tmp_path: Any) -> None:
     assert committed_batches(checkpoint) == [] and read_meta(checkpoint)["state_partitions"] == 2
 
 
-def test_a_columnar_windows_state_is_refused_before_anything_changes(tmp_path: Any) -> None:
-    manifest = {"token": "t", "next_seq": 1, "files": [{"kind": "snapshot", "name": "s=1-t.parquet"}]}
-    state = {"sums": {"layout": "windows", "partitions": {"0": manifest}}}
-    checkpoint = _checkpoint(tmp_path, {1: {"batch": 1, "state": state}}, spark_commits=2)
-    with pytest.raises(UnsupportedFeatureError, match=r"window 'sums' runs on Spark's columnar path.*state_partitions=2"):
-        rescale_checkpoint(None, checkpoint, {"state_partitions": 2, "vectorize": True}, 3, columnar_uid="sums")
-    assert committed_batches(checkpoint) == [1] and not storage.exists(storage.join(checkpoint, "flinkish", "meta.json"))
+def test_a_columnar_windows_keys_are_decoded_into_the_columns_spark_hashed() -> None:
+    """The split places a columnar window's rows by Spark's ``xxhash64`` of its key columns: each key's bytes give
+    the columns' values back as text Spark casts to their types (``columnar.prepared`` hashed the source's)."""
+    keys = [encode_key((3, "eu")), encode_key((None, "us")), encode_key((-7, "x\"y"))]
+    pair = HashedKeys("sums", ("int", "string"), True)
+    assert key_columns_as_text(keys, pair) == [["3", None, "-7"], ["eu", "us", 'x"y']]
+    single = HashedKeys("sums", ("boolean",), False)
+    assert key_columns_as_text([encode_key(True), encode_key(False)], single) == [["true", "false"]]
+
+
+def _pending(checkpoint: str, old: int, new: int, base: int) -> None:
+    marker = dump_document(PENDING_FORMAT, PENDING_VERSION, {"from": old, "to": new, "batch": base})
+    storage.write_bytes(storage.join(rescale_dir(checkpoint), PENDING_FILE), marker)
+
+
+def test_a_rescaling_killed_before_its_pending_record_leaves_the_checkpoint_as_it_was(tmp_path: Any) -> None:
+    """Killed while the split wrote the new files (named by no document): a restart with the old number only
+    deletes the rescaling's directory; the driver reads the documents it wrote itself."""
+    documents = {3: {"batch": 3, "state": {}}, 4: {"batch": 4, "state": {}}}
+    checkpoint = _checkpoint(tmp_path, documents, spark_commits=5)
+    storage.write_bytes(storage.join(rescale_dir(checkpoint), "b=4-0123abcd", "op=x", "sp=00000", "s=1.parquet"), b"x")
+    assert rescale_interrupted(checkpoint)
+    meta = {"state_partitions": 2, "vectorize": False}
+    before = storage.read_bytes(driver_document_path(checkpoint, 4))
+    assert rescale_checkpoint(None, checkpoint, meta, 2) == meta
+    assert not rescale_interrupted(checkpoint) and not storage.exists(storage.join(checkpoint, "flinkish", "meta.json"))
+    assert storage.read_bytes(driver_document_path(checkpoint, 4)) == before
+
+
+def test_a_rescaling_killed_after_meta_json_is_finished_by_the_next_restart(tmp_path: Any) -> None:
+    documents = {3: {"batch": 3, "state": {}}, 4: {"batch": 4, "state": {}}}
+    checkpoint = _checkpoint(tmp_path, documents, spark_commits=5)
+    _pending(checkpoint, 2, 3, 4)
+    meta = {"state_partitions": 3, "vectorize": False}
+    assert rescale_checkpoint(None, checkpoint, meta, 3) == meta
+    assert committed_batches(checkpoint) == [4] and not rescale_interrupted(checkpoint)
+
+
+def test_a_rescaling_killed_before_meta_json_is_done_again_at_any_number(tmp_path: Any, caplog: Any) -> None:
+    """Between ``pending.json`` and ``meta.json`` the base's document may name the new layout while ``meta.json``
+    still records the old number: a restart asking for the old number rescales again (into the old number)."""
+    checkpoint = _checkpoint(tmp_path, {4: {"batch": 4, "state": {}}}, spark_commits=5)
+    _pending(checkpoint, 2, 3, 4)
+    assert rescale_interrupted(checkpoint)
+    meta = {"state_partitions": 2, "vectorize": False}
+    with caplog.at_level(logging.INFO, logger="pyspark_flinkish.spark"):
+        assert rescale_checkpoint(None, checkpoint, meta, 2) == meta
+    assert "rescaling its keyed state from 2 to 2 state partitions" in caplog.text
+    assert read_meta(checkpoint)["state_partitions"] == 2 and not rescale_interrupted(checkpoint)

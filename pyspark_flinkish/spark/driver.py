@@ -57,9 +57,9 @@ from .keyed_partition import keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
 from .replay import replay_stream
-from .rescale import rescale_checkpoint
+from .rescale import rescale_checkpoint, rescale_interrupted
 from .rows import ROW_DDL, loads
-from .savepoint import restore_savepoint, restored_state
+from .savepoint import columnar_keys, restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
 from .sink_frames import SinkFrame, sink_rows
 from .source_logs import seed
@@ -96,9 +96,8 @@ class ForeachBatchDriver:
         self.restored = restored_state(checkpoint)  # what a checkpoint restored from a savepoint starts from
         meta = self._meta()
         self.plan = ExecPlan(sinks, vectorize=bool(meta["vectorize"]))
-        if int(meta["state_partitions"]) != env.state_partitions:  # Flink rescales a checkpoint on restore too
-            found = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
-            window = self.plan.nodes[found.window].uid if found is not None else None
+        if int(meta["state_partitions"]) != env.state_partitions or rescale_interrupted(checkpoint):  # as Flink's restore
+            window = columnar_keys(self.plan, bool(meta["vectorize"]))  # placed by Spark's hash of its key columns
             meta = rescale_checkpoint(self.spark, checkpoint, meta, env.state_partitions, window)
             self.restored = restored_state(checkpoint)  # rescaled too, when no batch was committed after the restore
         self.partitions = int(meta["state_partitions"])

@@ -20,13 +20,15 @@ Restoring (``execute(..., from_savepoint=...)``) fills a **new** checkpoint loca
 signatures are compared with the job's (an incompatible operator is refused, naming it and the change; state of an
 operator the job no longer has is refused unless ``allow_non_restored_state``), every row is assigned to its state
 partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
-computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, goes to every
-partition), and each partition is written as one snapshot (Spark jobs; the state never passes through the driver).
-The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before the query's first
-batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed
-batch 0: ``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an
-interrupted restore is simply done again. As in Flink, timers and state are restored and **watermarks are not**
-(every operator starts at ``MIN``, spec section 4.5); processing-time timers that are due fire in the first batch.
+computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, is the same in
+every partition, and one copy of it goes to every partition; a window on Spark's columnar path by Spark's hash of
+its key columns, :class:`HashedKeys`), and each partition is written as one snapshot (Spark jobs; the state never
+passes through the driver). The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the
+state before the query's first batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta
+sources' positions as committed batch 0: ``source_logs.seed``, when the query starts); the checkpoint's
+``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and state are
+restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time timers
+that are due fire in the first batch.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import replace
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..core.codec import dump_document, load_document
 from ..core.errors import StateError, UnsupportedFeatureError
@@ -61,6 +63,31 @@ RESTORED_FORMAT = "pyspark_flinkish.restored-state"
 RESTORED_VERSION = 1
 FILE_DDL = "key binary, window_start bigint, value binary, event_due bigint, proc_due bigint, ttl_due bigint, windows int"
 _RESULT_DDL = "uid string, sp int, manifest string"
+
+
+@dataclass(frozen=True)
+class HashedKeys:
+    """A window on Spark's columnar path (``spark/columnar.py``), whose state partition is Spark's
+    ``pmod(xxhash64(key columns), n)`` rather than the route's ``crc32(key bytes) % n``: what a split needs to
+    place its rows."""
+
+    uid: str
+    types: Tuple[str, ...]
+    """The Spark types of the key columns (DDL: ``bigint``, ``int``, ``string``, ``boolean``, ...)."""
+    is_tuple: bool
+    """Whether the key is a tuple of the columns' values (else the one column's value)."""
+
+
+def columnar_keys(plan: Any, vectorize: bool) -> Optional[HashedKeys]:
+    """The job's window on Spark's columnar path as a split places its state (None without one)."""
+    from .columnar import detect
+
+    cw = detect(plan, plan.transformations) if vectorize else None
+    if cw is None:
+        return None
+    schema = plan.transformations[cw.source].source.df.schema
+    types = tuple(schema[c].dataType.simpleString() for c in cw.key_columns)
+    return HashedKeys(str(plan.nodes[cw.window].uid), types, bool(cw.key_is_tuple))
 
 
 # ------------------------------------------------------------------------------------------- sources
@@ -292,9 +319,7 @@ def restore_savepoint(
     Raises:
         StateError: not a finished savepoint, a checkpoint that already holds a job's state, or an incompatible job
             (every operator and change named).
-        UnsupportedFeatureError: rescaling a window that runs on Spark's columnar path.
     """
-    from .columnar import detect
     from .plan import ExecPlan, keep_state_layouts
 
     metadata = read_savepoint(path)
@@ -326,18 +351,9 @@ def restore_savepoint(
     if problems:
         msg = f"savepoint {path} does not fit this job: {'; '.join(problems)}"
         raise StateError(msg)
-    old_partitions = int(metadata["state_partitions"])
-    columnar = detect(plan, plan.transformations) if vectorize else None
-    if columnar is not None and partitions != old_partitions and metadata["state"]:
-        uid = plan.nodes[columnar.window].uid
-        msg = (
-            f"from_savepoint: window {uid!r} runs on Spark's columnar path, whose state partitions are Spark's hash of "
-            f"the key columns; it can be restored into {old_partitions} state partitions (the savepoint's), not "
-            f"{partitions}: set state_partitions={old_partitions}, or take the savepoint from a job with vectorize=False"
-        )
-        raise UnsupportedFeatureError(msg)
     state = {uid: op for uid, op in metadata["state"].items() if uid in current}
-    restored = split_state(spark, path, checkpoint, state, partitions)
+    # a window on Spark's columnar path places its keys by Spark's hash of the key columns, at any number
+    restored = split_state(spark, path, checkpoint, state, partitions, hashed=columnar_keys(plan, vectorize))
     positions = {
         uid: p
         for uid, p in (metadata.get("positions") or {}).items()
@@ -383,11 +399,18 @@ def _position_kind(t: Transformation) -> str:
 
 
 def split_state(
-    spark: Any, path: str, checkpoint: str, state: Dict[str, Dict[str, Any]], partitions: int, batch: int = 0
+    spark: Any,
+    path: str,
+    checkpoint: str,
+    state: Dict[str, Dict[str, Any]],
+    partitions: int,
+    batch: int = 0,
+    hashed: Optional[HashedKeys] = None,
 ) -> Dict[str, Dict[str, Any]]:
     """Write each operator's rows of full snapshots (``state``: manifests under ``path``, a savepoint's layout) into
     the checkpoint's state, one snapshot of ``batch`` per state partition of ``partitions`` (a Spark job: Spark
-    assigns the rows, the executors write the files); returns the manifests."""
+    assigns the rows, the executors write the files); returns the manifests. ``hashed``: the window on Spark's
+    columnar path, whose rows are placed by Spark's hash of their key columns (decoded from the key's bytes)."""
     from pyspark.sql import functions as F
 
     out: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in state.items()}
@@ -405,10 +428,19 @@ def split_state(
     rows = frames[0]
     for f in frames[1:]:
         rows = rows.unionByName(f)
-    # the route's rule (keys.state_partition: crc32 of the key's bytes); broadcast state (the empty key) everywhere
+    # the route's rule (keys.state_partition: crc32 of the key's bytes); broadcast state (the empty key), the same in
+    # every partition it was taken from (each got every broadcast element), once into every partition
+    broadcast = F.length("key") == 0
+    rows = rows.where(~broadcast).unionByName(rows.where(broadcast).dropDuplicates(["uid"]))
     every = F.sequence(F.lit(0), F.lit(partitions - 1))
     one = F.array(F.pmod(F.crc32(F.col("key")), F.lit(partitions)).cast("int"))
-    rows = rows.withColumn("sp", F.explode(F.when(F.length("key") == 0, every).otherwise(one)))
+    if hashed is not None and hashed.uid in state:
+        columnar = _hashed_partitions(rows.where(F.col("uid") == hashed.uid), hashed, partitions)
+        rows = rows.where(F.col("uid") != hashed.uid)
+        rows = rows.withColumn("sp", F.explode(F.when(F.length("key") == 0, every).otherwise(one)))
+        rows = rows.unionByName(columnar)
+    else:
+        rows = rows.withColumn("sp", F.explode(F.when(F.length("key") == 0, every).otherwise(one)))
     root = storage.join(checkpoint, "flinkish", "state")
     options = storage.current_options()
 
@@ -427,7 +459,46 @@ def split_state(
     return out
 
 
+def key_columns_as_text(keys: List[bytes], hashed: HashedKeys) -> List[List[Optional[str]]]:
+    """Per key column, the values of the keys (``keys.encode_key`` bytes) as text Spark casts back to the column's
+    type (``true``/``false`` for booleans; None for null): the columns ``columnar.prepared`` hashed."""
+    from .keys import decode_key
+
+    def text(v: Any) -> Optional[str]:
+        if v is None:
+            return None
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return str(v)
+
+    values = [decode_key(k) for k in keys]
+    rows = [list(v) if hashed.is_tuple else [v] for v in values]
+    return [[text(r[i]) for r in rows] for i in range(len(hashed.types))]
+
+
+def _hashed_partitions(rows: Any, hashed: HashedKeys, partitions: int) -> Any:
+    """``rows`` (one operator's, ``FILE_DDL`` and ``uid``) with ``sp``: ``pmod(xxhash64(key columns), partitions)``, the
+    key columns decoded from the key's bytes on the executors and cast to their types by Spark."""
+    from pyspark.sql import functions as F
+
+    names = [f"__k{i}" for i in range(len(hashed.types))]
+
+    def decode(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for b in batches:
+            table = pa.Table.from_batches([b])
+            for name, values in zip(names, key_columns_as_text(table.column("key").to_pylist(), hashed)):
+                table = table.append_column(name, pa.array(values, pa.string()))
+            yield from table.to_batches()
+
+    ddl = f"{FILE_DDL}, uid string, " + ", ".join(f"{n} string" for n in names)
+    hash_ = F.xxhash64(*[F.col(n).cast(t) for n, t in zip(names, hashed.types)])
+    return rows.mapInArrow(decode, ddl).withColumn("sp", F.pmod(hash_, F.lit(partitions)).cast("int")).drop(*names)
+
+
 __all__ = [
+    "HashedKeys",
     "METADATA_FILE",
     "RESTORED_FILE",
     "RESTORED_FORMAT",
@@ -435,7 +506,9 @@ __all__ = [
     "SAVEPOINT_FORMAT",
     "SAVEPOINT_VERSION",
     "check_sources",
+    "columnar_keys",
     "compatibility_problems",
+    "key_columns_as_text",
     "read_savepoint",
     "restore_savepoint",
     "restored_state",

@@ -23,6 +23,8 @@ from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.core.errors import StateError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.spark import storage
+from pyspark_flinkish.spark.checkpoint import read_meta
 
 pytestmark = pytest.mark.spark
 
@@ -55,7 +57,7 @@ def _pipeline(stream: Any, ids: List[Any], sums: List[Any], changed: bool = Fals
     out.add_sink(sums.append)
 
 
-def _jvm_free(batches: List[Any]) -> List[Any]:
+def jvm_free(batches: List[Any]) -> List[Any]:
     env = StreamExecutionEnvironment.get_execution_environment()
     ids: List[Any] = []
     sums: List[Any] = []
@@ -68,13 +70,13 @@ def _jvm_free(batches: List[Any]) -> List[Any]:
     return sums
 
 
-def _write_file(directory: Path, i: int) -> None:
+def write_file(directory: Path, i: int) -> None:
     path = directory / f"part-{i}.json"
     path.write_text("\n".join(json.dumps(dict(zip(("id", "k", "t", "v"), r))) for r in FILES[i]))
     os.utime(path, (1_000 + i, 1_000 + i))  # Spark's file source takes files in this order
 
 
-def _file_job(spark: Any, directory: Path, partitions: int, ids: List[Any], sums: List[Any], changed: bool = False,
+def file_job(spark: Any, directory: Path, partitions: int, ids: List[Any], sums: List[Any], changed: bool = False,
               path: Optional[str] = None) -> Any:
     env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
     df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(path or directory))
@@ -82,7 +84,7 @@ def _file_job(spark: Any, directory: Path, partitions: int, ids: List[Any], sums
     return env
 
 
-def _check(ids: List[Any], sums: List[Any], expected: List[Any]) -> None:
+def check(ids: List[Any], sums: List[Any], expected: List[Any]) -> None:
     assert sorted(ids) == list(range(1, 12))  # none lost, none twice
     assert sorted(sums) == sorted(expected)
 
@@ -91,55 +93,55 @@ def test_a_file_stream_job_restored_from_a_savepoint_reads_every_file_once(spark
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
-        _write_file(directory, i)
-    expected = _jvm_free(FILES)
+        write_file(directory, i)
+    expected = jvm_free(FILES)
 
     ids: List[Any] = []
     sums: List[Any] = []
-    handle = _file_job(spark, directory, 2, ids, sums).execute("files-1", checkpoint_location=str(tmp_path / "ck1"))
+    handle = file_job(spark, directory, 2, ids, sums).execute("files-1", checkpoint_location=str(tmp_path / "ck1"))
     handle.process_all_available()
     path = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
     assert sorted(ids) == [1, 2, 3, 4, 5, 6, 7]
     metadata = json.loads((Path(path) / "_metadata.json").read_text())
     assert metadata["positions"]["files"]["leaves"][0]["offset"] == {"logOffset": 2}
     for i in range(BEFORE, len(FILES)):
-        _write_file(directory, i)
+        write_file(directory, i)
 
     # a source reading another directory is refused up front, unless its position may be dropped
     other = tmp_path / "other"
     other.mkdir()
-    refused = _file_job(spark, directory, 2, [], [], path=str(other))
+    refused = file_job(spark, directory, 2, [], [], path=str(other))
     with pytest.raises(StateError, match=r"source 'files' changed: it read .*json.* and reads .*other"):
         refused.execute("refused", checkpoint_location=str(tmp_path / "refused"), from_savepoint=path)
     assert not (tmp_path / "refused" / "spark").exists()
     # allow_non_restored_state: the keyed state is restored, the moved source starts as configured (every file of
     # the other directory, which holds the input after the savepoint)
     for i in range(BEFORE, len(FILES)):
-        _write_file(other, i)
+        write_file(other, i)
     ids3, sums3 = [i for i in ids if i <= 7], [s for s in sums if s[1] < 5_000]
-    handle = _file_job(spark, directory, 2, ids3, sums3, path=str(other)).execute(
+    handle = file_job(spark, directory, 2, ids3, sums3, path=str(other)).execute(
         "files-moved", checkpoint_location=str(tmp_path / "moved"), from_savepoint=path, allow_non_restored_state=True
     )
     handle.process_all_available()
     handle.stop()
-    _check(ids3, sums3, expected)
+    check(ids3, sums3, expected)
 
     # restored with an added stateless operator after the window
-    handle = _file_job(spark, directory, 2, ids, sums, changed=True).execute(
+    handle = file_job(spark, directory, 2, ids, sums, changed=True).execute(
         "files-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path
     )
     handle.process_all_available()
     handle.stop()
-    _check(ids, sums, expected)
+    check(ids, sums, expected)
 
     # restored from the same savepoint into 3 state partitions
     ids2, sums2 = [i for i in ids if i <= 7], [s for s in sums if s[1] < 5_000]
-    handle = _file_job(spark, directory, 3, ids2, sums2).execute(
+    handle = file_job(spark, directory, 3, ids2, sums2).execute(
         "files-3", checkpoint_location=str(tmp_path / "ck3"), from_savepoint=path
     )
     handle.process_all_available()
     handle.stop()
-    _check(ids2, sums2, expected)
+    check(ids2, sums2, expected)
 
 
 def test_a_savepoint_of_an_unsupported_stream_is_refused_before_the_job_stops(spark: Any, tmp_path: Path) -> None:
@@ -170,7 +172,7 @@ def _delta_job(spark: Any, table: str, partitions: int, ids: List[Any], sums: Li
 def test_a_from_delta_job_restored_from_a_savepoint_reads_every_commit_once(spark: Any, tmp_path: Path) -> None:
     table = str(tmp_path / "events")
     _append(spark, table, FILES[:BEFORE])
-    expected = _jvm_free(FILES)
+    expected = jvm_free(FILES)
 
     ids: List[Any] = []
     sums: List[Any] = []
@@ -189,7 +191,7 @@ def test_a_from_delta_job_restored_from_a_savepoint_reads_every_commit_once(spar
     )
     handle.process_all_available()
     handle.stop()
-    _check(ids, sums, expected)
+    check(ids, sums, expected)
 
     ids2, sums2 = [i for i in ids if i <= 9], [s for s in sums if s[1] < 10_000]
     handle = _delta_job(spark, table, 3, ids2, sums2).execute(
@@ -197,58 +199,81 @@ def test_a_from_delta_job_restored_from_a_savepoint_reads_every_commit_once(spar
     )
     handle.process_all_available()
     handle.stop()
-    _check(ids2, sums2, expected)
+    check(ids2, sums2, expected)
 
 
 @pytest.mark.hdfs
 def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cluster: Any, tmp_path: Path) -> None:
     """Spark's logs read from a checkpoint on HDFS into a savepoint on HDFS, and seeded into a new checkpoint on
-    HDFS (the package's storage layer on both sides), restored with an added operator into 3 state partitions."""
+    HDFS (the package's storage layer on both sides), restored with an added operator into 3 state partitions, then
+    restarted on that checkpoint with 2 (rescaled in place on HDFS)."""
     root = f"{hdfs_cluster.uri}/source-savepoints/{uuid.uuid4().hex[:8]}"
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
-        _write_file(directory, i)
+        write_file(directory, i)
     ids: List[Any] = []
     sums: List[Any] = []
-    handle = _file_job(spark, directory, 2, ids, sums).execute("hdfs-files-1", checkpoint_location=f"{root}/ck1")
+    handle = file_job(spark, directory, 2, ids, sums).execute("hdfs-files-1", checkpoint_location=f"{root}/ck1")
     handle.process_all_available()
     path = handle.stop_with_savepoint(f"{root}/savepoints")
     names = {s.path.rsplit("/", 1)[-1] for s in hdfs_cluster.client().list_status(f"{path[len(hdfs_cluster.uri):]}/spark-sources/0")}
     assert names == {"0", "1", "2"}  # the file stream's metadata log, one file per log batch
-    for i in range(BEFORE, len(FILES)):
-        _write_file(directory, i)
-    handle = _file_job(spark, directory, 3, ids, sums, changed=True).execute(
+    write_file(directory, BEFORE)
+    handle = file_job(spark, directory, 3, ids, sums, changed=True).execute(
         "hdfs-files-2", checkpoint_location=f"{root}/ck2", from_savepoint=path
     )
     handle.process_all_available()
     handle.stop()
-    _check(ids, sums, _jvm_free(FILES))
+    # the new checkpoint restarted in place with 2 state partitions (``spark/rescale.py`` on HDFS): its window of
+    # [10000, 15000) holds a record from before the rescaling and fires after it
+    for i in range(BEFORE + 1, len(FILES)):
+        write_file(directory, i)
+    handle = file_job(spark, directory, 2, ids, sums, changed=True).execute(
+        "hdfs-files-3", checkpoint_location=f"{root}/ck2"
+    )
+    handle.process_all_available()
+    handle.stop()
+    check(ids, sums, jvm_free(FILES))
+    assert read_meta(f"{root}/ck2")["state_partitions"] == 2
+    assert not storage.exists(f"{root}/ck2/flinkish/rescale")
+
+
+def state_partitions_named(checkpoint: Path) -> List[int]:
+    """The state partitions the newest driver document of ``checkpoint`` names files of (every operator)."""
+    newest = sorted((checkpoint / "flinkish" / "driver").glob("b=*.json"))[-1]
+    state = json.loads(newest.read_text())["state"]
+    return sorted({int(sp) for op in state.values() for sp, m in op["partitions"].items() if m["files"]})
 
 
 def test_a_checkpoint_restarted_with_another_number_of_state_partitions_is_rescaled(spark: Any, tmp_path: Path) -> None:
-    """Not a savepoint: the job restarted on its own checkpoint with 3 state partitions instead of 2 reassigns the
-    state it resumes from (``spark/rescale.py``), as Flink restores a retained checkpoint at another parallelism;
-    no record is lost or read twice, and the results are the uninterrupted run's."""
+    """Not a savepoint: the job restarted on its own checkpoint with 4 state partitions instead of 2, then with 3,
+    reassigns the state it resumes from each time (``spark/rescale.py``), as Flink restores a retained checkpoint at
+    another parallelism; no record is lost or read twice, and the results are the uninterrupted run's."""
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
-        _write_file(directory, i)
+        write_file(directory, i)
     checkpoint = tmp_path / "ck"
     ids: List[Any] = []
     sums: List[Any] = []
-    handle = _file_job(spark, directory, 2, ids, sums).execute("rescale-1", checkpoint_location=str(checkpoint))
-    handle.process_all_available()
-    handle.stop()
-    for i in range(BEFORE, len(FILES)):
-        _write_file(directory, i)
-    handle = _file_job(spark, directory, 3, ids, sums).execute("rescale-2", checkpoint_location=str(checkpoint))
-    handle.process_all_available()
-    handle.stop()
-    _check(ids, sums, _jvm_free(FILES))
-    meta = json.loads((checkpoint / "flinkish" / "meta.json").read_text())
-    assert meta["state_partitions"] == 3
-    assert not (checkpoint / "flinkish" / "rescale").exists()
+    for run, (partitions, files) in enumerate([(2, []), (4, [BEFORE]), (3, [BEFORE + 1])]):
+        for i in files:
+            write_file(directory, i)
+        handle = file_job(spark, directory, partitions, ids, sums).execute(
+            f"rescale-{run}", checkpoint_location=str(checkpoint)
+        )
+        handle.process_all_available()
+        handle.stop()
+        meta = json.loads((checkpoint / "flinkish" / "meta.json").read_text())
+        assert meta["state_partitions"] == partitions
+        assert all(sp < partitions for sp in state_partitions_named(checkpoint))
+        assert not (checkpoint / "flinkish" / "rescale").exists()
+    check(ids, sums, jvm_free(FILES))
+    # the state files of the old layouts are gone (the restarted driver deletes what no kept document names)
+    assert {p.name for p in (checkpoint / "flinkish" / "state" / "op=sums").iterdir() if any(p.iterdir())} <= {
+        f"sp={sp:05d}" for sp in range(3)
+    }
 
 
 def _commit(spark: Any, table: str, i: int) -> None:
@@ -286,7 +311,7 @@ def test_a_from_delta_job_with_upstream_watermarks_restored_from_a_savepoint(spa
     handle = job(3, ids, sums, changed=True).execute("cdf-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path)
     handle.process_all_available()
     handle.stop()
-    _check(ids, sums, _jvm_free(FILES))
+    check(ids, sums, jvm_free(FILES))
 
 
 def test_a_file_stream_unioned_with_a_micro_batch_source_is_placed_after_the_replay_stream(spark: Any, tmp_path: Path) -> None:
@@ -295,7 +320,7 @@ def test_a_file_stream_unioned_with_a_micro_batch_source_is_placed_after_the_rep
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
-        _write_file(directory, i)
+        write_file(directory, i)
     replayed = [[{"id": 100, "k": "r", "t": 1_000, "v": 0}], [{"id": 101, "k": "r", "t": 2_000, "v": 0}]]
 
     def job(ids: List[Any]) -> Any:
@@ -314,7 +339,7 @@ def test_a_file_stream_unioned_with_a_micro_batch_source_is_placed_after_the_rep
     metadata = json.loads((Path(path) / "_metadata.json").read_text())
     assert metadata["positions"]["files"]["leaves"][0]["offset"] == {"logOffset": 2}
     for i in range(BEFORE, len(FILES)):
-        _write_file(directory, i)
+        write_file(directory, i)
     handle = job(ids).execute("union-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path)
     handle.process_all_available()
     handle.stop()

@@ -1,0 +1,78 @@
+"""The file-stream job of ``test_source_savepoints.py`` restarted on its checkpoint with another number of state
+partitions, as its own Spark driver process that ``test_rescale_in_place.py`` SIGKILLs inside the in-place
+rescaling (``spark/rescale.py``), before the query starts:
+
+* ``--kill-at written``: as soon as the split wrote a first new state file into the checkpoint (a thread watches
+  ``flinkish/state``, as ``exactly_once_job.kill_at_planning`` watches Spark's source log), i.e. with some of the new
+  partitions written and others not, and no document naming any of them;
+* ``--kill-at manifests``: once the base batch's driver document names the new files, when the rescaling is about
+  to write ``meta.json`` (the module's ``write_meta`` is replaced by the kill).
+
+A run that is not killed prints ``not killed`` and exits with 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, List, Set
+
+from exactly_once_job import crash
+from test_source_savepoints import file_job
+
+
+def _state_files(root: str) -> Set[str]:
+    return {
+        os.path.join(d, n) for d, _, names in os.walk(root) for n in names if n.startswith("s=") and n.endswith(".parquet")
+    }
+
+
+def kill_at_first_new_state_file(root: str, before: Set[str]) -> None:
+    """SIGKILL this process once a state file under ``root`` that is not one of ``before`` appears (the split's
+    first)."""
+    while True:
+        new = _state_files(root) - before
+        if new:
+            crash(f"after the split wrote {sorted(new)}")
+        time.sleep(0.0005)
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--partitions", type=int, required=True)
+    parser.add_argument("--kill-at", choices=["written", "manifests"], required=True)
+    args = parser.parse_args(argv)
+
+    from pyspark_flinkish.spark import rescale, session
+
+    spark = session("rescale-kill-job", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2")
+    spark.sparkContext.setLogLevel("ERROR")
+    print("session ready", flush=True)
+    if args.kill_at == "written":
+        root = os.path.join(args.checkpoint, "flinkish", "state")
+        threading.Thread(target=kill_at_first_new_state_file, args=(root, _state_files(root)), daemon=True).start()
+    else:
+
+        def write_meta(checkpoint: str, meta: Any) -> None:
+            crash(f"before meta.json of {checkpoint} records {meta['state_partitions']} state partitions")
+
+        rescale.write_meta = write_meta  # type: ignore[attr-defined]
+    ids: List[Any] = []
+    sums: List[Any] = []
+    env = file_job(spark, Path(args.input), args.partitions, ids, sums)
+    handle = env.execute("rescale-kill", checkpoint_location=args.checkpoint)
+    handle.process_all_available()
+    handle.stop()
+    print("not killed", flush=True)
+    spark.stop()
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -141,6 +141,41 @@ def test_local_engine_serializer_error_names_the_sink_and_commits_nothing(kafka_
     assert [r.value for r in kafka_broker.consume(out, timeout=3)] in ([], [b"fine"])
 
 
+def test_a_kept_producer_fenced_by_another_is_replaced_before_any_record_and_the_batch_checked_again(
+    kafka_broker: Any, kafka_topic: Any
+) -> None:
+    """Producers kept between batches (as in a Spark Python worker): another process's producer of the same
+    transactional id fences the kept one and commits batch 1; the kept writer, asked to write batch 1 with stale
+    knowledge, fails on its transaction's first request (its marker offset), creates a new producer, finds batch 1
+    committed and writes nothing; batch 2 then goes through the new producer, kept."""
+    from pyspark_flinkish.datastream.connectors.kafka_producer import KafkaTransactionalWriter, ProducerPool
+
+    out = kafka_topic(partitions=2)
+    kafka = _string_sink(kafka_broker.bootstrap_servers, out, "kept")
+    worker, other = ProducerPool(), ProducerPool()
+
+    def write(pool: ProducerPool, batch: int, values: List[str], committed: Any = None) -> Tuple[dict, int]:  # type: ignore[type-arg]
+        writer = KafkaTransactionalWriter(kafka, "uid", "app", 0, pool=pool)
+        try:
+            return writer.write_batch(batch, [(v, None) for v in values], committed), writer.new_producers
+        finally:
+            writer.close()
+
+    try:
+        assert write(worker, 0, ["a0", "b0"]) == ({"records": 2, "bytes": 4, "committed": 1, "skipped": 0, "aborted": 0}, 1)
+        assert write(worker, 1, ["a1"], committed=0)[1] == 0  # kept: no new producer
+        assert write(other, 2, ["a2", "b2"])[0]["committed"] == 1  # fences the worker's producer
+        stats, created = write(worker, 2, ["a2", "b2"], committed=1)  # stale: the driver read before batch 2
+        assert stats["skipped"] == 1 and stats["records"] == 0 and created == 1
+        assert write(worker, 3, ["a3"], committed=2) == ({"records": 1, "bytes": 2, "committed": 1, "skipped": 0,
+                                                          "aborted": 0}, 0)
+    finally:
+        worker.close()
+        other.close()
+    got = sorted(r.value.decode() for r in kafka_broker.consume(out, timeout=10, isolation_level="read_committed"))
+    assert got == ["a0", "a1", "a2", "a3", "b0", "b2"]
+
+
 # ---------------------------------------------------------------------------------------------- Spark
 def _spark_job(spark: Any, servers: str, out: str, late: str, checkpoint: str, prefix: str) -> List[Any]:
     env = StreamExecutionEnvironment.get_execution_environment(spark)

@@ -371,13 +371,22 @@ def test_spark_bad_input_fails_the_query_naming_the_sink_and_commits_nothing(  #
 def test_apply_in_pandas_with_state_executor_writes_the_same_records(  # type: ignore[no-untyped-def]
     spark, kafka_broker, kafka_topic, tmp_path
 ) -> None:
-    """The same sink on the other Spark executor: the same records, keys, partitions and timestamps."""
+    """The same sink on the other Spark executor: the same records, keys, partitions and timestamps; its progress
+    reports the sinks' records, bytes and transactions as the foreachBatch executor's does."""
     out, late = kafka_topic(partitions=3), kafka_topic(partitions=1, suffix="late")
     env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
     totals, late_stream = pipeline(env, BATCHES)
     totals.sink_to(sink(kafka_broker.bootstrap_servers, out, TOTAL, "apply-test")).uid("totals")
     late_stream.sink_to(sink(kafka_broker.bootstrap_servers, late, EVENT, "apply-test")).uid("late")
-    env.execute("kafka sink (apply)", checkpoint_location=str(tmp_path / "chk"),
-                trigger={"availableNow": True}).await_termination()
-    assert _by_key(records(kafka_broker, out)) == EXPECTED_TOTALS
+    handle = env.execute("kafka sink (apply)", checkpoint_location=str(tmp_path / "chk"), trigger={"availableNow": True})
+    handle.await_termination()
+    got = records(kafka_broker, out)
+    assert _by_key(got) == EXPECTED_TOTALS
     assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE
+    metrics = [p["sink_metrics"] for p in handle.recent_progress()]
+    assert metrics and all(set(m) == {"totals", "late"} for m in metrics), metrics
+    assert sum(m["totals"]["records"] for m in metrics) == 3 and sum(m["late"]["records"] for m in metrics) == 1
+    assert sum(m["totals"]["bytes"] for m in metrics) == sum(len(json.dumps(v, separators=(",", ":"))) + 1
+                                                             for _, _, v, _ in got)
+    committed = sum(m["totals"]["transactions_committed"] + m["late"]["transactions_committed"] for m in metrics)
+    assert committed >= 2 and all(m[s]["transactions_skipped"] == 0 for m in metrics for s in m)

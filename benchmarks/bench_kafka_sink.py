@@ -141,6 +141,16 @@ def _check(engine: str, inputs: List[Dict[str, Any]], records: List[Any]) -> Opt
     return None
 
 
+def _sink_totals(handle: Any) -> Dict[str, int]:
+    """The ``KafkaSink``'s metrics summed over the query's batches (``{}`` for the native writer)."""
+    totals: Dict[str, int] = {}
+    for p in handle.recent_progress() if hasattr(handle, "recent_progress") else []:
+        for metrics in (p.get("sink_metrics") or {}).values():
+            for k, v in metrics.items():
+                totals[k] = totals.get(k, 0) + v
+    return totals
+
+
 def throughput(spark: Any, broker: Any, engine: str, events: List[Dict[str, Any]], batch_rows: int,
                work: str) -> Tuple[float, Optional[str]]:
     tag = uuid.uuid4().hex[:6]
@@ -153,6 +163,10 @@ def throughput(spark: Any, broker: Any, engine: str, events: List[Dict[str, Any]
     query.awaitTermination()
     wall = time.perf_counter() - t0
     stopper.stop()
+    totals = _sink_totals(stopper)
+    if totals:
+        print(f"  {engine}: {totals.get('transactions_committed', 0)} transactions, "
+              f"{totals.get('producers_created', 0)} producers created", flush=True)
     return wall, _check(engine, events, _read_back(broker, out_topic, len(events)))
 
 

@@ -38,12 +38,13 @@ from .dead_letters import with_dead_letter_sinks
 from .delivery import deliver_frame, deliver_values, is_client_sink
 from .delta import with_delta_writers
 from .driver import ForeachBatchDriver
+from .driver_metrics import sink_metrics
 from .error_transport import stops_cleanly
 from .far_future import DEFAULT_HORIZON_MS
 from .file_sink import with_file_writers
 from .job_client import SparkJobClient, query_job_id
 from .job_defaults import default_checkpoint_location, default_trigger
-from .job_handle import SparkJobHandle
+from .job_handle import RECENT_BATCHES, SparkJobHandle
 from .kafka_sink import with_kafka_writers
 from .rows import loads
 from .session import default_file_system, local_temp_dir, spark_path, storage_options
@@ -416,6 +417,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         builder = StatefulQueryBuilder(self, sinks=sinks)
         df = builder.build(raw=True)
         by_dest = dict(zip(builder.targets, sinks))
+        metrics_by_batch: Dict[int, Dict[str, Dict[str, int]]] = {}  # the sinks' counters, for the handle's progress
 
         def deliver(batch: Any, batch_id: int) -> None:
             """Driver-side sinks get their values (collected, in Flink's order); the others a frame of their rows,
@@ -445,6 +447,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
                         )
                         frame = SinkFrame(frame_rows, t.inputs[0].output_type, sizes.get(dest, 0))
                         deliver_frame(self.spark, t, frame, batch_id, context)
+                metrics_by_batch[batch_id] = sink_metrics(builder)
+                for old in sorted(metrics_by_batch)[:-RECENT_BATCHES]:
+                    del metrics_by_batch[old]
             finally:
                 batch.unpersist()
 
@@ -453,7 +458,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         writer = writer.queryName(_query_name(job_name))
         if trigger:
             writer = writer.trigger(**trigger)
-        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"], spark=self.spark)
+        return SparkJobHandle(writer.start(), None, stateful_delay=builder.info["delay"], spark=self.spark,
+                              stateful_sink_metrics=metrics_by_batch)
 
     def _start(
         self,

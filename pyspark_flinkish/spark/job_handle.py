@@ -100,11 +100,13 @@ class SparkJobHandle:
         stateful_delay: Optional[int] = None,
         spark: Any = None,
         client: Optional[ClientDelivery] = None,
+        stateful_sink_metrics: Optional[Dict[Any, Dict[str, Dict[str, int]]]] = None,
     ) -> None:
         self.query = query
         self.driver = driver
         self.client = client
         self._stateful_delay = stateful_delay  # applyInPandasWithState: Spark's watermark delay (ms)
+        self._stateful_sinks = stateful_sink_metrics if stateful_sink_metrics is not None else {}  # and its sinks'
         self._spark: Any = spark if spark is not None else (driver.spark if driver is not None else None)
         self._listeners: List[Any] = []
         if client is not None:
@@ -294,12 +296,17 @@ class SparkJobHandle:
     def _combined(self, spark_progress: Any) -> Dict[str, Any]:
         """This package's progress of Spark's batch, with Spark's under ``"spark"``."""
         if self.driver is None:
-            return stateful_progress(spark_progress, self._stateful_delay)
+            return self._stateful(spark_progress)
         batch_id = spark_progress.get("batchId")
         if self.client is not None and not any(p["batch_id"] == batch_id for p in self.client.history):
             self.client.drain()  # Spark reports a batch after the server-side driver finished it: it is in the outbox
         ours = next((p for p in reversed(self._history()) if p["batch_id"] == batch_id), {"batch_id": batch_id})
         return {**ours, "spark": spark_progress}
+
+    def _stateful(self, spark_progress: Any) -> Dict[str, Any]:
+        """An ``apply_in_pandas_with_state`` batch's progress, with its sinks' counters."""
+        sinks = self._stateful_sinks.get(spark_progress.get("batchId"))
+        return stateful_progress(spark_progress, self._stateful_delay, sinks)
 
     def _remove_listeners(self) -> None:
         while self._listeners:
@@ -315,10 +322,14 @@ class SparkJobHandle:
         is built from Spark's progress alone (input records, watermark, Spark's state operator metrics)."""
         spark = {p.get("batchId"): p for p in (self.query.recentProgress or [])}
         if self.driver is None:
-            return [stateful_progress(p, self._stateful_delay) for p in spark.values()]
+            return [self._stateful(p) for p in spark.values()]
         return [{**p, "spark": spark.get(p["batch_id"])} for p in self._history()]
 
 
+RECENT_BATCHES = 100
+"""How many recent batches' progress a handle keeps (as Spark's ``spark.sql.streaming.numRecentProgressUpdates``)."""
+
 __all__ = [
+    "RECENT_BATCHES",
     "SparkJobHandle",
 ]

@@ -2,21 +2,30 @@
 
 Per micro-batch the sink's records (a :class:`~.sink_frames.SinkFrame`, still on the executors) are serialized into
 Kafka records by the executors (``mapInArrow``: topic, key and value bytes, timestamp, place in Flink's order),
-hash-partitioned by ``(topic, key)`` into ``n = ceil(records / RECORDS_PER_TASK)`` writers (at most
-``spark.sql.shuffle.partitions``; a deterministic function of the batch's records, so a replayed batch puts the same
-records in the same writer — never ``coalesce``, whose grouping depends on locality), sorted in Flink's order within
-each writer, and written by one task per writer (:class:`~..datastream.connectors.kafka_producer.KafkaTransactionalWriter`:
+hash-partitioned by ``(topic, key)`` into ``n = ceil(records / records per writer)`` writers (:data:`RECORDS_PER_WRITER_CONF`,
+at most ``spark.sql.shuffle.partitions``; a deterministic function of the batch's records, so a replayed batch puts the
+same records in the same writer — never ``coalesce``, whose grouping depends on locality), sorted in Flink's order
+within each writer, and written by one task per writer (:class:`~..datastream.connectors.kafka_producer.KafkaTransactionalWriter`:
 one Kafka transaction per writer and batch with ``EXACTLY_ONCE``). Every record of a key is written by one task in
 Flink's order, and a batch's transactions commit before the next batch starts: per-key order is Flink's. The driver
-collects one count row per writer and keeps the sink's metrics.
+reads the writers' committed batches in one request (``EXACTLY_ONCE``), passes them into the tasks (one number per
+writer), collects one count row per writer and keeps the sink's metrics. Each process (driver, Python worker) keeps
+its producers and admin clients across batches in one :class:`~..datastream.connectors.kafka_producer.ProducerPool`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, Iterator, List
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
-from ..datastream.connectors.kafka_producer import KafkaTransactionalWriter, serialize_record
+from ..datastream.connectors.base import DeliveryGuarantee
+from ..datastream.connectors.kafka_producer import (
+    KafkaTransactionalWriter,
+    ProducerPool,
+    committed_batches,
+    marker_group,
+    serialize_record,
+)
 from ..datastream.plan import KafkaSinkSpec, Transformation
 from .delta_commits import app_id
 from .sink_frames import ORDER_COLUMN, RECORDS_PER_TASK, STEP_COLUMN, SinkFrame
@@ -24,7 +33,22 @@ from .sink_frames import ORDER_COLUMN, RECORDS_PER_TASK, STEP_COLUMN, SinkFrame
 _log = logging.getLogger("pyspark_flinkish.spark.kafka_sink")
 
 _RECORD_DDL = f"topic string, key binary, value binary, ts long, {ORDER_COLUMN} array<long>"
-_COUNTS_DDL = "writer int, records long, bytes long, committed long, skipped long"
+_COUNTS_DDL = "writer int, records long, bytes long, committed long, skipped long, new_producers long"
+
+RECORDS_PER_WRITER_CONF = "spark.flinkish.kafkaSink.recordsPerWriter"
+"""The Spark setting of how many records of a batch one writer (task, transaction) takes at most; default
+:data:`~.sink_frames.RECORDS_PER_TASK` (200,000). Lower it for more, smaller transactions per batch (the crash test
+sets 2, so that a batch has several writers)."""
+
+_POOL: Optional[ProducerPool] = None
+
+
+def process_pool() -> ProducerPool:
+    """This process's :class:`ProducerPool` (the driver's, or a Python worker's: kept across tasks and batches)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ProducerPool(close_at_exit=True)
+    return _POOL
 
 
 def _serialize(sink: Any) -> Any:
@@ -65,8 +89,9 @@ def _serialize_one(sink: Any, element: Any) -> Any:
         raise KafkaSinkError(msg) from exc
 
 
-def _write(sink: Any, sink_uid: str, app: str, batch_id: int) -> Any:
-    """``mapInArrow`` body: write this task's writer partition (records in Flink's order) to Kafka."""
+def _write(sink: Any, sink_uid: str, app: str, batch_id: int, committed: Optional[Dict[int, int]] = None) -> Any:
+    """``mapInArrow`` body: write this task's writer partition (records in Flink's order) to Kafka. ``committed``:
+    the newest batch each writer committed, as the driver read it (``EXACTLY_ONCE``)."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -81,16 +106,16 @@ def _write(sink: Any, sink_uid: str, app: str, batch_id: int) -> Any:
                                                  batch.column("value").to_pylist(), batch.column("ts").to_pylist()):
                     yield (topic, key, value), ts
 
-        writer = KafkaTransactionalWriter(sink, sink_uid, app, writer_index, serialized=True)
+        writer = KafkaTransactionalWriter(sink, sink_uid, app, writer_index, serialized=True, pool=process_pool())
         try:
-            stats = writer.write_batch(batch_id, records())
+            stats = writer.write_batch(batch_id, records(), (committed or {}).get(writer_index))
         finally:
             writer.close()
         yield pa.RecordBatch.from_pylist(
             [{"writer": writer_index, "records": stats["records"], "bytes": stats["bytes"],
-              "committed": stats["committed"], "skipped": stats["skipped"]}],
+              "committed": stats["committed"], "skipped": stats["skipped"], "new_producers": writer.new_producers}],
             schema=pa.schema([("writer", pa.int32()), ("records", pa.int64()), ("bytes", pa.int64()),
-                              ("committed", pa.int64()), ("skipped", pa.int64())]),
+                              ("committed", pa.int64()), ("skipped", pa.int64()), ("new_producers", pa.int64())]),
         )
 
     return run
@@ -102,22 +127,41 @@ class KafkaBatchWriter:
 
     Metrics (cumulative for this writer, and of the last batch in :attr:`last_batch`): ``records`` and ``bytes``
     written, ``transactions_committed``, ``transactions_skipped`` (a replayed batch's transaction found committed),
-    ``transactions_aborted`` (writers of a write that failed: their open transactions are aborted).
+    ``transactions_aborted`` (writers of a write that failed: their open transactions are aborted),
+    ``producers_created`` (producers the writers had to create: not kept from an earlier batch, or replaced after
+    being fenced).
     """
 
     def __init__(self, sink: Any) -> None:
         self.sink = sink
         self.totals = {"records": 0, "bytes": 0, "transactions_committed": 0, "transactions_skipped": 0,
-                       "transactions_aborted": 0}
+                       "transactions_aborted": 0, "producers_created": 0}
         self.last_batch: Dict[str, int] = dict(self.totals)
 
     def writers(self, frame: SinkFrame) -> int:
-        """How many writers (tasks, transactions) a batch of this frame has: :data:`RECORDS_PER_TASK` records
+        """How many writers (tasks, transactions) a batch of this frame has: :data:`RECORDS_PER_WRITER_CONF` records
         each, at most ``spark.sql.shuffle.partitions``; a function of the batch's record count only."""
         limit = int(frame.session.conf.get("spark.sql.shuffle.partitions", "200"))
         if frame.count is None:
             return limit
-        return max(1, min(limit, -(-frame.count // RECORDS_PER_TASK)))
+        per_writer = int(frame.session.conf.get(RECORDS_PER_WRITER_CONF, str(RECORDS_PER_TASK)))
+        if per_writer < 1:
+            msg = f"{RECORDS_PER_WRITER_CONF} must be a positive number of records; got {per_writer}"
+            raise ValueError(msg)
+        return max(1, min(limit, -(-frame.count // per_writer)))
+
+    def committed(self, app: str, n: int) -> Optional[Dict[int, int]]:
+        """``EXACTLY_ONCE``: the newest batch each of ``n`` writers committed (-1: none), in one admin request."""
+        if self.sink.delivery_guarantee is not DeliveryGuarantee.EXACTLY_ONCE:
+            return None
+        pool = process_pool()
+        groups = [marker_group(self.sink, app, i) for i in range(n)]
+        try:
+            found = committed_batches(self.sink, pool.admin(self.sink), groups)
+        except Exception:
+            pool.drop_admin(self.sink)
+            raise
+        return {i: found[g] for i, g in enumerate(groups)}
 
     def __call__(self, spark: Any, frame: SinkFrame, batch_id: int, context: Dict[str, Any]) -> None:
         from pyspark.sql import functions as F
@@ -130,8 +174,9 @@ class KafkaBatchWriter:
         n = self.writers(frame)
         records = frame.rows.select("value", "ord", STEP_COLUMN, "ts").mapInArrow(_serialize(self.sink), _RECORD_DDL)
         records = records.repartition(n, F.col("topic"), F.col("key")).sortWithinPartitions(ORDER_COLUMN)
+        committed = self.committed(app, n)
         try:
-            counts = records.mapInArrow(_write(self.sink, sink_uid, app, batch_id), _COUNTS_DDL).collect()
+            counts = records.mapInArrow(_write(self.sink, sink_uid, app, batch_id, committed), _COUNTS_DDL).collect()
         except Exception:
             self.last_batch["transactions_aborted"] = n
             self.totals["transactions_aborted"] += n
@@ -142,6 +187,7 @@ class KafkaBatchWriter:
             "transactions_committed": sum(int(r["committed"]) for r in counts),
             "transactions_skipped": sum(int(r["skipped"]) for r in counts),
             "transactions_aborted": 0,
+            "producers_created": sum(int(r["new_producers"]) for r in counts),
         }
         self.last_batch = batch
         for k, v in batch.items():

@@ -19,13 +19,16 @@ def _epoch_ms(text: Optional[str]) -> Optional[int]:
     return int(round(moment.timestamp() * 1000))
 
 
-def stateful_progress(spark: Dict[str, Any], delay: Optional[int]) -> Dict[str, Any]:
+def stateful_progress(
+    spark: Dict[str, Any], delay: Optional[int], sink_metrics: Optional[Dict[str, Dict[str, int]]] = None
+) -> Dict[str, Any]:
     """The progress of an ``apply_in_pandas_with_state`` batch from Spark's alone: input records (all sources
     together), the watermark Spark used for the batch as Flink's watermark, and the stateful operator's
     ``numKeys`` (Spark's ``numRowsTotal``: keys with state), ``stateSizeBytes`` (``memoryUsedBytes`` of the
     state store) and ``numRecordsOut`` (``numRowsUpdated``: keys whose state was written). Late records and
     fired windows are not counted on this backend. ``watermarkLag`` is measured against the batch's start
-    (Spark's ``timestamp``, the ``processing_time`` of the dict)."""
+    (Spark's ``timestamp``, the ``processing_time`` of the dict). ``sink_metrics``: the batch's counters of sinks
+    whose writer reports them, per sink uid (``KafkaSink``), as the foreachBatch executor reports them."""
     watermark = None
     spark_watermark = _epoch_ms((spark.get("eventTime") or {}).get("watermark"))
     if spark_watermark is not None and delay is not None:
@@ -50,6 +53,7 @@ def stateful_progress(spark: Dict[str, Any], delay: Optional[int]) -> Dict[str, 
         "input_records": spark.get("numInputRows"),
         "operators": operators,
         "durations_ms": {"total": duration} if duration is not None else {},
+        "sink_metrics": dict(sink_metrics or {}),
         "spark": spark,
     }
 

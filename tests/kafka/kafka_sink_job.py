@@ -6,9 +6,10 @@ late-data side output with two ``KafkaSink``s, ``EXACTLY_ONCE``, to two topics (
 
 Kill points (each SIGKILLs the driver's JVM and the driver, as if its machine died):
 
-* ``--kill-during-write B``: inside the task writing the window results of batch ``B``, after it handed every
-  record to its producer (they reach the broker in an open transaction) and before it commits: the task kills the
-  driver, then itself;
+* ``--kill-during-write B``: in the first batch from ``B`` on whose window results have two writers with records
+  (a writer takes at most 2 records: ``spark.flinkish.kafkaSink.recordsPerWriter``), once one writer committed its
+  transaction and the other handed every record to its producer (they reach the broker in an open transaction),
+  before it commits: that task kills the driver, then itself. The batch is left partly committed;
 * ``--kill-after-sink-write N``: right after the N-th ``KafkaSink`` write of this process (its transactions
   committed; the batch's other sink, the driver's and Spark's commits not done);
 * ``--kill-after-commit N``: right after the driver committed its N-th batch, before Spark commits it;
@@ -47,6 +48,7 @@ WINDOW_TYPE = Types.ROW_NAMED(
     ["k", "start", "n", "total", "ids"], [Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG(), Types.STRING()]
 )
 LATE = OutputTag("late-events", EVENT_TYPE)
+RECORDS_PER_WRITER = 2  # records per KafkaSink writer and transaction: most batches have two writers per sink
 
 
 def events(n: int, seed: int = SEED) -> List[Dict[str, Any]]:
@@ -153,6 +155,25 @@ def crash(reason: str, driver: int) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def wait_for_commit(sink: Any, app: str, writer: int, batch_id: int, timeout: float = 60) -> None:
+    """Wait until ``writer``'s marker group says batch ``batch_id`` committed (raises after ``timeout`` s)."""
+    from kafka.admin import KafkaAdminClient
+
+    from pyspark_flinkish.datastream.connectors.kafka_producer import committed_batches, marker_group
+
+    group = marker_group(sink, app, writer)
+    admin = KafkaAdminClient(bootstrap_servers=sink.bootstrap_servers.split(","))
+    try:
+        deadline = time.monotonic() + timeout
+        while committed_batches(sink, admin, [group])[group] < batch_id:
+            if time.monotonic() > deadline:
+                msg = f"writer {writer} did not commit batch {batch_id} within {timeout} s"
+                raise TimeoutError(msg)
+            time.sleep(0.05)
+    finally:
+        admin.close()
+
+
 def kill_at_planning(checkpoint: str, driver: int) -> None:
     log = os.path.join(checkpoint, "spark", "offsets")
     before = set(os.listdir(log))
@@ -182,7 +203,8 @@ def main(argv: List[str]) -> int:
 
     t0 = time.monotonic()
     driver = os.getpid()
-    spark = session("kafka-sink-kills", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2")
+    spark = session("kafka-sink-kills", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
+                    spark__flinkish__kafkaSink__recordsPerWriter=str(RECORDS_PER_WRITER))
     spark.sparkContext.setLogLevel("ERROR")
     print(f"session ready t={time.monotonic() - t0:.1f}s", flush=True)
 
@@ -190,16 +212,40 @@ def main(argv: List[str]) -> int:
         target = args.kill_during_write
         write = spark_kafka._write
 
-        def write_then_die(sink: Any, sink_uid: str, app: str, batch_id: int) -> Any:
-            run = write(sink, sink_uid, app, batch_id)
-            if batch_id != target or sink_uid != "windows":
+        rendezvous = os.path.dirname(os.environ.get("KAFKA_SINK_KILLS", "")) or args.checkpoint
+
+        def write_then_die(sink: Any, sink_uid: str, app: str, batch_id: int, committed: Any = None) -> Any:
+            run = write(sink, sink_uid, app, batch_id, committed)
+            if batch_id < target or sink_uid != "windows":
                 return run
 
             def dying(batches: Any) -> Any:
+                from pyspark import TaskContext
+
+                writer = TaskContext.get().partitionId()
+
                 def handed() -> Any:
-                    yield from batches
-                    time.sleep(1.0)  # the producer's sender puts them on the broker, in the open transaction
-                    crash(f"during the write of batch {batch_id} ({sink_uid}), transaction open", driver)
+                    n = 0
+                    for batch in batches:
+                        n += batch.num_rows
+                        yield batch
+                    if n == 0:
+                        return
+                    # the first writer of the batch with records to get here commits; the next one dies once it has
+                    try:
+                        fd = os.open(os.path.join(rendezvous, f"first-writer-{batch_id}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    except FileExistsError:
+                        text = ""
+                        while not text:  # the first writer writes its index right after creating the file
+                            with open(os.path.join(rendezvous, f"first-writer-{batch_id}")) as f:
+                                text = f.read()
+                        first = int(text)
+                        time.sleep(1.0)  # the producer's sender puts them on the broker, in the open transaction
+                        wait_for_commit(sink, app, first, batch_id)
+                        crash(f"during the write of batch {batch_id} ({sink_uid}): writer {first} committed, writer "
+                              f"{writer}'s transaction open", driver)
+                    os.write(fd, str(writer).encode())
+                    os.close(fd)
 
                 return run(handed())
 

@@ -141,6 +141,41 @@ def test_local_engine_serializer_error_names_the_sink_and_commits_nothing(kafka_
     assert [r.value for r in kafka_broker.consume(out, timeout=3)] in ([], [b"fine"])
 
 
+def test_a_kept_producer_fenced_by_another_is_replaced_before_any_record_and_the_batch_checked_again(
+    kafka_broker: Any, kafka_topic: Any
+) -> None:
+    """Producers kept between batches (as in a Spark Python worker): another process's producer of the same
+    transactional id fences the kept one and commits batch 1; the kept writer, asked to write batch 1 with stale
+    knowledge, fails on its transaction's first request (its marker offset), creates a new producer, finds batch 1
+    committed and writes nothing; batch 2 then goes through the new producer, kept."""
+    from pyspark_flinkish.datastream.connectors.kafka_producer import KafkaTransactionalWriter, ProducerPool
+
+    out = kafka_topic(partitions=2)
+    kafka = _string_sink(kafka_broker.bootstrap_servers, out, "kept")
+    worker, other = ProducerPool(), ProducerPool()
+
+    def write(pool: ProducerPool, batch: int, values: List[str], committed: Any = None) -> Tuple[dict, int]:  # type: ignore[type-arg]
+        writer = KafkaTransactionalWriter(kafka, "uid", "app", 0, pool=pool)
+        try:
+            return writer.write_batch(batch, [(v, None) for v in values], committed), writer.new_producers
+        finally:
+            writer.close()
+
+    try:
+        assert write(worker, 0, ["a0", "b0"]) == ({"records": 2, "bytes": 4, "committed": 1, "skipped": 0, "aborted": 0}, 1)
+        assert write(worker, 1, ["a1"], committed=0)[1] == 0  # kept: no new producer
+        assert write(other, 2, ["a2", "b2"])[0]["committed"] == 1  # fences the worker's producer
+        stats, created = write(worker, 2, ["a2", "b2"], committed=1)  # stale: the driver read before batch 2
+        assert stats["skipped"] == 1 and stats["records"] == 0 and created == 1
+        assert write(worker, 3, ["a3"], committed=2) == ({"records": 1, "bytes": 2, "committed": 1, "skipped": 0,
+                                                          "aborted": 0}, 0)
+    finally:
+        worker.close()
+        other.close()
+    got = sorted(r.value.decode() for r in kafka_broker.consume(out, timeout=10, isolation_level="read_committed"))
+    assert got == ["a0", "a1", "a2", "a3", "b0", "b2"]
+
+
 # ---------------------------------------------------------------------------------------------- Spark
 def _spark_job(spark: Any, servers: str, out: str, late: str, checkpoint: str, prefix: str) -> List[Any]:
     env = StreamExecutionEnvironment.get_execution_environment(spark)
@@ -336,13 +371,22 @@ def test_spark_bad_input_fails_the_query_naming_the_sink_and_commits_nothing(  #
 def test_apply_in_pandas_with_state_executor_writes_the_same_records(  # type: ignore[no-untyped-def]
     spark, kafka_broker, kafka_topic, tmp_path
 ) -> None:
-    """The same sink on the other Spark executor: the same records, keys, partitions and timestamps."""
+    """The same sink on the other Spark executor: the same records, keys, partitions and timestamps; its progress
+    reports the sinks' records, bytes and transactions as the foreachBatch executor's does."""
     out, late = kafka_topic(partitions=3), kafka_topic(partitions=1, suffix="late")
     env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
     totals, late_stream = pipeline(env, BATCHES)
     totals.sink_to(sink(kafka_broker.bootstrap_servers, out, TOTAL, "apply-test")).uid("totals")
     late_stream.sink_to(sink(kafka_broker.bootstrap_servers, late, EVENT, "apply-test")).uid("late")
-    env.execute("kafka sink (apply)", checkpoint_location=str(tmp_path / "chk"),
-                trigger={"availableNow": True}).await_termination()
-    assert _by_key(records(kafka_broker, out)) == EXPECTED_TOTALS
+    handle = env.execute("kafka sink (apply)", checkpoint_location=str(tmp_path / "chk"), trigger={"availableNow": True})
+    handle.await_termination()
+    got = records(kafka_broker, out)
+    assert _by_key(got) == EXPECTED_TOTALS
     assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE
+    metrics = [p["sink_metrics"] for p in handle.recent_progress()]
+    assert metrics and all(set(m) == {"totals", "late"} for m in metrics), metrics
+    assert sum(m["totals"]["records"] for m in metrics) == 3 and sum(m["late"]["records"] for m in metrics) == 1
+    assert sum(m["totals"]["bytes"] for m in metrics) == sum(len(json.dumps(v, separators=(",", ":"))) + 1
+                                                             for _, _, v, _ in got)
+    committed = sum(m["totals"]["transactions_committed"] + m["late"]["transactions_committed"] for m in metrics)
+    assert committed >= 2 and all(m[s]["transactions_skipped"] == 0 for m in metrics for s in m)

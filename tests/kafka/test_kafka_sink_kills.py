@@ -3,8 +3,9 @@ late-data side output, both written by ``KafkaSink`` with ``EXACTLY_ONCE``) runs
 SIGKILLed three times, each time restarted from its checkpoint, until it completes (the broker is restarted once,
 after the first kill, with that attempt's transaction open):
 
-1. ``during``: inside the task writing a batch's window results, after its records reached the broker in an open
-   transaction, before the commit;
+1. ``during``: in a batch whose window results have two writers (transactions), after one writer committed and
+   while the other's records are on the broker in its open transaction: the batch is partly committed, and its
+   replay must skip the committed writer and write the other;
 2. ``sink``: right after a ``KafkaSink`` write committed its transactions (the batch's other sink, the driver and
    Spark have not committed);
 3. ``planning``: between batches, once Spark planned the next batch.
@@ -19,14 +20,15 @@ open, which the restart aborted: they are in the log, and not committed.
 
 from __future__ import annotations
 
+import ast
 import collections
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -104,6 +106,16 @@ def test_kafka_to_kafka_exactly_once_across_driver_kills(kafka_broker: Any, kafk
         assert rc == -signal.SIGKILL and len(killed) == i + 1, f"kill {kind}: rc={rc} {killed}\n{text[-3000:]}"
         if kind == "during":  # the broker restarts while the dead attempt's transaction is open: the next run must
             kafka_broker.restart()  # fence it through the coordinator's recovered state (same port, same log)
+    # the 'during' kill left its batch partly committed: one writer committed, the other's transaction open; the
+    # next run replayed the batch, skipping the committed writer and committing the other
+    (reason,) = [k for k in kills.read_text().splitlines() if "during the write" in k]
+    partial = re.search(r"batch (\d+) \(windows\): writer (\d+) committed, writer (\d+)'s transaction open", reason)
+    assert partial, reason
+    after = log.read_text().split("=== run with kill sink")[1]
+    replay = re.search(rf"kafka windows batch_id={partial.group(1)} .*? metrics=(\{{.*?\}})", after)
+    assert replay, after[-3000:]
+    metrics = ast.literal_eval(replay.group(1))
+    assert metrics["transactions_skipped"] == 1 and metrics["transactions_committed"] == 1, metrics
     with open(log, "a") as f:
         f.write("=== final run\n")
     rc = _run(base, log)

@@ -284,7 +284,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         keeps the pipeline, so that another ``execute(checkpoint_location=...)`` restarts the same job from its
         checkpoint, as a Spark query is restarted. ``trigger`` is passed to Spark's
         ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "5 seconds"}``, ``{"availableNow": True}``); without
-        one, the interval of ``enable_checkpointing`` is the processing-time trigger.
+        one, the interval of ``enable_checkpointing`` is the processing-time trigger. ``progress`` is called with
+        each micro-batch's progress document: by the foreachBatch executor at the end of the batch, by
+        ``backend="apply_in_pandas_with_state"`` once Spark reported the batch (:meth:`SparkJobHandle.on_progress`).
 
         ``checkpoint_location`` is read as Spark reads a path: ``/x`` (on ``fs.defaultFS``), a relative path,
         ``file:/x`` or ``file:///x`` (the local file system), ``hdfs://...``, ``s3a://...``, ``gs://...``,
@@ -498,7 +500,10 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
                     "its own checkpoint"
                 )
                 raise UnsupportedFeatureError(msg)
-            return self._start_stateful(job_name, sinks, checkpoint, trigger)
+            handle = self._start_stateful(job_name, sinks, checkpoint, trigger)
+            if progress is not None:  # after Spark reported each batch (the foreachBatch executor: inside it)
+                handle.on_progress(progress)
+            return handle
         sinks = with_dead_letter_sinks(sinks, checkpoint)  # Kafka sources with the policy "dead_letter"
         storage.configure(storage_options(self.spark))  # the S3 client's settings from the session's fs.s3a.*
         savepoint = restore.get("from_savepoint")

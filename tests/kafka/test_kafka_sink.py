@@ -378,12 +378,15 @@ def test_apply_in_pandas_with_state_executor_writes_the_same_records(  # type: i
     totals, late_stream = pipeline(env, BATCHES)
     totals.sink_to(sink(kafka_broker.bootstrap_servers, out, TOTAL, "apply-test")).uid("totals")
     late_stream.sink_to(sink(kafka_broker.bootstrap_servers, late, EVENT, "apply-test")).uid("late")
-    handle = env.execute("kafka sink (apply)", checkpoint_location=str(tmp_path / "chk"), trigger={"availableNow": True})
+    called: List[Any] = []
+    handle = env.execute("kafka sink (apply)", checkpoint_location=str(tmp_path / "chk"), trigger={"availableNow": True},
+                         progress=called.append)
     handle.await_termination()
     got = records(kafka_broker, out)
     assert _by_key(got) == EXPECTED_TOTALS
     assert _by_key(records(kafka_broker, late)) == EXPECTED_LATE
     metrics = [p["sink_metrics"] for p in handle.recent_progress()]
+    assert [p["sink_metrics"] for p in called] == metrics  # execute(progress=...) is called with each batch's progress
     assert metrics and all(set(m) == {"totals", "late"} for m in metrics), metrics
     assert sum(m["totals"]["records"] for m in metrics) == 3 and sum(m["late"]["records"] for m in metrics) == 1
     assert sum(m["totals"]["bytes"] for m in metrics) == sum(len(json.dumps(v, separators=(",", ":"))) + 1

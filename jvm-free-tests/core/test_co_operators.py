@@ -108,7 +108,7 @@ def test_api_checks_follow_pyflink() -> None:
         a.key_by(lambda e: e[0]).broadcast(desc)
     with pytest.raises(InvalidTypeError, match="MapStateDescriptor"):
         b.broadcast(ValueStateDescriptor("v"))
-    with pytest.raises(InvalidPipelineError, match="MapStateDescriptor"):
+    with pytest.raises(InvalidPipelineError, match=r"BroadcastPartitioner.*once per instance.*MapStateDescriptor"):
         b.broadcast()
     with pytest.raises(InvalidTypeError, match="map1"):
         a.connect(b).map(lambda v: v)

@@ -111,7 +111,8 @@ class BatchWindowOperator:
     ) -> None:
         """Load ``(key, window start, accumulator)`` entries, the keyed state of the window and user functions
         (``(key, keyed snapshot)``, see :meth:`snapshot_keyed`) and the operator's watermark."""
-        self.windows = {(k, s): acc for k, s, acc in entries}
+        state_key = self.op.backend.state_key  # keys as Flink tells them apart (core/key_identity.py)
+        self.windows = {(state_key(k), s): acc for k, s, acc in entries}
         for key, snapshot in keyed:
             self.op.restore_key(key, snapshot)
         self.op.restore_watermark(watermark)
@@ -162,6 +163,7 @@ class BatchWindowOperator:
         """One element at the current watermark, exactly as ``WindowOperator.process_keyed`` for this shape."""
         op = self.op
         op.backend.set_current_key(key)
+        key = op.backend.current_state_key()
         record = StreamRecord(value, timestamp)
         windows = call_user(
             op.assigner.assign_windows,
@@ -197,7 +199,7 @@ class BatchWindowOperator:
 
     def merge_partial(self, key: Any, start: int, partial: Any) -> None:
         """Add the accumulator of several on-time elements (``max_ts > watermark``) of one window at once."""
-        slot = (key, start)
+        slot = (self.op.backend.state_key(key), start)
         acc = self.windows.get(slot, _MISSING)
         if acc is _MISSING:
             self.windows[slot] = partial

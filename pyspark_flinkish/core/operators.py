@@ -336,8 +336,9 @@ class KeyedOperator(StreamOperator):
 
     def open(self, output: Output, clock: Clock) -> None:
         super().open(output, clock)
-        self.backend = KeyedStateBackend(clock.now)
-        self.timers = InternalTimerService(self.backend.get_current_key, self._fire_event_timer, self._fire_processing_timer)
+        subtasks = getattr(self, "subtasks", None)
+        self.backend = KeyedStateBackend(clock.now, getattr(subtasks, "key_type", None))
+        self.timers = InternalTimerService(self.backend.current_state_key, self._fire_event_timer, self._fire_processing_timer)
 
     def process_element(self, record: StreamRecord) -> None:
         key = call_user(self.key_selector, lambda: f"{self.name}: key selector on {short(record.value)}", record.value)
@@ -388,6 +389,7 @@ class KeyedOperator(StreamOperator):
 
     def snapshot_key(self, key: Any) -> Optional[Dict[str, Any]]:
         """One key's state and timers as plain data, or None when the key holds nothing."""
+        key = self.backend.state_key(key)
         self.backend.purge_expired(key)
         table = self.backend.key_table(key)
         event, processing = self.timers.timers_for_key(key)
@@ -401,10 +403,12 @@ class KeyedOperator(StreamOperator):
         processing time reaches them); None where it has none. An executor that restores only the keys a
         micro-batch needs restores these too, so every timer fires and every expired entry is dropped as when all
         keys are in memory."""
+        key = self.backend.state_key(key)
         event, processing = self.timers.timers_for_key(key)
         return (event[0][0] if event else None), (processing[0][0] if processing else None), self.backend.next_expiry(key)
 
     def restore_key(self, key: Any, snapshot: Optional[Dict[str, Any]]) -> None:
+        key = self.backend.state_key(key)
         self.backend.drop_key(key)
         self.timers.drop_key(key)
         if snapshot:
@@ -418,6 +422,7 @@ class KeyedOperator(StreamOperator):
 
     def evict_key(self, key: Any) -> None:
         """Forget a key (after its snapshot was taken)."""
+        key = self.backend.state_key(key)
         self.backend.drop_key(key)
         self.timers.drop_key(key)
 

@@ -28,6 +28,7 @@ from typing import (
 )
 
 from .errors import StateError
+from .key_identity import distinct_key, plain_key
 from .state_descriptors import StateDescriptor
 from .state_ttl import StateTtlConfig, TtlValue, expiration_time, is_expired
 
@@ -70,22 +71,44 @@ class KeyedStateBackend:
     ``clock`` gives the processing time used for TTL. The backend never calls a wall clock itself.
     """
 
-    def __init__(self, clock: Callable[[], int]) -> None:
+    def __init__(self, clock: Callable[[], int], key_type: Any = None) -> None:
         self._tables: Dict[Any, Dict[StateKey, Any]] = {}
         self._clock = clock
         self._current_key: Any = None
+        self._state_key: Any = None
         self._has_key = False
+        self.key_type = key_type
+        name = getattr(key_type, "name", None)
+        self._plain_types: Tuple[type, ...] = (
+            (str, int) if key_type is None else (str,) if name == "STRING"
+            else (int,) if name in ("BYTE", "SHORT", "INT", "LONG") else ()
+        )
         self.descriptors: Dict[str, StateDescriptor] = {}
 
     # -- key context
     def set_current_key(self, key: Any) -> None:
-        self._current_key = key
+        """Make ``key`` current: state is that of the key Flink holds it as (``core/key_identity.py``); a
+        :class:`DistinctKey` (a timer's key) is current as the value Flink hands back."""
+        if type(key) in self._plain_types:  # str and int keys: Python's equality is Flink's
+            self._current_key = self._state_key = key
+        else:
+            self._state_key = distinct_key(key, self.key_type)
+            self._current_key = plain_key(key)
         self._has_key = True
+
+    def state_key(self, key: Any) -> Any:
+        """``key`` as this backend's tables and the operator's timers hold it (``distinct_key``)."""
+        return distinct_key(key, self.key_type)
+
+    def current_state_key(self) -> Any:
+        """The current key as the tables and timers hold it; raises outside a keyed context."""
+        self.get_current_key()
+        return self._state_key
 
     def unset_current_key(self) -> None:
         """Leave the keyed context (e.g. the broadcast side of a keyed broadcast operator): keyed state then
         raises, as in Flink."""
-        self._current_key = None
+        self._current_key = self._state_key = None
         self._has_key = False
 
     def has_current_key(self) -> bool:
@@ -103,7 +126,7 @@ class KeyedStateBackend:
 
     # -- raw access (current key)
     def _table(self, create: bool) -> Optional[Dict[StateKey, Any]]:
-        key = self.get_current_key()
+        key = self._state_key if self._has_key else self.current_state_key()  # the latter raises
         table = self._tables.get(key)
         if table is None and create:
             table = self._tables[key] = {}
@@ -119,7 +142,7 @@ class KeyedStateBackend:
         table[(name, namespace)] = value
 
     def raw_remove(self, name: str, namespace: Hashable) -> Any:
-        key = self.get_current_key()
+        key = self._state_key if self._has_key else self.current_state_key()
         table = self._tables.get(key)
         if table is None:
             return None
@@ -149,26 +172,27 @@ class KeyedStateBackend:
         return list(self._tables)
 
     def has_key(self, key: Any) -> bool:
-        return key in self._tables
+        return self.state_key(key) in self._tables
 
     def key_table(self, key: Any) -> Dict[StateKey, Any]:
-        return self._tables.get(key, {})
+        return self._tables.get(self.state_key(key), {})
 
     def set_key_table(self, key: Any, table: Dict[StateKey, Any]) -> None:
+        key = self.state_key(key)
         if table:
             self._tables[key] = table
         else:
             self._tables.pop(key, None)
 
     def drop_key(self, key: Any) -> None:
-        self._tables.pop(key, None)
+        self._tables.pop(self.state_key(key), None)
 
     def next_expiry(self, key: Any) -> Optional[int]:
         """The earliest processing time at which one of ``key``'s TTL entries expires (None: it holds none), i.e.
         when :meth:`purge_expired` would first drop something: an executor that loads only the keys a micro-batch
         needs loads this key once processing time reaches it, so that expired entries are dropped as before."""
         earliest: Optional[int] = None
-        for (name, _), stored in self._tables.get(key, {}).items():
+        for (name, _), stored in self._tables.get(self.state_key(key), {}).items():
             desc = self.descriptors.get(name)
             ttl = desc._ttl() if desc is not None else None
             if ttl is None:
@@ -187,6 +211,7 @@ class KeyedStateBackend:
 
     def purge_expired(self, key: Any) -> None:
         """Drop expired TTL entries of ``key`` (done before snapshots, as Flink's background cleanup)."""
+        key = self.state_key(key)
         table = self._tables.get(key)
         if not table:
             return

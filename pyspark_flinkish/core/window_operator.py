@@ -17,6 +17,7 @@ from .errors import InvalidPipelineError, StateError
 from .evictors import Evictor, EvictorContext, TimestampedValue
 from .functions import KeyedStateStore, ProcessWindowFunction
 from .javamath import LONG_MAX, long_add
+from .key_identity import plain_key
 from .operators import (
     KeyedOperator,
     NamespacedStateStore,
@@ -526,6 +527,7 @@ class WindowOperator(KeyedOperator):
         self.window_state.update([(e.value, e.timestamp) for e in buffer])
 
     def _call_function(self, key: Any, elements: List[Any], where: Callable[[], str], window: Window) -> None:
+        key = plain_key(key)  # a timer's key as Flink hands it back (core/key_identity.py)
         results = call_user(self.window_function.process, where, key, self.process_ctx, elements)
         emit_results(self.output, results, window.max_timestamp())
 

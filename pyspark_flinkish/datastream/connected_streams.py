@@ -186,9 +186,10 @@ def broadcast_stream(stream: DataStream, descriptors: List[Any]) -> BroadcastStr
     """``stream.broadcast(descriptor, ...)``: checks the descriptors (``MapStateDescriptor``s, as in PyFlink)."""
     if not descriptors:
         msg = (
-            "broadcast() without a MapStateDescriptor (a plain broadcast partitioning) is not offered: this package "
-            "runs one instance per operator, so it would change nothing; pass broadcast(MapStateDescriptor(...)) "
-            "to connect a BroadcastStream"
+            "broadcast() without a MapStateDescriptor (Flink's BroadcastPartitioner: every element to every parallel "
+            "instance of the next operator, whose output then comes once per instance) is not supported yet; pass "
+            "broadcast(MapStateDescriptor(...)) to connect a BroadcastStream, or leave broadcast() out where the next "
+            "operator's parallelism is 1 (there Flink's broadcast() changes nothing)"
         )
         raise InvalidPipelineError(msg)
     for d in descriptors:

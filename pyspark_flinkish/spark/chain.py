@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..core.async_operator import AsyncWaitOperator
 from ..core.errors import UserFunctionError
+from ..core.key_identity import distinct_key
 from ..core.operators import KeyedOperator, StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks
@@ -175,7 +176,7 @@ class ChainRunner:
             return
         if node.keyed:
             key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
-            kb = encode_key(key)
+            kb = encode_key(distinct_key(key, node.key_type))
             self.rows.append(
                 {
                     "kind": "rec",
@@ -217,7 +218,7 @@ class ChainRunner:
             return
         selector = node.key_selectors[channel]  # type: ignore[index]
         key = call_user(selector, lambda: f"{node.name}: key selector {channel + 1} on {short(record.value)}", record.value)  # type: ignore[arg-type]
-        kb = encode_key(key)
+        kb = encode_key(distinct_key(key, node.key_type))
         self.rows.append(
             {
                 "kind": "rec",

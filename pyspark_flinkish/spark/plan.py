@@ -37,6 +37,7 @@ class Node:
     two_input: bool = False  # a connect / broadcast operator (``core/co_operators.py``): records carry their input
     key_selectors: Optional[List[Optional[Callable[[Any], Any]]]] = None  # keyed two-input: one per input
     broadcast_input: Optional[int] = None  # the input whose records go to every state partition (broadcast state)
+    key_type: Any = None  # key_by's key_type (None: untyped): which keys are one key (``core/key_identity.py``)
     # a custom WatermarkGenerator (``WatermarkStrategy.for_generator``) here: its on_event runs in the route
     # (``spark/generators.py``); a source's strategy and declared partitions go with it
     custom_generator: bool = False
@@ -119,6 +120,7 @@ class ExecPlan:
                     two_input=isinstance(t.spec, TwoInputSpec),
                     key_selectors=t.spec.key_selectors if isinstance(t.spec, TwoInputSpec) else None,
                     broadcast_input=t.spec.broadcast_input if isinstance(t.spec, TwoInputSpec) else None,
+                    key_type=getattr(t.spec, "key_type", None),
                 )
             )
             strategy = generator_strategy(t)

@@ -254,7 +254,7 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         op: Any = node.factory()  # type: ignore[misc]
         out = KeyedOutput(runner, keyed_index, op, 0)
         op.open(out, FixedClock(now))
-        key_value = decode_key(key[0])
+        key_value = op.backend.state_key(decode_key(key[0]))  # as the operator's state and timers hold it
         previous = LONG_MIN
         if state.exists:
             version, previous, payload = state.get

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.spark
 CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
 sys.path.insert(0, str(CASES_DIR))
 import all_window_cases  # noqa: E402
+import key_identity_cases  # noqa: E402
 import key_order_cases  # noqa: E402
 
 sys.path.remove(str(CASES_DIR))
@@ -29,8 +30,11 @@ from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(all_window_cases)  # Spark's Python workers cannot import it
 cloudpickle.register_pickle_by_value(key_order_cases)
+cloudpickle.register_pickle_by_value(key_identity_cases)
 ORACLE = all_window_cases.load()
 KEY_ORDER = key_order_cases.load()
+KEY_IDENTITY = key_identity_cases.load()
+KEY_IDENTITY_CASES = ["untyped tuples separated", "FLOAT separated"]  # 0.0/-0.0, 1/True/1.0; FLOATs rounding together
 KEY_ORDER_API = SimpleNamespace(Types=Types, Row=Row)
 SPARK_CASES = ["tumbling_late", "session_aggregate", "count_all_3", "sliding_process"]
 
@@ -58,6 +62,9 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
         return flinkish_spark_dep.scale(x)  # type: ignore[no-any-return]
 
     env.from_collection([1, 2]).key_by(lambda x: x % 2).map(scale).add_sink(scaled.append)
+    identity: Dict[str, List[Any]] = {}  # which keys are one key (key_identity_cases.py): Flink's on Spark too
+    for name in KEY_IDENTITY_CASES:
+        key_identity_cases.build(KEY_ORDER_API, env, name).add_sink(identity.setdefault(name, []).append)
     key = "spark.sql.streaming.checkpointLocation"
     before = spark.conf.get(key, None)
     spark.conf.set(key, str(tmp_path / "root"))
@@ -76,6 +83,8 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
     for name in SPARK_CASES:
         assert _split(got[name]) == _split(cases[name]["output"]), name
     assert sorted(scaled) == [100, 200]
+    for name in KEY_IDENTITY_CASES:  # Flink's order per key, Spark's across keys
+        assert sorted(identity[name]) == sorted(KEY_IDENTITY["cases"][name]), name
 
 
 def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-untyped-def]

@@ -12,10 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
-import uuid
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -28,6 +24,7 @@ from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Sum
 from pyspark_flinkish.datastream.functions import KeyedBroadcastProcessFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.testing.sigkill import DriverRun
 
 pytestmark = pytest.mark.spark
 
@@ -35,42 +32,15 @@ JOB = Path(__file__).with_name("rescale_kill_job.py")
 RUN_TIMEOUT = 300  # seconds for one driver process (its session's start-up included)
 
 
-def _tagged(tag: bytes) -> List[int]:
-    """Live processes whose environment carries ``tag``: the driver, its JVM, the JVM's Python daemon and workers."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if tag in f.read().split(b"\0"):
-                        pids.append(int(name))
-            except OSError:
-                pass
-    return pids
-
-
-def _killed_run(tmp_path: Path, checkpoint: Path, directory: Path, partitions: int, kill_at: str) -> str:
+def _killed_run(tmp_path: Path, checkpoint: Path, directory: Path, partitions: int, kill_at: str,
+                runs: List[DriverRun]) -> str:
     """Run ``rescale_kill_job.py`` until it SIGKILLs itself, then kill what is left of it; returns its output."""
-    tag = f"RESCALE_KILL_RUN={os.getpid()}-{uuid.uuid4().hex}"
-    log = tmp_path / f"kill-{kill_at}.log"
-    cmd = [sys.executable, "-u", str(JOB), "--checkpoint", str(checkpoint), "--input", str(directory),
-           "--partitions", str(partitions), "--kill-at", kill_at]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(JOB.parents[2]),
-                                env={**os.environ, "RESCALE_KILL_RUN": tag.split("=", 1)[1]})
-        try:
-            rc = proc.wait(timeout=RUN_TIMEOUT)
-        finally:
-            deadline = time.monotonic() + 30  # the JVM's Python workers must not outlive the run
-            while (pids := _tagged(tag.encode())) and time.monotonic() < deadline:
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                proc.poll()
-                time.sleep(0.05)
-    text = log.read_text(errors="replace")
+    args = ["--checkpoint", str(checkpoint), "--input", str(directory), "--partitions", str(partitions),
+            "--kill-at", kill_at]
+    run = DriverRun(JOB, args, tmp_path / f"kill-{kill_at}.log", cwd=JOB.parents[2])
+    runs.append(run)
+    rc = run.finish(RUN_TIMEOUT)
+    text = run.log.read_text(errors="replace")
     assert rc == -signal.SIGKILL, f"the run was not killed (rc {rc}):\n{text[-3000:]}"
     return text
 
@@ -85,7 +55,9 @@ def _meta(checkpoint: Path) -> Dict[str, Any]:
 
 
 @pytest.mark.timeout(900)
-def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(spark: Any, tmp_path: Path) -> None:
+def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(
+    spark: Any, tmp_path: Path, driver_runs: List[DriverRun]
+) -> None:
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
@@ -101,13 +73,13 @@ def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(s
     files_before = {p.name for p in state_files.glob("sp=*/s=*.parquet")}
 
     # killed after the split wrote some of the 4 new partitions: nothing the driver reads has changed
-    log = _killed_run(tmp_path, checkpoint, directory, 4, "written")
+    log = _killed_run(tmp_path, checkpoint, directory, 4, "written", driver_runs)
     assert "SIGKILL after the split wrote" in log
     assert _meta(checkpoint)["state_partitions"] == 2 and _newest_state(checkpoint) == before
     assert {p.name for p in state_files.glob("sp=*/s=*.parquet")} > files_before  # new files, named by nothing
 
     # killed once the base's document names the new files, before meta.json
-    log = _killed_run(tmp_path, checkpoint, directory, 4, "manifests")
+    log = _killed_run(tmp_path, checkpoint, directory, 4, "manifests", driver_runs)
     assert "SIGKILL before meta.json" in log
     assert _meta(checkpoint)["state_partitions"] == 2
     assert 2 in state_partitions_named(checkpoint)  # key "a" (crc32 % 4 == 2): the document has the new layout

@@ -10,13 +10,22 @@ that knows the rescaling was interrupted gets right (the base's document then na
 from __future__ import annotations
 
 import json
-import os
 import signal
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from test_source_savepoints import BEFORE, FILES, check, file_job, jvm_free, state_partitions_named, write_file
+from test_source_savepoints import (
+    BEFORE,
+    FILES,
+    check,
+    file_job,
+    jvm_free,
+    newest_state,
+    state_partitions_named,
+    write_file,
+    write_part,
+)
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -45,11 +54,6 @@ def _killed_run(tmp_path: Path, checkpoint: Path, directory: Path, partitions: i
     return text
 
 
-def _newest_state(checkpoint: Path) -> Dict[str, Any]:
-    newest = sorted((checkpoint / "flinkish" / "driver").glob("b=*.json"))[-1]
-    return json.loads(newest.read_text())["state"]  # type: ignore[no-any-return]
-
-
 def _meta(checkpoint: Path) -> Dict[str, Any]:
     return json.loads((checkpoint / "flinkish" / "meta.json").read_text())  # type: ignore[no-any-return]
 
@@ -68,14 +72,14 @@ def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(
     handle = file_job(spark, directory, 2, ids, sums).execute("kill-rescale-1", checkpoint_location=str(checkpoint))
     handle.process_all_available()
     handle.stop()
-    before = _newest_state(checkpoint)
+    before = newest_state(checkpoint)
     state_files = checkpoint / "flinkish" / "state" / "op=sums"
     files_before = {p.name for p in state_files.glob("sp=*/s=*.parquet")}
 
     # killed after the split wrote some of the 4 new partitions: nothing the driver reads has changed
     log = _killed_run(tmp_path, checkpoint, directory, 4, "written", driver_runs)
     assert "SIGKILL after the split wrote" in log
-    assert _meta(checkpoint)["state_partitions"] == 2 and _newest_state(checkpoint) == before
+    assert _meta(checkpoint)["state_partitions"] == 2 and newest_state(checkpoint) == before
     assert {p.name for p in state_files.glob("sp=*/s=*.parquet")} > files_before  # new files, named by nothing
 
     # killed once the base's document names the new files, before meta.json
@@ -148,9 +152,7 @@ def test_broadcast_state_is_rescaled_in_place_one_copy_per_partition(spark: Any,
     got: List[Any] = []
     for run, (partitions, files) in enumerate([(2, [0, 1]), (3, []), (3, [2])]):
         for i in files:
-            path = directory / f"part-{i}.json"
-            path.write_text("\n".join(json.dumps(r) for r in rows[i]))
-            os.utime(path, (1_000 + i, 1_000 + i))
+            write_part(directory, i, rows[i])
         env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
         df = spark.readStream.schema("id long, k string, t long, v long").option("maxFilesPerTrigger", 1).json(str(directory))
         _scaled(env.from_dataframe(df, strategy, timestamp_column="t").uid("files"), got)
@@ -160,7 +162,7 @@ def test_broadcast_state_is_rescaled_in_place_one_copy_per_partition(spark: Any,
         if run == 1:  # rescaled, no batch run since: one broadcast row (the empty key) in each partition
             import pyarrow.parquet as pq
 
-            layout = _newest_state(checkpoint)["scale"]["partitions"]
+            layout = newest_state(checkpoint)["scale"]["partitions"]
             root = checkpoint / "flinkish" / "state" / "op=scale"
             copies = {
                 sp: sum(pq.read_table(root / f"sp={int(sp):05d}" / f["name"]).column("key").to_pylist().count(b"")
@@ -225,9 +227,7 @@ def test_a_columnar_window_is_rescaled_in_place_by_sparks_hash_of_its_key_column
     savepoint = None
     for run, (partitions, files) in enumerate([(2, [0, 1]), (3, [2, 3]), (2, [4])]):
         for i in files:
-            path = directory / f"part-{i}.json"
-            path.write_text("\n".join(json.dumps(dict(zip(names, r))) for r in COLUMNAR_FILES[i]))
-            os.utime(path, (1_000 + i, 1_000 + i))
+            write_part(directory, i, (dict(zip(names, r)) for r in COLUMNAR_FILES[i]))
         env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions, vectorize=True)
         df = spark.readStream.schema("id long, k int, region string, t long, v long").option("maxFilesPerTrigger", 1)
         _windowed(env.from_dataframe(df.json(str(directory)), strategy, timestamp_column="t", order_columns=["id"]), got)

@@ -30,6 +30,7 @@ import sys
 import tempfile
 from typing import Any, Dict, List
 
+import pyflink_oracle as oracle
 from pyflink.common import Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import OutputTag, RuntimeExecutionMode, StreamExecutionEnvironment
@@ -224,7 +225,6 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", default=None, help="run only the case with this name (no output written)")
     args = parser.parse_args(argv)
-    import pyflink.version
 
     jar = build_jar()
     cases = []
@@ -238,18 +238,8 @@ def main(argv: List[str]) -> int:
         return 0
     probes = {"batch_with_checkpointing": probe_batch_checkpointing(jar)}
     print(probes, flush=True)
-    doc = {
-        "pyflink_version": pyflink.version.__version__,
-        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_all_windows.py --out " + args.out,
-        "parallelism": 1,
-        "watermark_bound_ms": BOUND_MS,
-        "input": INPUT,
-        "cases": cases,
-        "probes": probes,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    body = {"parallelism": 1, "watermark_bound_ms": BOUND_MS, "input": INPUT, "cases": cases, "probes": probes}
+    oracle.record(args.out, __file__, body)
     return 0
 
 

@@ -25,6 +25,7 @@ import sys
 import traceback
 from typing import Any, Dict, List
 
+import pyflink_oracle as oracle
 from pyflink.common import Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import AsyncDataStream, StreamExecutionEnvironment
@@ -187,7 +188,6 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--only", nargs="*", default=None,
                         help="run only these cases; the others' results are kept from --out")
     args = parser.parse_args(argv)
-    import pyflink.version
 
     kept = {}
     if args.only:
@@ -201,17 +201,7 @@ def main(argv: List[str]) -> int:
         result = run_case(case)
         print(f"{case['name']}: {result}", flush=True)
         cases.append({**case, **result})
-    doc = {
-        "pyflink_version": pyflink.version.__version__,
-        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_async.py --out " + args.out,
-        "parallelism": 1,
-        "timestamp_base": T0,
-        "inputs": INPUTS,
-        "cases": cases,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    oracle.record(args.out, __file__, {"parallelism": 1, "timestamp_base": T0, "inputs": INPUTS, "cases": cases})
     return 0
 
 

@@ -15,12 +15,13 @@ then does nothing): stdout holds only what the job prints. The example's source 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import List
+
+import pyflink_oracle as oracle
 
 WRAPPER = (
     "import logging, runpy, sys; logging.basicConfig(stream=sys.stderr, level=logging.INFO); "
@@ -47,9 +48,7 @@ def main(argv: List[str]) -> int:
         "source": example.read_text(),
         "printed": printed,
     }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    oracle.write_json(args.out, doc)
     return 0
 
 

@@ -24,14 +24,12 @@ Run with PyFlink's interpreter (Java 17 on PATH)::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any, Dict, List
 
-CASES_DIR = Path(__file__).resolve().parents[1] / "jvm-free-tests" / "datastream"
-sys.path.insert(0, str(CASES_DIR))
-import configuration_cases as cases  # noqa: E402
+import pyflink_oracle as oracle
+
+cases = oracle.import_cases("configuration_cases")
 
 
 def environment() -> Dict[str, Any]:
@@ -120,9 +118,7 @@ def main(argv: List[str]) -> int:
         "keyed_collect": keyed_collect(),
         "environment": environment(),
     }
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+    oracle.write_json(args.out, data, sort_keys=True)
     return 0
 
 

@@ -23,6 +23,7 @@ import json
 import sys
 from typing import Any, Dict, List
 
+import pyflink_oracle as oracle
 from pyflink.common import Types
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.functions import ProcessWindowFunction
@@ -92,23 +93,13 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    import pyflink.version
 
     cases = []
     for case in CASES:
         output = run_case(case)
         print(f"{case['name']}: {output}", flush=True)
         cases.append({**case, "output": output})
-    doc = {
-        "pyflink_version": pyflink.version.__version__,
-        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_count_windows.py --out " + args.out,
-        "parallelism": 1,
-        "input": INPUT,
-        "cases": cases,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    oracle.record(args.out, __file__, {"parallelism": 1, "input": INPUT, "cases": cases})
     return 0
 
 

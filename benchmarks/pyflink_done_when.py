@@ -15,22 +15,18 @@ hands it PyFlink's modules, ``test_pyflink_done_when.py`` (local engine) and ``t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, List
 
+import pyflink_oracle as oracle
 from pyflink.common import Row, Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
-from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream import functions as pyflink_functions
 from pyflink.datastream import state as pyflink_state
 from pyflink.datastream import window as pyflink_window
 
-JOBS_DIR = Path(__file__).resolve().parents[1] / "jvm-free-tests" / "datastream"
-sys.path.insert(0, str(JOBS_DIR))
-import pyflink_done_when_job as job  # noqa: E402
+job = oracle.import_cases("pyflink_done_when_job")
 
 
 class At(TimestampAssigner):
@@ -60,10 +56,7 @@ API = SimpleNamespace(
 
 
 def run() -> List[Any]:
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(1)
-    env.set_python_executable(sys.executable)  # the Python workers run in this venv too
-    out = job.build(env, API)
+    out = job.build(oracle.environment(parallelism=1), API)
     with out.execute_and_collect() as results:
         return job.decode(list(results))
 
@@ -90,9 +83,7 @@ def main(argv: List[str]) -> int:
         "inputs": job.INPUTS,
         "output": outputs[0],
     }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    oracle.write_json(args.out, doc)
     return 0
 
 

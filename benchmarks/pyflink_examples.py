@@ -33,6 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
+import pyflink_oracle as oracle
+
 WRAPPER = (
     "import logging, runpy, sys; logging.basicConfig(stream=sys.stderr, level=logging.INFO); "
     "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
@@ -98,7 +100,6 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     import pyflink
-    import pyflink.version
 
     root = Path(pyflink.__file__).parent / "examples" / "datastream"
     cases: Dict[str, Any] = {}
@@ -120,15 +121,7 @@ def main(argv: List[str]) -> int:
                     case["input_output"] = part_files(out)
         cases[name] = case
         print(name, json.dumps({k: v for k, v in case.items() if k != "source"})[:400], flush=True)
-    doc = {
-        "pyflink_version": pyflink.version.__version__,
-        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_examples.py --out " + args.out,
-        "cpus": 1,  # a local Flink's default parallelism
-        "examples": cases,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    oracle.record(args.out, __file__, {"cpus": 1, "examples": cases})  # cpus: a local Flink's default parallelism
     return 0
 
 

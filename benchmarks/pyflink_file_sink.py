@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
+import pyflink_oracle as oracle
+
 JOBS = {
     "row": """
 from pyflink.common import Types, Row
@@ -63,7 +65,7 @@ def main(argv: List[str]) -> int:
                      for line in p.read_text().splitlines()]
             cases[name] = {"job": job.strip(), "printed": done.stdout.splitlines(), "part_lines": lines}
     doc = {"pyflink_version": pyflink.version.__version__, "cases": cases}
-    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    oracle.write_json(args.out, doc)
     print(json.dumps(doc, indent=1))
     return 0
 

@@ -1,7 +1,7 @@
 """Real PyFlink's order of keys in BATCH execution (a keyed operator's input sorted by the key's serialized bytes),
 as the oracle for pyspark_flinkish.
 
-Runs with PyFlink's own interpreter (``benchmarks/.venv-pyflink``, see ``pyflink_count_windows.py``; Java 17)::
+Runs with PyFlink's own interpreter (``benchmarks/.venv-pyflink``, see ``pyflink_oracle.py``; Java 17)::
 
     benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_key_order.py \
         --out jvm-free-tests/datastream/pyflink_key_order.json
@@ -15,15 +15,13 @@ compares (local engine and the foreachBatch executor's bodies); it does not need
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, List
 
-CASES_DIR = Path(__file__).resolve().parents[1] / "jvm-free-tests" / "datastream"
-sys.path.insert(0, str(CASES_DIR))
-import key_order_cases as cases  # noqa: E402
+import pyflink_oracle as oracle
+
+cases = oracle.import_cases("key_order_cases")
 
 
 def api() -> Any:
@@ -33,21 +31,13 @@ def api() -> Any:
 
 
 def environment() -> Any:
-    from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
-
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(1)
-    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-    env.set_python_executable(sys.executable)  # the Python workers run in this venv too
-    env.add_python_file(str(CASES_DIR / "key_order_cases.py"))  # the workers import the case module
-    return env
+    return oracle.environment(cases, parallelism=1, batch=True)
 
 
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    import pyflink.version
 
     a = api()
     results: Dict[str, List[str]] = {}
@@ -55,17 +45,8 @@ def main(argv: List[str]) -> int:
         with cases.build(a, environment(), name).execute_and_collect() as collected:
             results[name] = list(collected)
         print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
-    doc = {
-        "pyflink_version": pyflink.version.__version__,
-        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_key_order.py --out " + args.out,
-        "parallelism": 1,
-        "runtime_mode": "BATCH",
-        "seed": cases.SEED,
-        "cases": results,
-    }
-    with open(args.out, "w") as out:
-        json.dump(doc, out, indent=1, ensure_ascii=False)
-        out.write("\n")
+    body = {"parallelism": 1, "runtime_mode": "BATCH", "seed": cases.SEED, "cases": results}
+    oracle.record(args.out, __file__, body, ensure_ascii=False)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Real PyFlink's coders on every basic type (``Types.FLOAT()`` rounded to 32 bits, integers range-checked, SQL
 times in milliseconds, ...), as the oracle for pyspark_flinkish.
 
-Runs with PyFlink's own interpreter (``benchmarks/.venv-pyflink``, see ``pyflink_count_windows.py``; Java 17)::
+Runs with PyFlink's own interpreter (``benchmarks/.venv-pyflink``, see ``pyflink_oracle.py``; Java 17)::
 
     benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_narrow_types.py \
         --out jvm-free-tests/datastream/pyflink_narrow_types.json
@@ -19,18 +19,14 @@ test_narrow_types_foreach_batch.py`` compare (local engine, foreachBatch executo
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import sys
-import tempfile
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, List
 
-CASES_DIR = Path(__file__).resolve().parents[1] / "jvm-free-tests" / "datastream"
-sys.path.insert(0, str(CASES_DIR))
-import narrow_types_cases as cases  # noqa: E402
+import pyflink_oracle as oracle
+
+cases = oracle.import_cases("narrow_types_cases")
 
 
 def api() -> Any:
@@ -49,13 +45,7 @@ def api() -> Any:
 
 
 def environment() -> Any:
-    from pyflink.datastream import StreamExecutionEnvironment
-
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(1)
-    env.set_python_executable(sys.executable)  # the Python workers run in this venv too
-    env.add_python_file(str(CASES_DIR / "narrow_types_cases.py"))  # the workers import the case module
-    return env
+    return oracle.environment(cases, parallelism=1)
 
 
 def source(env: Any, values: List[Any]) -> Any:
@@ -151,28 +141,17 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    import pyflink.version
 
-    # print() runs in the Java process, which inherits file descriptor 1 when it starts: send it to a file
-    captured = tempfile.NamedTemporaryFile(prefix="pyflink-print-", suffix=".txt", delete=False)
-    saved_stdout = os.dup(1)
-    os.dup2(captured.fileno(), 1)
-    try:
+    with oracle.captured_print() as lines:  # print() runs in the Java process
         values, typed, refused, chained, float_collect = run_cases()
-        sys.stdout.flush()
-    finally:
-        os.dup2(saved_stdout, 1)
     printed: Dict[str, List[str]] = {}
-    for line in Path(captured.name).read_text().splitlines():
+    for line in lines:
         prefix, sep, rest = line.partition("> ")
         if sep and prefix in ("FLOAT", "TUPLE", "ROW", "LIST"):
             printed.setdefault(prefix, []).append(rest)
-    os.unlink(captured.name)
     float_collect["printed"] = printed
 
-    doc = {
-        "pyflink_version": pyflink.version.__version__,
-        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_narrow_types.py --out " + args.out,
+    body = {
         "parallelism": 1,
         "seed": cases.SEED,
         "cases": values,
@@ -181,9 +160,7 @@ def main(argv: List[str]) -> int:
         "chaining": chained,
         "float_collect": float_collect,
     }
-    with open(args.out, "w") as out:
-        json.dump(doc, out, indent=1, ensure_ascii=False)
-        out.write("\n")
+    oracle.record(args.out, __file__, body, ensure_ascii=False)
     return 0
 
 

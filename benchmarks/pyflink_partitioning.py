@@ -17,12 +17,13 @@ Run with the PyFlink virtualenv (Java 17 on PATH):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, List
+
+import pyflink_oracle as oracle
 
 
 def environment(parallelism: int = 2) -> Any:
@@ -166,9 +167,7 @@ def main(argv: List[str]) -> int:
         "setting_errors": setting_errors(),
         "partition_out_of_range": partition_out_of_range(),
     }
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+    oracle.write_json(args.out, data, sort_keys=True)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Real PyFlink's ``Row``, typed values, ``print()``, rolling aggregations (``KeyedStream.sum/min/max/min_by/
 max_by``) and keyed state in ``KeyedStream.map/flat_map/filter/reduce``, as the oracle for pyspark_flinkish.
 
-Runs with PyFlink's own interpreter (``benchmarks/.venv-pyflink``, see ``pyflink_count_windows.py``; Java 17)::
+Runs with PyFlink's own interpreter (``benchmarks/.venv-pyflink``, see ``pyflink_oracle.py``; Java 17)::
 
     benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_rows.py --out jvm-free-tests/datastream/pyflink_rows.json
 
@@ -15,17 +15,13 @@ engine) and ``tests/spark/test_spark_rows.py`` (foreachBatch executor) compare; 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, List
 
-CASES_DIR = Path(__file__).resolve().parents[1] / "jvm-free-tests" / "datastream"
-sys.path.insert(0, str(CASES_DIR))
-import rows_cases  # noqa: E402
+import pyflink_oracle as oracle
+
+rows_cases = oracle.import_cases("rows_cases")
 
 
 def api() -> Any:
@@ -40,13 +36,7 @@ def api() -> Any:
 
 
 def environment() -> Any:
-    from pyflink.datastream import StreamExecutionEnvironment
-
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(1)
-    env.set_python_executable(sys.executable)  # the Python workers run in this venv too
-    env.add_python_file(str(CASES_DIR / "rows_cases.py"))  # the workers import the case module's functions
-    return env
+    return oracle.environment(rows_cases, parallelism=1)
 
 
 def refusals(a: Any) -> Dict[str, str]:
@@ -68,13 +58,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
 
-    # print() runs in the Java process, which inherits file descriptor 1: send it to a file to read back.
-    captured = tempfile.NamedTemporaryFile(prefix="pyflink-print-", suffix=".txt", delete=False)
-    saved_stdout = os.dup(1)
-    os.dup2(captured.fileno(), 1)
-    try:
-        import pyflink.version
-
+    with oracle.captured_print() as lines:  # print() runs in the Java process: read back from a file
         a = api()
         names = rows_cases.case_names(a)
         env = environment()
@@ -87,25 +71,17 @@ def main(argv: List[str]) -> int:
                 values[name] = [rows_cases.encode(r) for r in results]
             print(f"{name}: {values[name]}", file=sys.stderr, flush=True)
         refused = refusals(a)
-        sys.stdout.flush()
-    finally:
-        os.dup2(saved_stdout, 1)
     printed: Dict[str, List[str]] = {n: [] for n in names}
-    for line in Path(captured.name).read_text().splitlines():
+    for line in lines:
         prefix, sep, rest = line.partition("> ")
         if sep and prefix in printed:
             printed[prefix].append(rest)
-    os.unlink(captured.name)
-    doc = {
-        "pyflink_version": pyflink.version.__version__,
-        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_rows.py --out " + args.out,
+    body = {
         "parallelism": 1,
         "cases": [{"name": n, "values": values[n], "printed": printed[n]} for n in names],
         "keyed_stream_refusals": refused,
     }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    oracle.record(args.out, __file__, body)
     return 0
 
 

@@ -17,20 +17,17 @@ designed so that this multiset is deterministic.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any, List
 
+import pyflink_oracle as oracle
 from pyflink.common import Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
-from pyflink.datastream import OutputTag, StreamExecutionEnvironment
+from pyflink.datastream import OutputTag
 from pyflink.datastream import functions as pyflink_functions
 from pyflink.datastream import state as pyflink_state
 
-JOBS_DIR = Path(__file__).resolve().parents[1] / "jvm-free-tests" / "datastream"
-sys.path.insert(0, str(JOBS_DIR))
-import two_input_jobs  # noqa: E402
+two_input_jobs = oracle.import_cases("two_input_jobs")
 
 
 class At(TimestampAssigner):
@@ -60,9 +57,7 @@ API = two_input_jobs.Api(
 
 
 def run_case(case: str) -> List[Any]:
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(two_input_jobs.PARALLELISM.get(case, 1))
-    env.set_python_executable(sys.executable)  # the Python workers run in this venv too
+    env = oracle.environment(parallelism=two_input_jobs.PARALLELISM.get(case, 1))
     out = two_input_jobs.build(env, API, case)
     with out.execute_and_collect() as results:
         return two_input_jobs.decode(list(results))
@@ -91,9 +86,7 @@ def main(argv: List[str]) -> int:
         "inputs": two_input_jobs.INPUTS,
         "cases": cases,
     }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    oracle.write_json(args.out, doc)
     return 0
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark_flinkish.testing.fixtures import hdfs_cluster, kafka_broker, kafka_topic, s3_server
+from pyspark_flinkish.testing.fixtures import driver_runs, hdfs_cluster, kafka_broker, kafka_topic, s3_server
 
-__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic", "s3_server"]
+__all__ = ["driver_runs", "hdfs_cluster", "kafka_broker", "kafka_topic", "s3_server"]
 
 
 def pytest_collection_finish(session: Any) -> None:

@@ -1,5 +1,6 @@
 """pytest fixtures for pipelines that read Kafka or use HDFS or S3: a broker per test session, fresh topics per test,
-a test HDFS (``MiniDFSCluster``) per test session and an S3-compatible server (S3Proxy) per test session.
+a test HDFS (``MiniDFSCluster``) per test session and an S3-compatible server (S3Proxy) per test session; and the driver
+processes of a kill test (``driver_runs``), killed at its end.
 
 A module of fixtures only, so that it can be registered as a pytest plugin (an entry point in the
 ``pytest11`` group pointing here, or ``-p pyspark_flinkish.testing.fixtures``); this repository's ``tests/``
@@ -17,8 +18,9 @@ import pytest
 from .hdfs import MiniHdfs
 from .kafka import KafkaBroker
 from .s3 import S3Proxy
+from .sigkill import DriverRun
 
-__all__ = ["hdfs_cluster", "kafka_broker", "kafka_topic", "s3_server"]
+__all__ = ["driver_runs", "hdfs_cluster", "kafka_broker", "kafka_topic", "s3_server"]
 
 
 @pytest.fixture(scope="session")
@@ -84,3 +86,14 @@ def s3_server() -> Iterator[S3Proxy]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def driver_runs() -> Iterator[list[DriverRun]]:
+    """A list for the :class:`~pyspark_flinkish.testing.sigkill.DriverRun` s a kill test starts: whatever is left of
+    them (a driver, its JVM, the JVM's Python workers) is killed at the end of the test, pass or fail."""
+    started: list[DriverRun] = []
+    yield started
+    for run in started:
+        run.kill_all()
+        run.proc.wait()

@@ -23,6 +23,9 @@ Fixtures:
 * ``s3_server`` -- an S3-compatible server (S3Proxy, own JVM) per test session: a
   :class:`~pyspark_flinkish.testing.s3.S3Proxy` with ``.create_bucket(name)``, ``.hadoop_settings()`` (the
   ``fs.s3a.*`` of a Spark session that reaches it) and ``.filesystem()`` (:mod:`pyspark_flinkish.testing.fixtures`).
+* ``driver_runs`` -- a list for the driver processes a kill test starts
+  (:class:`~pyspark_flinkish.testing.sigkill.DriverRun`), whatever is left of them killed at the test's end
+  (:mod:`pyspark_flinkish.testing.sigkill`).
 
 Importing this module imports neither pyspark nor kafka-python nor hdfs-native, and starts no JVM: only the Spark,
 Kafka, HDFS and S3 fixtures do, when a test requests them.
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 import pytest
 
 from ..core.clock import ManualClock
-from .fixtures import hdfs_cluster, kafka_broker, kafka_topic, s3_server
+from .fixtures import driver_runs, hdfs_cluster, kafka_broker, kafka_topic, s3_server
 from .harness import KeyedProcessHarness, OneInputHarness, WindowHarness
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HarnessFactory",
+    "driver_runs",
     "flinkish_spark",
     "flinkish_spark_options",
     "hdfs_cluster",

@@ -10,7 +10,7 @@ micro-batches) and writes three Delta tables under ``<lake>``:
 * ``late`` (append): the session windows' late-data side output (the events themselves);
 * ``tumbling`` (merge on ``k``, ``start``): a tumbling 1-minute count/sum per key.
 
-Kill hooks (all SIGKILL the driver's JVM, then the driver, as if its machine died):
+Kill hooks (all SIGKILL the driver's JVM, then the driver, as if its machine died: ``pyspark_flinkish.testing.sigkill``):
 
 * ``--kill-after-delta-commit N``: right after the N-th Delta write of this process (3 per batch), i.e. inside a
   micro-batch after part (or all) of its output is committed to Delta, before the driver and Spark commit it;
@@ -30,11 +30,8 @@ the JVM-free engine over given micro-batches (the test rebuilds them from Spark'
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import signal
 import sys
-import threading
 import time
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -42,6 +39,7 @@ from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import AggregateFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.window import EventTimeSessionWindows, TumblingEventTimeWindows
+from pyspark_flinkish.testing.sigkill import crash, crash_on_new_entry
 
 SEED = 20250117
 PARTITIONS = 4
@@ -175,37 +173,6 @@ def run_local(topic: str, batches: Sequence[Sequence[Tuple[int, int, Event]]]) -
     return out
 
 
-def crash(reason: str) -> None:
-    """SIGKILL the driver's JVM (a child process), then this process."""
-    print(f"SIGKILL {reason}", flush=True)
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == me:
-                os.kill(int(name), signal.SIGKILL)
-    os.kill(me, signal.SIGKILL)
-
-
-def kill_at_planning(checkpoint: str) -> None:
-    """SIGKILL this process as soon as Spark writes a new entry of its offsets log (the next batch is planned).
-    The log is listed through the package's storage layer, so ``checkpoint`` may be a path or an ``hdfs://`` (or
-    other supported) URI; names starting with ``.`` (Spark's temporary files and checksums) are not entries."""
-    from pyspark_flinkish.spark import storage
-
-    log = storage.join(checkpoint, "spark", "offsets")
-    before = set(storage.list_names(log))
-    while True:
-        new = [n for n in storage.list_names(log) if n not in before and not n.startswith(".")]
-        if new:
-            crash(f"at planning: new offsets log entry {new}")
-        time.sleep(0.0005)
-
-
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
@@ -261,7 +228,9 @@ def main(argv: List[str]) -> int:
         if args.kill_after_commit is not None and commits >= args.kill_after_commit:
             crash(f"after commit {commits}")
         if args.kill_after_planning is not None and commits == args.kill_after_planning:
-            threading.Thread(target=kill_at_planning, args=(args.checkpoint,), daemon=True).start()
+            # listed through the package's storage layer: the checkpoint may be a path or an hdfs:// (or other) URI
+            offsets_log = storage.join(args.checkpoint, "spark", "offsets")
+            crash_on_new_entry(lambda: storage.list_names(offsets_log), "at planning: new offsets log entry")
 
     handle = env.execute("kafka-to-delta", checkpoint_location=args.checkpoint, trigger={"availableNow": True}, progress=progress)
     handle.await_termination()

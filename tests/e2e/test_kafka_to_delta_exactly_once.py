@@ -52,20 +52,19 @@ change the size, e.g. for a quicker run while developing).
 from __future__ import annotations
 
 import collections
-import importlib.util
 import itertools
 import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+
+from pyspark_flinkish.testing.sigkill import DriverRun, job_module
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.hdfs]
 
@@ -80,100 +79,17 @@ KILLS = FULL_KILLS if os.environ.get("FLINKISH_KILL_TESTS") == "full" else ["del
 RUN_TIMEOUT = 600  # seconds for one driver process (start-up included)
 
 
-def _job_module() -> Any:
-    spec = importlib.util.spec_from_file_location("kafka_delta_job", JOB)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-def _tagged(tag: bytes) -> List[int]:
-    """Live processes whose environment carries ``tag``: a run's driver, its JVM and the JVM's Python workers."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if tag in f.read().split(b"\0"):
-                        pids.append(int(name))
-            except OSError:
-                pass
-    return pids
-
-
-class Run:
-    """One driver process of the job; every process it starts carries an environment tag, so that a crash kills
-    all of them and none survives into the next run."""
+class Run(DriverRun):
+    """One driver process of the job, with what its log says."""
 
     def __init__(self, log: Path, args: List[str]) -> None:
-        tag = f"{os.getpid()}-{uuid.uuid4().hex}"
-        self.tag = f"KAFKA_DELTA_E2E_RUN={tag}".encode()
-        self.log = log
-        self.started = time.monotonic()
-        self.elapsed = 0.0
-        self._log_file = open(log, "w")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-u", str(JOB), *args],
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            cwd=str(JOB_CWD),
-            env={**os.environ, "KAFKA_DELTA_E2E_RUN": tag},
-        )
-
-    def lines(self) -> List[str]:
-        return self.log.read_text(errors="replace").splitlines()
+        super().__init__(JOB, args, log, cwd=JOB_CWD)
 
     def committed(self) -> List[int]:
         return [int(ln.split()[1].split("=")[1]) for ln in self.lines() if ln.startswith("committed ")]
 
     def commit_times(self) -> List[float]:
         return [float(ln.split(" t=", 1)[1].split("s", 1)[0]) for ln in self.lines() if ln.startswith("committed ")]
-
-    def kill_all(self) -> int:
-        """SIGKILL every process of this run (by pid) until none is left; returns how many were killed."""
-        killed, deadline = 0, time.monotonic() + 30
-        while time.monotonic() < deadline:
-            pids = _tagged(self.tag)
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-                except ProcessLookupError:
-                    pass
-            self.proc.poll()
-            time.sleep(0.05)
-        return killed
-
-    def finish(self, timeout: float) -> int:
-        """Wait for the driver, then kill what is left of the run (a SIGKILLed driver's JVM and Python workers
-        exit by themselves a little later; they must not touch the checkpoint or the tables once the next run
-        starts)."""
-        try:
-            rc = self.proc.wait(timeout=max(1.0, timeout - (time.monotonic() - self.started)))
-        except subprocess.TimeoutExpired:
-            self.kill_all()
-            self.proc.wait()
-            raise
-        finally:
-            self.elapsed = time.monotonic() - self.started
-        self.kill_all()
-        self._log_file.close()
-        return rc
-
-    def tail(self, n: int = 40) -> str:
-        return "\n".join(self.lines()[-n:])
-
-
-@pytest.fixture
-def runs() -> Any:
-    """Every driver process the test starts; whatever is left of them is killed at the end, pass or fail."""
-    started: List[Run] = []
-    yield started
-    for run in started:
-        run.kill_all()
-        run.proc.wait()
 
 
 def _produce(broker: Any, topic: str, events: List[Tuple[int, Dict[str, Any]]]) -> Dict[Tuple[int, int], Dict[str, Any]]:
@@ -266,9 +182,11 @@ def _diff(expected: collections.Counter, got: collections.Counter) -> str:  # ty
 
 @pytest.mark.timeout(1800)
 def test_kafka_to_delta_exactly_once_across_driver_kills_and_a_broker_restart(
-    kafka_broker: Any, kafka_topic: Any, hdfs_cluster: Any, tmp_path: Path, runs: List[Run], request: pytest.FixtureRequest
+    kafka_broker: Any, kafka_topic: Any, hdfs_cluster: Any, tmp_path: Path, driver_runs: List[DriverRun],
+    request: pytest.FixtureRequest,
 ) -> None:
-    job = _job_module()
+    runs = driver_runs
+    job: Any = job_module(JOB)
     rng = random.Random(SEED)
     t0 = time.monotonic()
     timings: Dict[str, float] = {}
@@ -317,7 +235,7 @@ def test_kafka_to_delta_exactly_once_across_driver_kills_and_a_broker_restart(
                 tmp_path / f"run{i}-{kind}{n}.log", [*base, f"--kill-after-{kind.replace('delta', 'delta-commit')}", str(n)]
             )
             runs.append(run)
-        rc = run.finish(RUN_TIMEOUT)
+        rc = run.finish(RUN_TIMEOUT, since_start=True)
         times = run.commit_times()
         batch_seconds.extend(b - a for a, b in itertools.pairwise(times))
         event.update(rc=rc, seconds=round(run.elapsed, 1), committed=run.committed(), last_line=(run.lines() or [""])[-1][:120])
@@ -339,7 +257,7 @@ def test_kafka_to_delta_exactly_once_across_driver_kills_and_a_broker_restart(
     t_broker = time.monotonic()
     kafka_broker.restart()
     timings["broker_restart"] = time.monotonic() - t_broker
-    rc = final.finish(RUN_TIMEOUT)
+    rc = final.finish(RUN_TIMEOUT, since_start=True)
     history.append({"kind": "final", "rc": rc, "seconds": round(final.elapsed, 1), "committed": final.committed(),
                     "broker_restarted_after": restarted_at})  # fmt: skip
     assert rc == 0, f"{seed_msg} the restarted job failed after {history}:\n{final.tail()}"

@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import sys
-import threading
 import time
 from typing import Any, Dict, List, Sequence
 
@@ -37,6 +35,7 @@ from pyspark_flinkish.datastream.connectors.kafka import DeliveryGuarantee, Kafk
 from pyspark_flinkish.datastream.formats.json import JsonRowSerializationSchema
 from pyspark_flinkish.datastream.functions import ProcessWindowFunction
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.testing import sigkill
 
 SEED = 20261127
 KEYS = ["k0", "k1", "k2", "k3", "k4", "k5"]
@@ -131,28 +130,10 @@ def run_local(in_topic: str, batches: Sequence[Sequence[Dict[str, Any]]], server
 
 
 def crash(reason: str, driver: int) -> None:
-    """SIGKILL the driver's children (its JVM), the driver, then this process (if it is another).
-
-    The reason goes to standard output and to the file ``$KAFKA_SINK_KILLS`` names: a Python worker's output reaches
-    the log through the JVM, which this kills, so only the file is sure to have it."""
-    print(f"SIGKILL {reason}", flush=True)
-    marker = os.environ.get("KAFKA_SINK_KILLS")
-    if marker:
-        with open(marker, "a") as f:
-            f.write(f"SIGKILL {reason}\n")
-            f.flush()
-            os.fsync(f.fileno())
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == driver and int(name) != os.getpid():
-                os.kill(int(name), signal.SIGKILL)
-    os.kill(driver, signal.SIGKILL)
-    os.kill(os.getpid(), signal.SIGKILL)
+    """SIGKILL the driver's children (its JVM), the driver, then this process (if it is another); the reason also goes
+    to the file ``$KAFKA_SINK_KILLS`` names (a Python worker's output reaches the log through the JVM, which this
+    kills)."""
+    sigkill.crash(reason, driver, note_to=os.environ.get("KAFKA_SINK_KILLS"))
 
 
 def wait_for_commit(sink: Any, app: str, writer: int, batch_id: int, timeout: float = 60) -> None:
@@ -172,16 +153,6 @@ def wait_for_commit(sink: Any, app: str, writer: int, batch_id: int, timeout: fl
             time.sleep(0.05)
     finally:
         admin.close()
-
-
-def kill_at_planning(checkpoint: str, driver: int) -> None:
-    log = os.path.join(checkpoint, "spark", "offsets")
-    before = set(os.listdir(log))
-    while True:
-        new = [n for n in os.listdir(log) if n not in before and not n.startswith(".")]
-        if new:
-            crash(f"at planning: new offsets log entry {new}", driver)
-        time.sleep(0.0005)
 
 
 def main(argv: List[str]) -> int:
@@ -280,7 +251,8 @@ def main(argv: List[str]) -> int:
         if args.kill_after_commit is not None and commits >= args.kill_after_commit:
             crash(f"after commit {commits}", driver)
         if args.kill_after_planning is not None and commits == args.kill_after_planning:
-            threading.Thread(target=kill_at_planning, args=(args.checkpoint, driver), daemon=True).start()
+            offsets_log = os.path.join(args.checkpoint, "spark", "offsets")
+            sigkill.crash_on_new_entry(lambda: os.listdir(offsets_log), "at planning: new offsets log entry", driver=driver)
 
     handle = env.execute("kafka -> kafka", checkpoint_location=args.checkpoint, trigger={"availableNow": True},
                          progress=progress)

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import ast
 import collections
-import importlib.util
 import json
 import os
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+
+from pyspark_flinkish.testing.sigkill import DriverRun, job_module
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -44,28 +43,12 @@ if os.environ.get("FLINKISH_KILL_TESTS") == "full":
     KILLS.append(("commit", 1))
 
 
-def _job() -> Any:
-    spec = importlib.util.spec_from_file_location("kafka_sink_job", JOB)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-def _run(args: List[str], log: Path, timeout: float = 300) -> int:
+def _run(args: List[str], log: Path, runs: List[DriverRun], timeout: float = 300) -> int:
     """Run the job to its end (or its SIGKILL); then kill what is left of it (the JVM's Python workers). Each kill's
     reason is appended to ``kills.txt`` beside the log (``kafka_sink_job.crash``)."""
-    env = {**os.environ, "KAFKA_SINK_KILLS": str(log.with_name("kills.txt"))}
-    with open(log, "a") as out:
-        proc = subprocess.Popen([sys.executable, str(JOB), *args], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, env=env)
-        try:
-            rc = proc.wait(timeout=timeout)
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    return rc
+    run = DriverRun(JOB, args, log, env={"KAFKA_SINK_KILLS": str(log.with_name("kills.txt"))})
+    runs.append(run)
+    return run.finish(timeout)
 
 
 def _records(broker: Any, topic: str, isolation_level: str = "read_committed") -> List[Tuple[Any, ...]]:
@@ -82,8 +65,10 @@ def _per_key(records: List[Tuple[Any, ...]]) -> Dict[str, List[Any]]:
     return dict(out)
 
 
-def test_kafka_to_kafka_exactly_once_across_driver_kills(kafka_broker: Any, kafka_topic: Any, tmp_path: Path) -> None:
-    job = _job()
+def test_kafka_to_kafka_exactly_once_across_driver_kills(
+    kafka_broker: Any, kafka_topic: Any, tmp_path: Path, driver_runs: List[DriverRun]
+) -> None:
+    job: Any = job_module(JOB)
     events = job.events(N_EVENTS)
     in_topic = kafka_topic(partitions=1, suffix="in")
     out_topic, late_topic = kafka_topic(partitions=3, suffix="out"), kafka_topic(partitions=2, suffix="late")
@@ -100,7 +85,7 @@ def test_kafka_to_kafka_exactly_once_across_driver_kills(kafka_broker: Any, kafk
         with open(log, "a") as f:
             f.write(f"=== run with kill {kind} {n}\n")
         # a kill point counted in this process's batches or writes; "during" names a Spark batch id
-        rc = _run([*base, flags[kind], str(n)], log)
+        rc = _run([*base, flags[kind], str(n)], log, driver_runs)
         text = log.read_text()
         killed = kills.read_text().splitlines() if kills.exists() else []
         assert rc == -signal.SIGKILL and len(killed) == i + 1, f"kill {kind}: rc={rc} {killed}\n{text[-3000:]}"
@@ -118,7 +103,7 @@ def test_kafka_to_kafka_exactly_once_across_driver_kills(kafka_broker: Any, kafk
     assert metrics["transactions_skipped"] == 1 and metrics["transactions_committed"] == 1, metrics
     with open(log, "a") as f:
         f.write("=== final run\n")
-    rc = _run(base, log)
+    rc = _run(base, log, driver_runs)
     text = log.read_text()
     assert rc == 0, text[-4000:]
 

@@ -12,10 +12,10 @@ replacing what an earlier attempt of the same batch id wrote (idempotent per bat
   few ms of ``asyncio.sleep`` each, several in flight per partition), i.e. requests run on the executors inside
   each micro-batch.
 
-``--kill-after-sink N`` SIGKILLs this driver (its JVM, then itself) right after its N-th sink write (counted across batches), i.e.
+``--kill-after-sink N`` SIGKILLs this driver (its JVM, then itself: ``pyspark_flinkish.testing.sigkill.crash``) right after its N-th sink write (counted across batches), i.e.
 inside a micro-batch after part of its output was written; ``--kill-after-commit N`` right after the driver
 committed its state for its N-th batch, before Spark commits the batch (so Spark replays it);
-``--kill-after-planning N`` once Spark then starts planning the next batch (see :func:`kill_at_planning`).
+``--kill-after-planning N`` once Spark then starts planning the next batch (its file source logs a new entry).
 ``--hold-async-from-id N`` makes every async request for an event with ``id >= N`` write a marker file into
 ``--async-markers`` as it starts and then never complete (it awaits ``asyncio.sleep`` until the process dies), so
 the micro-batch holding that event cannot commit: the test SIGKILLs the job once it sees a marker, i.e. with
@@ -31,9 +31,7 @@ import asyncio
 import json
 import os
 import random
-import signal
 import sys
-import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -52,6 +50,7 @@ from pyspark_flinkish.datastream.functions import (
     ProcessWindowFunction,
 )
 from pyspark_flinkish.datastream.window import EventTimeSessionWindows, TumblingEventTimeWindows
+from pyspark_flinkish.testing.sigkill import crash, crash_on_new_entry
 
 SEED = 20240611
 N_BATCHES = 32
@@ -240,36 +239,6 @@ def write_batch(df: Any, path: str) -> None:
     os.replace(tmp, path)
 
 
-def crash(reason: str) -> None:
-    """SIGKILL the driver: its JVM (a child process), then this process — as if the driver's machine died. (The
-    JVM would otherwise outlive this process for a moment and might, e.g., still write Spark's offsets log.)"""
-    print(f"SIGKILL {reason}", flush=True)
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == me:
-                os.kill(int(name), signal.SIGKILL)
-    os.kill(me, signal.SIGKILL)
-
-
-def kill_at_planning(checkpoint: str) -> None:
-    """SIGKILL this process as soon as Spark's file source logs a new entry, i.e. while Spark plans the next
-    micro-batch: the file source writes ``spark/sources/0/<n>`` before ``spark/offsets/<batch id>`` (some
-    10-100 ms apart). A crash in between leaves a source log entry that no batch's offsets cover."""
-    log = os.path.join(checkpoint, "spark", "sources", "0")
-    before = set(os.listdir(log))
-    while True:
-        new = [n for n in os.listdir(log) if n not in before and not n.startswith(".")]
-        if new:
-            crash(f"at planning: new source log entry {new}")
-        time.sleep(0.0005)
-
-
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
@@ -311,7 +280,10 @@ def main(argv: List[str]) -> int:
         if args.kill_after_commit is not None and commits >= args.kill_after_commit:
             crash(f"after commit {commits}")
         if args.kill_after_planning is not None and commits == args.kill_after_planning:
-            threading.Thread(target=kill_at_planning, args=(args.checkpoint,), daemon=True).start()
+            # Spark's file source logs the next batch's file (``spark/sources/0/<n>``) before ``spark/offsets/<batch
+            # id>`` (some 10-100 ms apart): a crash in between leaves a source log entry no batch's offsets cover
+            source_log = os.path.join(args.checkpoint, "spark", "sources", "0")
+            crash_on_new_entry(lambda: os.listdir(source_log), "at planning: new source log entry")
 
     handle = env.execute("exactly-once", checkpoint_location=args.checkpoint, trigger={"availableNow": True}, progress=progress)
     handle.await_termination()

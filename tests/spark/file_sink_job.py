@@ -6,7 +6,7 @@ A ``FileSource`` monitoring ``--input`` (Spark's file source; the test adds file
 per micro-batch, so that a commit has several renames). The job stops itself once the committed part files hold
 ``--expect`` lines.
 
-Kill points (the driver SIGKILLs its JVM, then itself, as if its machine died):
+Kill points (the driver SIGKILLs its JVM, then itself, as if its machine died: ``pyspark_flinkish.testing.sigkill``):
 
 * ``--kill-after-renames N``: right after the N-th rename of an in-progress file to its part file name (counted in
   this process), i.e. in the middle of a micro-batch's commit, after its pending files were recorded;
@@ -17,8 +17,6 @@ Kill points (the driver SIGKILLs its JVM, then itself, as if its machine died):
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -34,6 +32,7 @@ from pyspark_flinkish.datastream.connectors.file_system import (
     RollingPolicy,
     StreamFormat,
 )
+from pyspark_flinkish.testing.sigkill import crash
 
 PART_SIZE = 40
 
@@ -57,22 +56,6 @@ def visible_lines(output: str) -> List[str]:
         if path.is_file() and not path.name.startswith("."):
             out.extend(path.read_text().splitlines())
     return out
-
-
-def crash(reason: str) -> None:
-    """SIGKILL the driver: its JVM (a child process), then this process."""
-    print(f"SIGKILL {reason}", flush=True)
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == me:
-                os.kill(int(name), signal.SIGKILL)
-    os.kill(me, signal.SIGKILL)
 
 
 def main(argv: List[str]) -> int:

@@ -3,7 +3,7 @@ partitions, as its own Spark driver process that ``test_rescale_in_place.py`` SI
 rescaling (``spark/rescale.py``), before the query starts:
 
 * ``--kill-at written``: as soon as the split wrote a first new state file into the checkpoint (a thread watches
-  ``flinkish/state``, as ``exactly_once_job.kill_at_planning`` watches Spark's source log), i.e. with some of the new
+  ``flinkish/state``, as ``exactly_once_job.py`` watches Spark's source log), i.e. with some of the new
   partitions written and others not, and no document naming any of them;
 * ``--kill-at manifests``: once the base batch's driver document names the new files, when the rescaling is about
   to write ``meta.json`` (the module's ``write_meta`` is replaced by the kill).
@@ -16,29 +16,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any, List, Set
 
-from exactly_once_job import crash
 from test_source_savepoints import file_job
+
+from pyspark_flinkish.testing.sigkill import crash, crash_on_new_entry
 
 
 def _state_files(root: str) -> Set[str]:
     return {
         os.path.join(d, n) for d, _, names in os.walk(root) for n in names if n.startswith("s=") and n.endswith(".parquet")
     }
-
-
-def kill_at_first_new_state_file(root: str, before: Set[str]) -> None:
-    """SIGKILL this process once a state file under ``root`` that is not one of ``before`` appears (the split's
-    first)."""
-    while True:
-        new = _state_files(root) - before
-        if new:
-            crash(f"after the split wrote {sorted(new)}")
-        time.sleep(0.0005)
 
 
 def main(argv: List[str]) -> int:
@@ -56,7 +45,7 @@ def main(argv: List[str]) -> int:
     print("session ready", flush=True)
     if args.kill_at == "written":
         root = os.path.join(args.checkpoint, "flinkish", "state")
-        threading.Thread(target=kill_at_first_new_state_file, args=(root, _state_files(root)), daemon=True).start()
+        crash_on_new_entry(lambda: _state_files(root), "after the split wrote")  # its first new file
     else:
 
         def write_meta(checkpoint: str, meta: Any) -> None:

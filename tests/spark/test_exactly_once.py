@@ -36,21 +36,19 @@ from __future__ import annotations
 
 import collections
 import glob
-import importlib.util
 import itertools
 import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+
+from pyspark_flinkish.testing.sigkill import DriverRun, job_module
 
 pytestmark = pytest.mark.spark
 
@@ -61,51 +59,11 @@ KILLS = FULL_KILLS if os.environ.get("FLINKISH_KILL_TESTS") == "full" else ["sin
 RUN_TIMEOUT = 420  # seconds for one driver process (start-up included)
 
 
-def _job_module() -> Any:
-    spec = importlib.util.spec_from_file_location("exactly_once_job", JOB)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-def _tagged(tag: bytes) -> List[int]:
-    """Live processes whose environment carries ``tag``: a run's driver, its JVM, the JVM's Python daemon and
-    workers (the daemon makes its own process group, so a process-group kill would miss it)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if tag in f.read().split(b"\0"):
-                        pids.append(int(name))
-            except OSError:
-                pass
-    return pids
-
-
-class Run:
-    """One driver process of the job. Every process it starts carries an environment tag, so that a crash
-    kills all of them and none survives into the next run."""
+class Run(DriverRun):
+    """One driver process of the job, with what its log says."""
 
     def __init__(self, checkpoint: Path, out: Path, log: Path, *args: str) -> None:
-        cmd = [sys.executable, "-u", str(JOB), "--checkpoint", str(checkpoint), "--out", str(out), *args]
-        tag = f"{os.getpid()}-{uuid.uuid4().hex}"
-        self.tag = f"EXACTLY_ONCE_RUN={tag}".encode()
-        self.log = log
-        self.started = time.monotonic()
-        self.elapsed = 0.0
-        self.leftovers = 0
-        self._log_file = open(log, "w")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            cwd=str(JOB.parents[2]),
-            env={**os.environ, "EXACTLY_ONCE_RUN": tag},
-        )
-
-    def lines(self) -> List[str]:
-        return self.log.read_text(errors="replace").splitlines()
+        super().__init__(JOB, ["--checkpoint", str(checkpoint), "--out", str(out), *args], log, cwd=JOB.parents[2])
 
     def sink_writes(self) -> int:
         return sum(1 for ln in self.lines() if ln.startswith("sink "))
@@ -137,41 +95,6 @@ class Run:
         times = [float(ln.rsplit("t=", 1)[1].rstrip("s")) for ln in self.lines() if ln.startswith("committed ")]
         gaps = sorted(b - a for a, b in itertools.pairwise(times))
         return gaps[len(gaps) // 2] if gaps else default
-
-    def kill_all(self) -> int:
-        """SIGKILL every process of this run (by pid) until none is left; returns how many were killed."""
-        killed, deadline = 0, time.monotonic() + 30
-        while time.monotonic() < deadline:
-            pids = _tagged(self.tag)
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-                except ProcessLookupError:
-                    pass
-            self.proc.poll()  # reap the driver
-            time.sleep(0.05)
-        return killed
-
-    def finish(self, timeout: float) -> int:
-        """Wait for the driver, then kill what is left of the run (a SIGKILLed driver's JVM and Python workers
-        exit by themselves a little later; they must not touch the checkpoint once the next run starts)."""
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill_all()
-            self.proc.wait()
-            raise
-        finally:
-            self.elapsed = time.monotonic() - self.started
-        self.leftovers = self.kill_all()
-        self._log_file.close()
-        return rc
-
-    def tail(self, n: int = 40) -> str:
-        return "\n".join(self.lines()[-n:])
 
 
 def _next_batch(checkpoint: Path) -> int:
@@ -220,19 +143,10 @@ def _diff(expected: collections.Counter, got: collections.Counter) -> str:  # ty
     return f"lost {sum(lost.values())} {list(lost.items())[:5]}, extra/duplicated {sum(extra.values())} {list(extra.items())[:5]}"
 
 
-@pytest.fixture
-def runs() -> Any:
-    """Every driver process the test starts; whatever is left of them is killed at the end, pass or fail."""
-    started: List[Run] = []
-    yield started
-    for run in started:
-        run.kill_all()
-        run.proc.wait()
-
-
 @pytest.mark.timeout(900)
-def test_output_after_random_sigkills_equals_an_uncrashed_run(tmp_path: Path, runs: List[Run]) -> None:
-    job = _job_module()
+def test_output_after_random_sigkills_equals_an_uncrashed_run(tmp_path: Path, driver_runs: List[DriverRun]) -> None:
+    runs = driver_runs
+    job: Any = job_module(JOB)
     streams: List[str] = job.STREAMS
     replay = job.make_batches()
     rng = random.Random(SEED)

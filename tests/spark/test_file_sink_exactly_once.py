@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import List
 import pytest
 
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.testing.sigkill import DriverRun
 
 pytestmark = pytest.mark.spark
 
@@ -52,13 +52,12 @@ def _add_files(directory: Path, log: Path, stop: threading.Event) -> None:
         os.replace(hidden, directory / f"in-{i:02d}.txt")
 
 
-def _run(tmp: Path, log: Path, *args: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
-    cmd = [
-        sys.executable, "-u", str(JOB), "--input", str(tmp / "in"), "--output", str(tmp / "out"),
-        "--checkpoint", str(tmp / "chk"), "--expect", str(N_FILES * LINES_PER_FILE), *args,
-    ]
-    with open(log, "a") as f:
-        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT), timeout=240, check=False)
+def _run(tmp: Path, log: Path, runs: List[DriverRun], *args: str) -> int:
+    """Run the job to its end (or its SIGKILL), then kill what is left of it; returns its exit code."""
+    run = DriverRun(JOB, ["--input", str(tmp / "in"), "--output", str(tmp / "out"), "--checkpoint", str(tmp / "chk"),
+                          "--expect", str(N_FILES * LINES_PER_FILE), *args], log, cwd=ROOT)
+    runs.append(run)
+    return run.finish(240)
 
 
 def _uninterrupted(tmp: Path) -> List[str]:
@@ -73,23 +72,25 @@ def _uninterrupted(tmp: Path) -> List[str]:
     return sorted(visible_lines(str(tmp / "local")))
 
 
-def test_committed_part_files_equal_an_uninterrupted_runs_across_sigkills(tmp_path: Path) -> None:
+def test_committed_part_files_equal_an_uninterrupted_runs_across_sigkills(
+    tmp_path: Path, driver_runs: List[DriverRun]
+) -> None:
     (tmp_path / "in").mkdir()
     log = tmp_path / "job.log"
     stop = threading.Event()
     adder = threading.Thread(target=_add_files, args=(tmp_path / "in", log, stop), daemon=True)
     adder.start()
     try:
-        first = _run(tmp_path, log, "--kill-after-renames", "5")
-        second = _run(tmp_path, log, "--kill-before-precommit", "1")
+        first = _run(tmp_path, log, driver_runs, "--kill-after-renames", "5")
+        second = _run(tmp_path, log, driver_runs, "--kill-before-precommit", "1")
         adder.join(timeout=120)
-        last = _run(tmp_path, log)
+        last = _run(tmp_path, log, driver_runs)
     finally:
         stop.set()
     text = log.read_text(errors="replace")
-    assert first.returncode == -9 and "SIGKILL after rename 5" in text, text[-3000:]
-    assert second.returncode == -9 and "SIGKILL before pre-commit 1" in text, text[-3000:]
-    assert last.returncode == 0, text[-3000:]
+    assert first == -9 and "SIGKILL after rename 5" in text, text[-3000:]
+    assert second == -9 and "SIGKILL before pre-commit 1" in text, text[-3000:]
+    assert last == 0, text[-3000:]
 
     sys.path.insert(0, str(JOB.parent))
     from file_sink_job import visible_lines

@@ -10,17 +10,22 @@ that knows the rescaling was interrupted gets right (the base's document then na
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
-import uuid
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from test_source_savepoints import BEFORE, FILES, check, file_job, jvm_free, state_partitions_named, write_file
+from test_source_savepoints import (
+    BEFORE,
+    FILES,
+    check,
+    file_job,
+    jvm_free,
+    newest_state,
+    state_partitions_named,
+    write_file,
+    write_part,
+)
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -28,6 +33,7 @@ from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Sum
 from pyspark_flinkish.datastream.functions import KeyedBroadcastProcessFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.testing.sigkill import DriverRun
 
 pytestmark = pytest.mark.spark
 
@@ -35,49 +41,17 @@ JOB = Path(__file__).with_name("rescale_kill_job.py")
 RUN_TIMEOUT = 300  # seconds for one driver process (its session's start-up included)
 
 
-def _tagged(tag: bytes) -> List[int]:
-    """Live processes whose environment carries ``tag``: the driver, its JVM, the JVM's Python daemon and workers."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if tag in f.read().split(b"\0"):
-                        pids.append(int(name))
-            except OSError:
-                pass
-    return pids
-
-
-def _killed_run(tmp_path: Path, checkpoint: Path, directory: Path, partitions: int, kill_at: str) -> str:
+def _killed_run(tmp_path: Path, checkpoint: Path, directory: Path, partitions: int, kill_at: str,
+                runs: List[DriverRun]) -> str:
     """Run ``rescale_kill_job.py`` until it SIGKILLs itself, then kill what is left of it; returns its output."""
-    tag = f"RESCALE_KILL_RUN={os.getpid()}-{uuid.uuid4().hex}"
-    log = tmp_path / f"kill-{kill_at}.log"
-    cmd = [sys.executable, "-u", str(JOB), "--checkpoint", str(checkpoint), "--input", str(directory),
-           "--partitions", str(partitions), "--kill-at", kill_at]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(JOB.parents[2]),
-                                env={**os.environ, "RESCALE_KILL_RUN": tag.split("=", 1)[1]})
-        try:
-            rc = proc.wait(timeout=RUN_TIMEOUT)
-        finally:
-            deadline = time.monotonic() + 30  # the JVM's Python workers must not outlive the run
-            while (pids := _tagged(tag.encode())) and time.monotonic() < deadline:
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                proc.poll()
-                time.sleep(0.05)
-    text = log.read_text(errors="replace")
+    args = ["--checkpoint", str(checkpoint), "--input", str(directory), "--partitions", str(partitions),
+            "--kill-at", kill_at]
+    run = DriverRun(JOB, args, tmp_path / f"kill-{kill_at}.log", cwd=JOB.parents[2])
+    runs.append(run)
+    rc = run.finish(RUN_TIMEOUT)
+    text = run.log.read_text(errors="replace")
     assert rc == -signal.SIGKILL, f"the run was not killed (rc {rc}):\n{text[-3000:]}"
     return text
-
-
-def _newest_state(checkpoint: Path) -> Dict[str, Any]:
-    newest = sorted((checkpoint / "flinkish" / "driver").glob("b=*.json"))[-1]
-    return json.loads(newest.read_text())["state"]  # type: ignore[no-any-return]
 
 
 def _meta(checkpoint: Path) -> Dict[str, Any]:
@@ -85,7 +59,9 @@ def _meta(checkpoint: Path) -> Dict[str, Any]:
 
 
 @pytest.mark.timeout(900)
-def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(spark: Any, tmp_path: Path) -> None:
+def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(
+    spark: Any, tmp_path: Path, driver_runs: List[DriverRun]
+) -> None:
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
@@ -96,18 +72,18 @@ def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(s
     handle = file_job(spark, directory, 2, ids, sums).execute("kill-rescale-1", checkpoint_location=str(checkpoint))
     handle.process_all_available()
     handle.stop()
-    before = _newest_state(checkpoint)
+    before = newest_state(checkpoint)
     state_files = checkpoint / "flinkish" / "state" / "op=sums"
     files_before = {p.name for p in state_files.glob("sp=*/s=*.parquet")}
 
     # killed after the split wrote some of the 4 new partitions: nothing the driver reads has changed
-    log = _killed_run(tmp_path, checkpoint, directory, 4, "written")
+    log = _killed_run(tmp_path, checkpoint, directory, 4, "written", driver_runs)
     assert "SIGKILL after the split wrote" in log
-    assert _meta(checkpoint)["state_partitions"] == 2 and _newest_state(checkpoint) == before
+    assert _meta(checkpoint)["state_partitions"] == 2 and newest_state(checkpoint) == before
     assert {p.name for p in state_files.glob("sp=*/s=*.parquet")} > files_before  # new files, named by nothing
 
     # killed once the base's document names the new files, before meta.json
-    log = _killed_run(tmp_path, checkpoint, directory, 4, "manifests")
+    log = _killed_run(tmp_path, checkpoint, directory, 4, "manifests", driver_runs)
     assert "SIGKILL before meta.json" in log
     assert _meta(checkpoint)["state_partitions"] == 2
     assert 2 in state_partitions_named(checkpoint)  # key "a" (crc32 % 4 == 2): the document has the new layout
@@ -176,9 +152,7 @@ def test_broadcast_state_is_rescaled_in_place_one_copy_per_partition(spark: Any,
     got: List[Any] = []
     for run, (partitions, files) in enumerate([(2, [0, 1]), (3, []), (3, [2])]):
         for i in files:
-            path = directory / f"part-{i}.json"
-            path.write_text("\n".join(json.dumps(r) for r in rows[i]))
-            os.utime(path, (1_000 + i, 1_000 + i))
+            write_part(directory, i, rows[i])
         env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
         df = spark.readStream.schema("id long, k string, t long, v long").option("maxFilesPerTrigger", 1).json(str(directory))
         _scaled(env.from_dataframe(df, strategy, timestamp_column="t").uid("files"), got)
@@ -188,7 +162,7 @@ def test_broadcast_state_is_rescaled_in_place_one_copy_per_partition(spark: Any,
         if run == 1:  # rescaled, no batch run since: one broadcast row (the empty key) in each partition
             import pyarrow.parquet as pq
 
-            layout = _newest_state(checkpoint)["scale"]["partitions"]
+            layout = newest_state(checkpoint)["scale"]["partitions"]
             root = checkpoint / "flinkish" / "state" / "op=scale"
             copies = {
                 sp: sum(pq.read_table(root / f"sp={int(sp):05d}" / f["name"]).column("key").to_pylist().count(b"")
@@ -253,9 +227,7 @@ def test_a_columnar_window_is_rescaled_in_place_by_sparks_hash_of_its_key_column
     savepoint = None
     for run, (partitions, files) in enumerate([(2, [0, 1]), (3, [2, 3]), (2, [4])]):
         for i in files:
-            path = directory / f"part-{i}.json"
-            path.write_text("\n".join(json.dumps(dict(zip(names, r))) for r in COLUMNAR_FILES[i]))
-            os.utime(path, (1_000 + i, 1_000 + i))
+            write_part(directory, i, (dict(zip(names, r)) for r in COLUMNAR_FILES[i]))
         env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions, vectorize=True)
         df = spark.readStream.schema("id long, k int, region string, t long, v long").option("maxFilesPerTrigger", 1)
         _windowed(env.from_dataframe(df.json(str(directory)), strategy, timestamp_column="t", order_columns=["id"]), got)

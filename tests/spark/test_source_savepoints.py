@@ -15,7 +15,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 import pytest
 
@@ -70,10 +70,15 @@ def jvm_free(batches: List[Any]) -> List[Any]:
     return sums
 
 
-def write_file(directory: Path, i: int) -> None:
+def write_part(directory: Path, i: int, records: Iterable[Dict[str, Any]]) -> None:
+    """``directory/part-<i>.json``: the records as JSON lines, modified at ``1000 + i`` s."""
     path = directory / f"part-{i}.json"
-    path.write_text("\n".join(json.dumps(dict(zip(("id", "k", "t", "v"), r))) for r in FILES[i]))
+    path.write_text("\n".join(json.dumps(r) for r in records))
     os.utime(path, (1_000 + i, 1_000 + i))  # Spark's file source takes files in this order
+
+
+def write_file(directory: Path, i: int) -> None:
+    write_part(directory, i, (dict(zip(("id", "k", "t", "v"), r)) for r in FILES[i]))
 
 
 def file_job(spark: Any, directory: Path, partitions: int, ids: List[Any], sums: List[Any], changed: bool = False,
@@ -239,10 +244,15 @@ def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cl
     assert not storage.exists(f"{root}/ck2/flinkish/rescale")
 
 
+def newest_state(checkpoint: Path) -> Dict[str, Any]:
+    """The ``state`` of ``checkpoint``'s newest driver document: per operator, its state partitions' files."""
+    newest = sorted((checkpoint / "flinkish" / "driver").glob("b=*.json"))[-1]
+    return json.loads(newest.read_text())["state"]  # type: ignore[no-any-return]
+
+
 def state_partitions_named(checkpoint: Path) -> List[int]:
     """The state partitions the newest driver document of ``checkpoint`` names files of (every operator)."""
-    newest = sorted((checkpoint / "flinkish" / "driver").glob("b=*.json"))[-1]
-    state = json.loads(newest.read_text())["state"]
+    state = newest_state(checkpoint)
     return sorted({int(sp) for op in state.values() for sp, m in op["partitions"].items() if m["files"]})
 
 

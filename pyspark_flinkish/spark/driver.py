@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tu
 
 from ..core.clock import ManualClock
 from ..core.errors import StateError, UnsupportedFeatureError
-from ..core.operators import TimestampsAndWatermarksOperator
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from ..local.executor import LocalExecutor
@@ -52,7 +51,7 @@ from .delivery import deliver_frame, deliver_values, is_client_sink
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import interruption_from, package_error_from
 from .far_future import FutureRecords
-from .generators import generator_states, install_generator_state, ordered_route, refuse_unaligned_generators
+from .generators import generator_states, ordered_route, refuse_unaligned_generators
 from .keyed_partition import keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
@@ -63,9 +62,10 @@ from .savepoint import restore_savepoint, restored_state
 from .signatures import compare_signatures, state_signature
 from .sink_frames import SinkFrame, sink_rows
 from .source_logs import seed
-from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
+from .source_rows import DataFrameSource, dataframe_records, dataframe_rows
 from .spark_jobs import SparkJobs
 from .ticks import needs_ticks, read_due, tick_stream, write_due
+from .watermark_advance import Advanced, WatermarkAdvance, advance_watermarks, graph_watermarks, sorted_stats, watermark_template
 
 if TYPE_CHECKING:
     from .environment import SparkStreamExecutionEnvironment
@@ -143,6 +143,11 @@ class ForeachBatchDriver:
         self.sink_counts: Dict[int, int] = {}  # records per sink in the batch (from the tasks' count rows)
         self.collected_rows = 0  # rows the driver collected in the batch (coordination and driver-side sinks)
         self.spark_jobs: Optional[SparkJobs] = None  # the Spark jobs of each batch, by phase (progress)
+        # the one-pass path (one keyed level): the watermark graph without data that the keyed tasks advance
+        # themselves (``spark/watermark_advance.py``); built on first use, None where the path does not apply
+        self._template: Optional[bytes] = None
+        self._one_pass = self.columnar is None and self.stepper is None and len(self.plan.levels) == 1
+        self.route_fed = _route_fed_sinks(self.plan)  # the sinks the route's output can hold records of
 
     # -- set-up
     def _new_graph(self) -> LocalExecutor:
@@ -362,13 +367,7 @@ class ForeachBatchDriver:
             raise
 
     def _wm_now(self) -> Dict[int, int]:
-        g = self.watermark_graph
-        out = {}
-        for i, t in enumerate(g.order):
-            op = g.nodes[t.id].operator
-            if op is not None:
-                out[i] = op.current_watermark
-        return out
+        return graph_watermarks(self.watermark_graph)
 
     def _phase(self, name: str) -> Any:
         """Add the time spent in a ``with`` block to ``self.durations[name]`` (ms)."""
@@ -549,7 +548,12 @@ class ForeachBatchDriver:
         # custom watermark generators run in the route, in one task in processing order (``spark/generators.py``)
         generators = generator_states(self.watermark_graph)
         ordered = ordered_route(plan)
+        advance = self.advance_of_batch(now)
+        fanout = None if advance is None else [(n, sp) for n in plan.keyed_at(plan.levels[0]) for sp in range(parts)]
 
+        # the route's output is kept for what reads it again: the sinks it feeds (the one-pass path's keyed stage
+        # reads it once, through its shuffle; the driver-only path collects its statistics first)
+        keep = advance is None or bool(self.route_fed)
         if self.fused is not None:
             source_t, node = self.plan.transformations[self.fused], self.fused
             records = dataframe_records(source_t)
@@ -561,15 +565,24 @@ class ForeachBatchDriver:
             elif order_columns:  # order comes from columns: spread the route over all cores
                 df = df.repartition(parts)
             routed = df.mapInPandas(
-                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node, generators), ROW_DDL
-            ).persist()
+                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node, generators, fanout),
+                ROW_DDL,
+            )
         else:
             if ordered:  # one task; a batch's rows source by source (as the local engine emits them), each in order
                 uids = F.array(*[F.lit(plan.nodes[i].uid) for i in plan.sources])
                 df = df.coalesce(1).sortWithinPartitions(F.array_position(uids, F.col("src")), "ord")
             routed = df.mapInPandas(
-                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index, generators), ROW_DDL
-            ).persist()
+                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index, generators, fanout),
+                ROW_DDL,
+            )
+        if keep:
+            routed = routed.persist()
+        if advance is not None:  # one pass: the keyed tasks advance the watermarks from the route's ``stats`` rows
+            outputs = [routed.filter(F.col("kind").isin("rec", "metric", "count", "wm", "stats"))]
+            return self._levels_and_sinks(
+                outputs, [routed] if keep else [], plan.levels, wm_prev, wm_prev, now, batch_id, advance
+            )
         with self._phase("route"):
             stats = self._take_future(routed.filter(F.col("kind").isin("stat", "future", "gen")).collect(), now)
         with self._phase("watermarks"):
@@ -592,8 +605,12 @@ class ForeachBatchDriver:
         wm_new: Dict[int, int],
         now: int,
         batch_id: int,
+        advance: Optional[WatermarkAdvance] = None,
     ) -> tuple:  # type: ignore[type-arg]
-        """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows."""
+        """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows. With ``advance``
+        (the one-pass path: one level), its tasks advance the watermarks themselves and the driver runs the same
+        advance on the statistics collected with the metric rows (``spark/watermark_advance.py``); the tuple then
+        ends with the replay batch index seen."""
         from pyspark.sql import functions as F
 
         plan, parts = self.exec_plan, self.partitions
@@ -608,15 +625,11 @@ class ForeachBatchDriver:
             )
             for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
                 heartbeats = heartbeats.withColumn(c, F.lit(None).cast(outputs[0].schema[c].dataType))
-            keyed = (
-                pending.unionByName(heartbeats)
-                .groupBy("dest", "sp")
-                .applyInPandas(
-                    keyed_level_function(plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests()),
-                    ROW_DDL,
-                )
-                .persist()
+            reporter = (nodes[0], 0) if advance is not None else None  # the group that passes the statistics on
+            function = keyed_level_function(
+                plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests(), advance, reporter
             )
+            keyed = pending.unionByName(heartbeats).groupBy("dest", "sp").applyInPandas(function, ROW_DDL).persist()
             if level != levels[-1]:  # a later level reads it; the last one is computed by the collect below
                 with self._phase(f"keyed level {level}"):
                     keyed.count()
@@ -625,14 +638,24 @@ class ForeachBatchDriver:
 
         by_sink: Dict[int, List[Any]] = {i: [] for i in self.client_sinks}
         step = len({s for s, _, _ in self.metric_rows})
-        with self._phase("collect"):
+        blobs: List[bytes] = []
+        with self._phase("collect" if advance is None else "route, keyed stage, collect"):
             # one Spark job: the keyed metric rows, the sinks' record counts and the rows of the sinks that hand
             # records to Python on the driver (add_sink, print, execute_and_collect); every other sink's records
-            # stay on the executors (``_frames``)
+            # stay on the executors (``_frames``). On the one-pass path it runs the route too, and brings the
+            # statistics the reporting keyed group passed on (the route's own ``stats`` rows stay there)
             wanted = F.col("kind").isin("metric", "count")
             if self.client_sinks:
                 wanted = wanted | ((F.col("kind") == "rec") & F.col("dest").isin(self.client_sinks))
             selected = [o.filter(wanted).select("kind", "dest", "value", "ord", "stat_count") for o in outputs]
+            if advance is not None:  # the route's coordination rows come with the statistics; its records only for
+                # the driver-side sinks it feeds (nothing else reads the route's output again)
+                keyed = outputs[-1].filter(wanted | (F.col("kind") == "stats"))
+                selected = [keyed.select("kind", "dest", "value", "ord", "stat_count")]
+                client = [i for i in self.client_sinks if i in self.route_fed]
+                if client:
+                    routed_records = (F.col("kind") == "rec") & F.col("dest").isin(client)
+                    selected.append(outputs[0].filter(routed_records).select("kind", "dest", "value", "ord", "stat_count"))
             rows = selected[0]
             for o in selected[1:]:
                 rows = rows.unionByName(o)
@@ -643,10 +666,32 @@ class ForeachBatchDriver:
                     self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
                 elif r["kind"] == "count":
                     self.sink_counts[int(r["dest"])] = self.sink_counts.get(int(r["dest"]), 0) + int(r["stat_count"])
+                elif r["kind"] == "stats":
+                    blobs.append(bytes(r["value"]))
                 else:
                     by_sink[int(r["dest"])].append(r)
         self._record_manifests([m for m in self.metric_rows if m[0] == step])
-        return by_sink, materialized, outputs
+        if advance is None:
+            return by_sink, materialized, outputs
+        with self._phase("watermarks"):
+            batch_index = self.take_statistics(blobs, step, now, advance)
+        return by_sink, materialized, outputs, batch_index
+
+    def take_statistics(self, blobs: List[bytes], step: int, now: int, advance: WatermarkAdvance) -> Optional[int]:
+        """The one-pass path's statistics, as the reporting keyed group passed them on (``stats`` rows' values): the
+        route tasks' metric and count rows are recorded, and the driver runs the advance every keyed task ran on
+        them, so that its watermark graph is the one they computed. Returns the replay batch index seen."""
+        stats = sorted_stats(blobs)
+        for r in stats:  # the route tasks' metric (async I/O) and count rows
+            if r["kind"] == "metric":
+                self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
+            elif r["kind"] == "count":
+                self.sink_counts[int(r["dest"])] = self.sink_counts.get(int(r["dest"]), 0) + int(r["stat_count"])
+        self._take_future(stats, now)
+        result = advance.run(stats)
+        self._restore_graph(result.state)
+        self._count_input(result.seen)
+        return result.seen.batch_index
 
     def _take_future(self, rows: List[Any], now: int) -> List[Any]:
         """Record the ``future`` rows (far-future records, see ``spark/rows.py``); returns the other rows."""
@@ -662,57 +707,33 @@ class ForeachBatchDriver:
         return out
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
-        """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
-        batch index seen (if any). A replay source ends its input in the batch after its last one (so that every
-        Spark batch advances each operator's watermark once): with sources of different lengths, one batch later
-        than on the local engine (``docs/differences.md``)."""
-        g = self.watermark_graph
-        by_source: Dict[int, List[Any]] = {}
-        for row in stats:
-            by_source.setdefault(int(row["dest"]), []).append(row)
-        batch_index = None
-        for i, t in enumerate(g.order):
-            node = g.nodes[t.id]
-            for row in by_source.get(i, ()):
-                if row["kind"] == "gen":  # a custom generator's state after the route ran it (``spark/generators.py``)
-                    install_generator_state(g, i, row["value"])
-                    continue
-                if row["stat_batch"] is not None and row["stat_batch"] >= 0:
-                    batch_index = max(int(row["stat_batch"]), batch_index if batch_index is not None else -1)
-                if t.kind == "source":
-                    if row["part"] is None:
-                        continue  # a batch marker: no partition, no event
-                    part = source_partition(t, row["part"])
-                    counts = self.input_counts.setdefault(t.name, {})  # progress counter
-                    counts[str(part)] = counts.get(str(part), 0) + int(row["stat_count"] or 0)
-                    if row["stat_count"] and not t.watermark_strategy.has_user_generator:
-                        g.runners[t.id].observe(part, None, int(row["stat_max"]))
-                    else:
-                        g.runners[t.id].splits.add_partition(part)
-                elif isinstance(node.operator, TimestampsAndWatermarksOperator) and row["stat_count"]:
-                    node.operator.generator.on_event(None, int(row["stat_max"]), node.operator.wm_output)
-        for t in g.order:
-            node = g.nodes[t.id]
-            runner = g.runners.get(t.id)
-            if runner is not None:
-                source = t.source
-                if isinstance(source, MicroBatchSource):
-                    if batch_index is None:
-                        continue
-                    if batch_index < len(source.batches):
-                        runner.periodic_emit(batch_index)
-                else:
-                    runner.emit_periodic(self.step_watermarks.get(t.id))
-            elif node.operator is not None:
-                node.operator.on_periodic_emit()
-        for t in g.order:
-            runner = g.runners.get(t.id)
-            if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
-                # a BATCH job's source (datastream.runtime_mode) ends in its one batch, as on the local engine
-                last = len(t.source.batches) - (1 if getattr(t.source, "batch_execution", False) else 0)
-                if batch_index >= last and t.source.end_of_input:
-                    runner.end_input()
-        return batch_index
+        """Advance the driver's watermark graph on the batch's statistics (``spark/watermark_advance.py``); returns
+        the replay batch index seen (if any)."""
+        step_watermarks = self.step_watermarks
+        seen = advance_watermarks(self.watermark_graph, stats, step_watermarks)
+        self._count_input(seen)
+        return seen.batch_index
+
+    def _count_input(self, seen: Advanced) -> None:
+        """Add an advance's records per source and partition to the batch's progress counters."""
+        for name, parts in seen.input_counts.items():
+            counts = self.input_counts.setdefault(name, {})
+            for part, n in parts.items():
+                counts[part] = counts.get(part, 0) + n
+
+    def advance_of_batch(self, now: int) -> Optional[WatermarkAdvance]:
+        """The one-pass path's watermark advance of this batch (the graph as of now, at processing time ``now``),
+        or None where the batch takes the driver's own advance between route and keyed stage: more than one
+        keyed level (a later level needs the earlier's output first), none, a source that steps Spark batches itself
+        (``from_delta``), the columnar path, or a source the graph cannot ship without its data."""
+        if not self._one_pass:
+            return None
+        if self._template is None:
+            self._template = watermark_template(self.watermark_graph)
+            if self._template is None:
+                self._one_pass = False
+                return None
+        return WatermarkAdvance(self._template, self._graph_state(), now)
 
     def _context(self, t: Transformation) -> Dict[str, Any]:
         return {
@@ -731,6 +752,8 @@ class ForeachBatchDriver:
         """Sink ``sink_index``'s records of the batch (every step's), left on the executors."""
         from pyspark.sql import functions as F
 
+        if self.columnar is None and sink_index not in self.route_fed:  # not in the route's output (``outputs[0]``)
+            step_outputs = [outputs[1:] for outputs in step_outputs]
         frames = [sink_rows(outputs, sink_index, F.lit(n).cast("long")) for n, outputs in enumerate(step_outputs)]
         rows = frames[0]
         for f in frames[1:]:
@@ -742,6 +765,22 @@ class ForeachBatchDriver:
         """Hand a sink that writes through Spark (``DeltaSink``, dead letters, ``foreach_batch``) its records as a
         DataFrame: written by the executors."""
         deliver_frame(self.spark, t, frame, batch_id, self._context(t))
+
+
+def _route_fed_sinks(plan: ExecPlan) -> List[int]:
+    """The sinks a source reaches without a keyed operator in between: the route's tasks write their records."""
+    found: List[int] = []
+    seen = set()
+    stack = list(plan.sources)
+    while stack:
+        node = plan.nodes[stack.pop()]
+        if node.index in seen or node.keyed:
+            continue
+        seen.add(node.index)
+        if node.kind == "sink":
+            found.append(node.index)
+        stack.extend([*node.main, *(c for cs in node.side.values() for c in cs)])
+    return sorted(found)
 
 
 def _source_stepper(plan: ExecPlan) -> Optional[Callable[..., Any]]:

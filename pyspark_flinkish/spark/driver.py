@@ -4,11 +4,15 @@ Each Spark micro-batch of the job's streaming query is one micro-batch of Flink'
 (``docs/execution-model.md``). For batch ``N`` the driver:
 
 1. restores its watermark bookkeeping as of batch ``N-1`` (in memory, or from
-   ``<checkpoint>/flinkish/driver`` after a restart, so that a replayed batch starts from the same point);
-2. runs the *route* job: source rows go through the stateless operators on the executors, which report
+   ``<checkpoint>/flinkish/driver`` after a restart, so that a replayed batch starts from the same point;
+   ``spark/driver_checkpoint.py``);
+2. runs the *route*: source rows go through the stateless operators on the executors, which report
    per-partition statistics (max timestamp, count) for watermark generation;
 3. computes every operator's new watermark with the same core classes as the JVM-free engine (per-partition
-   generators, idleness, valves, end of input);
+   generators, idleness, valves, end of input; ``spark/watermark_advance.py``). With one keyed level this happens
+   in the keyed tasks, from the route's statistics, and the route, the keyed stage and the collect are one pass
+   over the input (the driver then runs the same advance on the same statistics); otherwise the driver collects
+   the statistics after the route and advances first;
 4. runs keyed operators level by level: ``groupBy(operator, state partition).applyInPandas`` loads the keys of
    each partition that the batch needs from the state as of batch ``N-1`` (``spark/state_store.py``), processes
    its records in Flink's order at the previous watermark, advances to the new one (firing timers) and writes the
@@ -18,7 +22,6 @@ Each Spark micro-batch of the job's streaming query is one micro-batch of Flink'
 
 State never passes through the driver; only watermark statistics and manifests (a few rows per partition) do.
 """
-
 from __future__ import annotations
 
 import collections
@@ -29,25 +32,14 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..core.clock import ManualClock
-from ..core.errors import StateError, UnsupportedFeatureError
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
-from ..local.executor import LocalExecutor
 from ..monitoring import log_progress
-from . import columnar, state_store, storage
+from . import columnar, storage
+from .batch_input import replay_sources, replay_steps, route_fed_sinks, source_stepper
 from .chain import route_partition, route_records
-from .checkpoint import (
-    committed_batches,
-    driver_document,
-    driver_document_path,
-    meta_path,
-    read_driver_document,
-    read_meta,
-    write_atomically,
-    write_meta,
-)
-from .checkpoint_migration import migrate_pickled_checkpoint
 from .delivery import deliver_frame, deliver_values, is_client_sink
+from .driver_checkpoint import DriverCheckpoint
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import interruption_from, package_error_from
 from .far_future import FutureRecords
@@ -59,7 +51,6 @@ from .replay import replay_stream
 from .rescale import rescale_checkpoint
 from .rows import ROW_DDL, loads
 from .savepoint import restore_savepoint, restored_state
-from .signatures import compare_signatures, state_signature
 from .sink_frames import SinkFrame, sink_rows
 from .source_logs import seed
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows
@@ -73,8 +64,9 @@ if TYPE_CHECKING:
 _log = logging.getLogger("pyspark_flinkish.spark")
 
 
-class ForeachBatchDriver:
-    """The ``foreachBatch`` function: one call per Spark micro-batch."""
+class ForeachBatchDriver(DriverCheckpoint):
+    """The ``foreachBatch`` function: one call per Spark micro-batch (its state between batches:
+    :class:`~.driver_checkpoint.DriverCheckpoint`)."""
 
     def __init__(
         self,
@@ -132,7 +124,7 @@ class ForeachBatchDriver:
         self.exec_plan.storage_options = storage.current_options()
         self.future: Optional[FutureRecords] = None  # far-future records of the current batch
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
-        self.stepper = _source_stepper(self.plan)
+        self.stepper = source_stepper(self.plan)
         self.ticks = False  # processing-time ticks in the input (``spark/ticks.py``), set by ``input_stream``
         self.fused = self._fused_source()
         self.step_watermarks: Dict[int, Optional[int]] = {}
@@ -147,61 +139,9 @@ class ForeachBatchDriver:
         # themselves (``spark/watermark_advance.py``); built on first use, None where the path does not apply
         self._template: Optional[bytes] = None
         self._one_pass = self.columnar is None and self.stepper is None and len(self.plan.levels) == 1
-        self.route_fed = _route_fed_sinks(self.plan)  # the sinks the route's output can hold records of
+        self.route_fed = route_fed_sinks(self.plan)  # the sinks the route's output can hold records of
 
     # -- set-up
-    def _new_graph(self) -> LocalExecutor:
-        """The watermark bookkeeping: the JVM-free engine's graph with watermark-only operators."""
-        graph = LocalExecutor(self.sinks, self.env.clock, watermarks_only=True)
-        for t in graph.order:
-            node = graph.nodes[t.id]
-            if node.operator is not None:
-                node.operator.open(node, self.env.clock)
-        return graph
-
-    def _meta(self) -> Dict[str, Any]:
-        """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
-        fixes them; later runs use the stored ``vectorize`` and log a warning when the environment asks for another
-        (another number of state partitions rescales the checkpoint: ``spark/rescale.py``)."""
-        meta = meta_path(self.checkpoint)
-        wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
-        legacy = storage.join(self.checkpoint, "flinkish", "meta.pkl")
-        meta_exists = storage.exists(meta)
-        if not meta_exists and storage.is_local(legacy) and storage.exists(legacy):  # pickles: local checkpoints only
-            migrate_pickled_checkpoint(self.checkpoint, legacy, self._new_graph, self.env.clock)
-            meta_exists = True
-        if meta_exists:
-            stored = read_meta(self.checkpoint)
-            for name, value in wanted.items():
-                if stored[name] != value and name != "state_partitions":
-                    _log.warning(
-                        "checkpoint %s was started with %s=%r; using that instead of %r (its state is laid out so)",
-                        self.checkpoint, name, stored[name], value,
-                    )
-            return stored
-        write_meta(self.checkpoint, wanted)
-        return wanted
-
-    def _check_operators(self, meta: Dict[str, Any]) -> None:
-        """Refuse to start when a keyed operator's state was written by an incompatible operator (another window
-        assigner, trigger, evictor, lateness, contents or aggregate class under the same uid): its state would be
-        misread. The first run records the signatures."""
-        current = {}
-        for node in self.plan.nodes:
-            sig = state_signature(self.plan.transformations[node.index])
-            if sig is not None:
-                current[node.uid] = sig
-        stored = meta.get("operators")
-        problems, merged = compare_signatures(stored or {}, current)
-        if problems:
-            msg = (
-                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly: {'; '.join(problems)}. "
-                "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
-            )
-            raise StateError(msg)
-        if merged != stored:
-            write_meta(self.checkpoint, {**meta, "operators": merged})
-
     def _fused_source(self) -> Optional[int]:
         """The plan index of the one DataFrame source whose conversion runs inside the route (no pickling in
         between), when the pipeline has exactly one source and it is a plain DataFrame source."""
@@ -243,102 +183,6 @@ class ForeachBatchDriver:
         streams and Delta tables become Spark's committed batch 0 (``spark/source_logs.py``)."""
         if self.restored is not None and int(self.restored.get("first_batch", 0)) == 1:
             seed(self.spark, stream, self.plan, self.columnar is not None, self.checkpoint, self.restored)
-
-    # -- driver state per batch
-    def _state_path(self, batch_id: int) -> str:
-        return driver_document_path(self.checkpoint, batch_id)
-
-    def _graph_state(self) -> Dict[str, Any]:
-        """The watermark bookkeeping as plain JSON data (see ``LocalExecutor.watermark_state``)."""
-        return self.watermark_graph.watermark_state()
-
-    def _restore_graph(self, state: Dict[str, Any]) -> None:
-        self.watermark_graph.restore_watermark_state(state)
-
-    def _saved_batches(self, before: Optional[int] = None) -> List[int]:
-        """The committed batches whose driver documents are kept (only JSON files: pickles of older versions were
-        converted when the checkpoint was opened, ``_meta``), before batch ``before`` if given."""
-        return [b for b in committed_batches(self.checkpoint) if before is None or b < before]
-
-    def _document(self, batch: int) -> Dict[str, Any]:
-        return read_driver_document(self.checkpoint, batch)
-
-    def _stored_layouts(self) -> Dict[str, str]:
-        """``{uid: layout}`` of the operators whose state the newest committed batch holds."""
-        saved = self._saved_batches()
-        if not saved:
-            return {uid: op["layout"] for uid, op in self.restored["state"].items()} if self.restored else {}
-        state = state_store.operators_of(self._document(saved[-1]), self.state_root, saved[-1], self.partitions)
-        return {uid: op["layout"] for uid, op in state.items()}
-
-    def manifests(self) -> Dict[str, Dict[int, Any]]:
-        """``{uid: {state partition: manifest}}`` of the state the next keyed stage starts from."""
-        return {uid: {int(sp): m for sp, m in op["partitions"].items()} for uid, op in self.op_state.items()}
-
-    def _record_manifests(self, metric_rows: List[Tuple[int, int, Dict[str, Any]]]) -> None:
-        """Take the new manifests the keyed partitions reported (and drop them from their metrics)."""
-        for _, dest, metrics in metric_rows:
-            manifest = metrics.pop("stateManifest", None)
-            if manifest is None:
-                continue
-            node = self.exec_plan.nodes[dest]
-            layout = state_store.LAYOUT_WINDOWS if node.batched else state_store.LAYOUT_SNAPSHOTS
-            op = self.op_state.setdefault(node.uid, {"layout": layout, "partitions": {}})
-            op["layout"] = layout
-            op["partitions"][str(metrics.pop("statePartition"))] = manifest
-
-    def _open(self, batch_id: int) -> int:
-        """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1). The keyed
-        state starts from that batch's committed manifests (what a failed attempt of this batch reported is
-        dropped)."""
-        if self.last_batch is not None and self.last_batch == batch_id - 1:
-            self.op_state = copy.deepcopy(self.kept_states[-1]) if self.kept_states else {}
-            self.positions = dict(self.committed_positions)
-            return self.last_batch
-        self.watermark_graph = self._new_graph()
-        self.op_state, self.kept_states = {}, collections.deque(maxlen=3)
-        saved = self._saved_batches(before=batch_id)
-        first = int(self.restored.get("first_batch", 0)) if self.restored is not None else 0
-        if not saved and self.restored is not None and batch_id == first:  # the savepoint's state; watermarks at MIN
-            self.positions, self.committed_positions = {}, {}
-            self.kept_states.append(copy.deepcopy(self.restored["state"]))
-            self.op_state = copy.deepcopy(self.restored["state"])
-            self._sweep()
-            return -1
-        if not saved:
-            if batch_id > 0 and state_store.has_state(self.state_root):
-                msg = f"driver state before batch {batch_id} is missing in {self.driver_root}: the checkpoint is incomplete"
-                raise StateError(msg)
-            return -1
-        for batch in saved[-3:]:
-            document = self._document(batch)
-            self.kept_states.append(state_store.operators_of(document, self.state_root, batch, self.partitions))
-        self._restore_graph(document)
-        self.committed_positions = dict(document.get("positions") or {})
-        self.positions = dict(self.committed_positions)
-        self.op_state = copy.deepcopy(self.kept_states[-1])
-        self._sweep()
-        return saved[-1]
-
-    def _sweep(self) -> None:
-        """Once per run: delete the files of batches that failed or were replayed before it (named by no manifest)."""
-        if not self._swept:
-            state_store.prune(self.state_root, state_store.referenced(self.kept_states))
-            self._swept = True
-
-    def _commit(self, batch_id: int) -> None:
-        document = driver_document(self.watermark_graph, batch_id, self.op_state, self.positions)
-        write_atomically(self._state_path(batch_id), document)
-        self.last_batch = batch_id
-        self.committed_positions = dict(self.positions)
-        for old in storage.list_names(self.driver_root):
-            if old.startswith("b=") and old.endswith((".json", ".pkl")) and int(old[2:14]) < batch_id - 2:
-                storage.delete(storage.join(self.driver_root, old))
-        dropped = self.kept_states[0] if len(self.kept_states) == self.kept_states.maxlen else None
-        self.kept_states.append(copy.deepcopy(self.op_state))
-        if dropped is not None:  # the files only the batch that is no longer kept named
-            keep = state_store.referenced(self.kept_states)
-            state_store.prune(self.state_root, keep, state_store.referenced([dropped]) - keep)
 
     def operator_watermarks(self) -> Dict[str, int]:
         g = self.watermark_graph
@@ -398,7 +242,7 @@ class ForeachBatchDriver:
         with self._phase("open"):
             self._open(batch_id)
         with self._phase("replay index"):
-            steps, replay_indices = self._replay_steps(df)
+            steps, replay_indices = replay_steps(self.plan, df)
         explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
         if self.stepper is not None:
             steps, explicit = self.stepper(self, df, batch_id)
@@ -414,7 +258,7 @@ class ForeachBatchDriver:
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
             step_rows, step_frames, outputs, batch_index = self._step(step_df, batch_id)  # later steps go on from its state
             if batch_index is not None:
-                for uid, source in self._replay_sources():
+                for uid, source in replay_sources(self.plan):
                     if batch_index < len(source.batches):  # (not the end-of-input file after the last)
                         self.positions[uid] = {"replay_batch": batch_index}
             materialized.extend(step_frames)
@@ -466,13 +310,6 @@ class ForeachBatchDriver:
         if self.progress is not None:
             self.progress(progress)
 
-    def _replay_sources(self) -> List[Tuple[str, MicroBatchSource]]:
-        return [
-            (self.plan.nodes[i].uid, t.source)
-            for i, t in enumerate(self.plan.transformations)
-            if t.kind == "source" and isinstance(t.source, MicroBatchSource)
-        ]
-
     def _next_processing_timer(self) -> Optional[int]:
         """The earliest processing-time timer pending in any keyed state partition after the batch's last step
         (every partition reports after every step)."""
@@ -484,22 +321,6 @@ class ForeachBatchDriver:
         """Before replay batch ``index`` runs: its ``MicroBatch.processing_time`` sets the clock, by the local
         engine's own rule (``LocalExecutor.set_clock``)."""
         self.watermark_graph.set_clock(index)
-
-    def _replay_steps(self, df: Any) -> Tuple[List[Any], List[int]]:
-        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and
-        the replay batch index of each step (none without replay sources or replay rows)."""
-        from pyspark.sql import functions as F
-
-        if not any(isinstance(t.source, MicroBatchSource) for t in self.plan.transformations if t.kind == "source"):
-            return [df], []
-        indices = sorted(int(r["batch"]) for r in df.select("batch").distinct().collect() if r["batch"] is not None)
-        replay = [i for i in indices if i >= 0]
-        if len(replay) <= 1:
-            return [df], replay
-        first = F.col("batch") == replay[0]
-        steps = [df.filter(first | (F.col("batch") < 0))]  # rows of DataFrame sources go with the first
-        steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
-        return steps, replay
 
     def _step_columnar(self, df: Any, batch_id: int) -> tuple:  # type: ignore[type-arg]
         """:meth:`_step` for the columnar path (``spark/columnar.py``): Spark pre-aggregates on-time rows."""
@@ -765,36 +586,6 @@ class ForeachBatchDriver:
         """Hand a sink that writes through Spark (``DeltaSink``, dead letters, ``foreach_batch``) its records as a
         DataFrame: written by the executors."""
         deliver_frame(self.spark, t, frame, batch_id, self._context(t))
-
-
-def _route_fed_sinks(plan: ExecPlan) -> List[int]:
-    """The sinks a source reaches without a keyed operator in between: the route's tasks write their records."""
-    found: List[int] = []
-    seen = set()
-    stack = list(plan.sources)
-    while stack:
-        node = plan.nodes[stack.pop()]
-        if node.index in seen or node.keyed:
-            continue
-        seen.add(node.index)
-        if node.kind == "sink":
-            found.append(node.index)
-        stack.extend([*node.main, *(c for cs in node.side.values() for c in cs)])
-    return sorted(found)
-
-
-def _source_stepper(plan: ExecPlan) -> Optional[Callable[..., Any]]:
-    """The ``steps(driver, df, batch_id)`` hook of the one source that splits Spark batches itself, if any."""
-    steppers = [t for t in plan.transformations if t.kind == "source" and getattr(t.source, "steps", None) is not None]
-    if not steppers:
-        return None
-    if len(steppers) > 1 or any(isinstance(t.source, MicroBatchSource) for t in plan.transformations if t.kind == "source"):
-        msg = (
-            "a pipeline may read one source with upstream watermarks (from_delta) and no replay source "
-            f"(MicroBatchSource) besides it; got {[t.name for t in plan.transformations if t.kind == 'source']}"
-        )
-        raise UnsupportedFeatureError(msg)
-    return steppers[0].source.steps  # type: ignore[no-any-return]
 
 
 __all__ = ["ForeachBatchDriver"]

@@ -122,6 +122,16 @@ class _Forwarding:
         return StreamOperator(self.name)
 
 
+class _ValveSpec:
+    """Stands in for a two-input node's spec in the template: only the input valve it makes (a copy of ``valve``)."""
+
+    def __init__(self, valve: Any) -> None:
+        self.valve = valve
+
+    def make_valve(self) -> Any:
+        return copy.deepcopy(self.valve)
+
+
 def _source_shape(source: Any) -> Optional[Any]:
     """What the watermark graph reads of a source (partitions, explicit watermarks, end of input, the replay
     batches' watermarks and processing times), without its data; None for a source it cannot ship."""
@@ -138,8 +148,8 @@ def _source_shape(source: Any) -> Optional[Any]:
 
 def watermark_template(graph: LocalExecutor) -> Optional[bytes]:
     """The driver's watermark graph without source data, sink functions or DataFrames, built on a
-    :class:`ManualClock` and pickled: what a task restores a batch's graph into. None when a source cannot be
-    shipped (the caller keeps the driver-only advance)."""
+    :class:`ManualClock` and pickled: what a task restores a batch's graph into. None when a source or a timestamp
+    assigner cannot be shipped (the caller keeps the driver-only advance, which gives the same watermarks)."""
     made: Dict[int, Transformation] = {}
     for t in graph.order:
         op = graph.nodes[t.id].operator
@@ -153,7 +163,8 @@ def watermark_template(graph: LocalExecutor) -> Optional[bytes]:
             source = _source_shape(t.source)
             if source is None:
                 return None
-        spec = t.spec if callable(getattr(t.spec, "make_valve", None)) else None
+        make_valve = getattr(t.spec, "make_valve", None)
+        spec = _ValveSpec(make_valve()) if callable(make_valve) else None
         made[t.id] = Transformation(
             kind=t.kind,
             name=t.name,
@@ -176,7 +187,10 @@ def watermark_template(graph: LocalExecutor) -> Optional[bytes]:
             node.operator.open(node, clock)
     from pyspark import cloudpickle  # pure-Python module shipped with pyspark; no JVM
 
-    return cloudpickle.dumps(template)  # type: ignore[no-any-return]
+    try:
+        return cloudpickle.dumps(template)  # type: ignore[no-any-return]
+    except Exception:  # e.g. an assigner holding a lock: the same objects could not reach the route either
+        return None
 
 
 def sorted_stats(blobs: Sequence[bytes]) -> List[Dict[str, Any]]:

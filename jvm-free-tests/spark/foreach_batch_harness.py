@@ -1,8 +1,9 @@
 """Runs a pipeline through the foreachBatch executor's real bodies without a JVM.
 
 The Spark driver (``ForeachBatchDriver``) runs each micro-batch as Spark jobs around pure-pandas bodies: the route
-(``route_partition``, one call per Spark task), the driver's watermark advance (``_advance_watermarks``), the keyed
-levels (``groupBy("dest", "sp").applyInPandas`` of ``run_keyed_partition``, batch-wise windows included) and the
+(``route_partition``, one call per Spark task), the driver's watermark advance (``_advance_watermarks``; on the
+one-pass path, one keyed level, the keyed tasks run it on the route's ``stats`` rows and the driver after them,
+``take_statistics``), the keyed levels (``groupBy("dest", "sp").applyInPandas`` of ``run_keyed_partition``, batch-wise windows included) and the
 sinks (rows sorted by ``ord``, ``_deliver``). This harness drives the same objects in the same order with pandas
 frames in place of Spark DataFrames and a temporary directory as the checkpoint: only the Spark plumbing between
 the bodies (``mapInPandas``, ``filter``, ``unionByName``, ``groupBy``, ``collect``) is done here, by pandas.
@@ -107,6 +108,9 @@ def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, 
     wm_prev = driver._wm_now()
     source_index = {plan.nodes[i].uid: i for i in plan.sources}
     generators = pickle.loads(cloudpickle.dumps(generator_states(driver.watermark_graph)))  # shipped to the route
+    advance = driver.advance_of_batch(now)  # the one-pass path's advance, shipped to the keyed tasks
+    advance = None if advance is None else pickle.loads(cloudpickle.dumps(advance))
+    fanout = None if advance is None else [(n, sp) for n in plan.keyed_at(plan.levels[0]) for sp in range(parts)]
     if ordered_route(plan):  # custom watermark generators: one task, rows sorted by their order (coalesce + sort)
         tasks = 1
         if driver.fused is None:
@@ -122,16 +126,20 @@ def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, 
         shares = [source_rows]  # one task: the order is the row's position in its task
         routed = [
             r
-            for f in route_records(plan, records(iter(shares)), wm_prev, now, parts, driver.fused, generators)
+            for f in route_records(plan, records(iter(shares)), wm_prev, now, parts, driver.fused, generators, fanout)
             for r in _records(f)
         ]
     else:
         routed = [
             r
             for share in shares
-            for f in route_partition(plan, [share], wm_prev, now, parts, source_index, generators)
+            for f in route_partition(plan, [share], wm_prev, now, parts, source_index, generators, fanout)
             for r in _records(f)
         ]
+    if advance is not None:  # one pass: the route's statistics go to every keyed group with its records
+        assert not [r for r in routed if r["kind"] in ("stat", "future", "gen", "metric", "count")]
+        keyed_input = [r for r in routed if r["kind"] in ("rec", "wm", "stats")]
+        return _levels_and_sinks(driver, plan, keyed_input, plan.levels, wm_prev, wm_prev, now, batch_id, advance)
     stats = driver._take_future([r for r in routed if r["kind"] in ("stat", "future", "gen")], now)
     driver._advance_watermarks(stats)
     wm_new = driver._wm_now()
@@ -148,21 +156,32 @@ def _levels_and_sinks(
     wm_new: Dict[int, int],
     now: int,
     batch_id: int,
+    advance: Any = None,
 ) -> Dict[int, List[Any]]:
     """``ForeachBatchDriver._levels_and_sinks``: the keyed levels on what the earlier stages output, then the
-    sinks' rows."""
+    sinks' rows (with ``advance``: the one-pass path, whose reporting group passes the statistics on)."""
     parts = driver.partitions
+    blobs: List[bytes] = []
     for level in levels:
         nodes = plan.keyed_at(level)
         groups: Dict[Any, List[Dict[str, Any]]] = {(n, sp): [{"kind": "hb", "dest": n, "sp": sp}] for n in nodes for sp in range(parts)}
         for r in outputs:
-            if r["dest"] in nodes:
+            if r["dest"] in nodes and r["kind"] in ("rec", "wm", "stats"):
                 groups[(r["dest"], r["sp"])].append(r)
-        keyed = keyed_level_function(plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, driver.manifests())
+        reporter = (nodes[0], 0) if advance is not None else None
+        keyed = keyed_level_function(
+            plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, driver.manifests(), advance, reporter
+        )
         for group in groups.values():  # groupBy("dest", "sp").applyInPandas: one frame per group
             frame = pd.DataFrame({c: pd.Series([r.get(c) for r in group], dtype=object) for c in ROW_COLUMNS})
             frame["dest"], frame["sp"] = frame["dest"].astype("int32"), frame["sp"].astype("int32")
-            outputs.extend(_records(keyed(frame)))
+            out = _records(keyed(frame))
+            outputs.extend(out)
+            passed = [bytes(r["value"]) for r in out if r["kind"] == "stats"]  # what the reporting group passes on
+            assert not passed or (int(frame["dest"][0]), int(frame["sp"][0])) == reporter
+            blobs.extend(passed)
+    if advance is not None:  # ``collect``, then the driver runs the advance every keyed task ran
+        driver.take_statistics(blobs, 0, now, advance)
     # the keyed partitions' metric rows carry their new manifests (``ForeachBatchDriver._levels_and_sinks``)
     driver._record_manifests([(0, int(r["dest"]), json.loads(r["value"])) for r in outputs if r["kind"] == "metric"])
     by_sink: Dict[int, List[Any]] = {i: [] for i in plan.sinks}

@@ -24,7 +24,7 @@ from .error_transport import reported_to_driver
 from .generators import assigner_row, install_assigner_state, mid_batch_order, route_splits, splits_row
 from .keys import encode_key, state_partition
 from .plan import ExecPlan
-from .rows import FUTURE_SAMPLES, dumps, loads, metric_row, row_frame
+from .rows import FUTURE_SAMPLES, dumps, loads, metric_row, row_frame, stats_rows
 from .source_rows import partition_from_text
 from .ticks import TICK_SOURCE
 
@@ -344,15 +344,17 @@ def route_partition(
     partitions: int,
     source_index: Dict[str, int],
     generators: Optional[Dict[int, bytes]] = None,
+    fanout: Optional[List[Tuple[int, int]]] = None,
 ) -> Iterator[Any]:
     """``mapInPandas`` body for source rows (columns ``src``, ``value``, ``ts``, ``part``, ``ord``, ``batch``,
     ``marker``): runs the stateless chain of each record and yields routed rows and statistics rows
-    (``generators``: the custom watermark generators' state, ``spark/generators.py``)."""
+    (``generators``: the custom watermark generators' state, ``spark/generators.py``; ``fanout``: the keyed groups
+    that get the statistics, on the one-pass path)."""
     runner = ChainRunner(plan, watermarks, now, partitions, generators)
     with reported_to_driver():
         _route_frames(runner, frames, source_index)
         runner.finish()
-    yield _routed_frame(runner)
+    yield _routed_frame(runner, fanout)
 
 
 def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict[str, int]) -> None:
@@ -386,6 +388,7 @@ def route_records(
     partitions: int,
     node: int,
     generators: Optional[Dict[int, bytes]] = None,
+    fanout: Optional[List[Tuple[int, int]]] = None,
 ) -> Iterator[Any]:
     """``mapInPandas`` body fusing a DataFrame source's conversion with the route: ``records`` are the source's
     ``(element, timestamp, partition, order)``; no element is pickled between the two."""
@@ -396,20 +399,27 @@ def route_records(
             runner.observe(node, part, element, ts)
             runner.forward(node, StreamRecord(element, ts), [1, *order])
         runner.finish()
-    yield _routed_frame(runner)
+    yield _routed_frame(runner, fanout)
 
 
-def _routed_frame(runner: ChainRunner) -> Any:
-    rows = runner.output_rows() + runner.generator_rows() + [
+def _routed_frame(runner: ChainRunner, fanout: Optional[List[Tuple[int, int]]] = None) -> Any:
+    """The task's output rows and its statistics: as rows of their own, or (``fanout``, the one-pass path) packed
+    into one ``stats`` row per keyed group (``rows.stats_rows``), with the task's ``metric`` and ``count`` rows."""
+    stats = runner.generator_rows() + [
         {"kind": "stat", "dest": node, "sp": -1, "part": part, "stat_max": mx, "stat_count": n, "stat_batch": b}
         for (node, part), (mx, n, b) in runner.stats.items()
     ]
     for (node, part), (count, latest, samples) in runner.future.items():
-        rows.append({"kind": "future", "dest": node, "sp": -1, "part": part, "stat_max": latest, "stat_count": count})
-        rows.extend(
+        stats.append({"kind": "future", "dest": node, "sp": -1, "part": part, "stat_max": latest, "stat_count": count})
+        stats.extend(
             {"kind": "future", "dest": node, "sp": -1, "part": part, "ts": ts, "ord": order} for ts, order in samples
         )
-    return row_frame(rows)
+    if fanout is not None:  # the task's metric and count rows reach the driver with the statistics
+        rows = runner.output_rows()
+        coordination = [r for r in rows if r["kind"] in ("metric", "count")]
+        records = [r for r in rows if r["kind"] not in ("metric", "count")]
+        return row_frame(records + stats_rows(coordination + stats, fanout))
+    return row_frame(runner.output_rows() + stats)
 
 
 __all__ = [

@@ -4,11 +4,15 @@ Each Spark micro-batch of the job's streaming query is one micro-batch of Flink'
 (``docs/execution-model.md``). For batch ``N`` the driver:
 
 1. restores its watermark bookkeeping as of batch ``N-1`` (in memory, or from
-   ``<checkpoint>/flinkish/driver`` after a restart, so that a replayed batch starts from the same point);
-2. runs the *route* job: source rows go through the stateless operators on the executors, which report
+   ``<checkpoint>/flinkish/driver`` after a restart, so that a replayed batch starts from the same point;
+   ``spark/driver_checkpoint.py``);
+2. runs the *route*: source rows go through the stateless operators on the executors, which report
    per-partition statistics (max timestamp, count) for watermark generation;
 3. computes every operator's new watermark with the same core classes as the JVM-free engine (per-partition
-   generators, idleness, valves, end of input);
+   generators, idleness, valves, end of input; ``spark/watermark_advance.py``). With one keyed level this happens
+   in the keyed tasks, from the route's statistics, and the route, the keyed stage and the collect are one pass
+   over the input (the driver then runs the same advance on the same statistics); otherwise the driver collects
+   the statistics after the route and advances first;
 4. runs keyed operators level by level: ``groupBy(operator, state partition).applyInPandas`` loads the keys of
    each partition that the batch needs from the state as of batch ``N-1`` (``spark/state_store.py``), processes
    its records in Flink's order at the previous watermark, advances to the new one (firing timers) and writes the
@@ -18,7 +22,6 @@ Each Spark micro-batch of the job's streaming query is one micro-batch of Flink'
 
 State never passes through the driver; only watermark statistics and manifests (a few rows per partition) do.
 """
-
 from __future__ import annotations
 
 import collections
@@ -29,30 +32,18 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..core.clock import ManualClock
-from ..core.errors import StateError, UnsupportedFeatureError
-from ..core.operators import TimestampsAndWatermarksOperator
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
-from ..local.executor import LocalExecutor
 from ..monitoring import log_progress
-from . import columnar, state_store, storage
+from . import columnar, storage
+from .batch_input import replay_sources, replay_steps, route_fed_sinks, source_stepper
 from .chain import route_partition, route_records
-from .checkpoint import (
-    committed_batches,
-    driver_document,
-    driver_document_path,
-    meta_path,
-    read_driver_document,
-    read_meta,
-    write_atomically,
-    write_meta,
-)
-from .checkpoint_migration import migrate_pickled_checkpoint
 from .delivery import deliver_frame, deliver_values, is_client_sink
+from .driver_checkpoint import DriverCheckpoint
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import interruption_from, package_error_from
 from .far_future import FutureRecords
-from .generators import generator_states, install_generator_state, ordered_route, refuse_unaligned_generators
+from .generators import generator_states, ordered_route, refuse_unaligned_generators
 from .keyed_partition import keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
@@ -60,12 +51,12 @@ from .replay import replay_stream
 from .rescale import rescale_checkpoint, rescale_interrupted
 from .rows import ROW_DDL, loads
 from .savepoint import columnar_keys, restore_savepoint, restored_state
-from .signatures import compare_signatures, state_signature
 from .sink_frames import SinkFrame, sink_rows
 from .source_logs import seed
-from .source_rows import DataFrameSource, dataframe_records, dataframe_rows, source_partition
+from .source_rows import DataFrameSource, dataframe_records, dataframe_rows
 from .spark_jobs import SparkJobs
 from .ticks import needs_ticks, read_due, tick_stream, write_due
+from .watermark_advance import Advanced, WatermarkAdvance, advance_watermarks, graph_watermarks, sorted_stats, watermark_template
 
 if TYPE_CHECKING:
     from .environment import SparkStreamExecutionEnvironment
@@ -73,8 +64,9 @@ if TYPE_CHECKING:
 _log = logging.getLogger("pyspark_flinkish.spark")
 
 
-class ForeachBatchDriver:
-    """The ``foreachBatch`` function: one call per Spark micro-batch."""
+class ForeachBatchDriver(DriverCheckpoint):
+    """The ``foreachBatch`` function: one call per Spark micro-batch (its state between batches:
+    :class:`~.driver_checkpoint.DriverCheckpoint`)."""
 
     def __init__(
         self,
@@ -131,7 +123,7 @@ class ForeachBatchDriver:
         self.exec_plan.storage_options = storage.current_options()
         self.future: Optional[FutureRecords] = None  # far-future records of the current batch
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
-        self.stepper = _source_stepper(self.plan)
+        self.stepper = source_stepper(self.plan)
         self.ticks = False  # processing-time ticks in the input (``spark/ticks.py``), set by ``input_stream``
         self.fused = self._fused_source()
         self.step_watermarks: Dict[int, Optional[int]] = {}
@@ -142,60 +134,13 @@ class ForeachBatchDriver:
         self.sink_counts: Dict[int, int] = {}  # records per sink in the batch (from the tasks' count rows)
         self.collected_rows = 0  # rows the driver collected in the batch (coordination and driver-side sinks)
         self.spark_jobs: Optional[SparkJobs] = None  # the Spark jobs of each batch, by phase (progress)
+        # the one-pass path (one keyed level): the watermark graph without data that the keyed tasks advance
+        # themselves (``spark/watermark_advance.py``); built on first use, None where the path does not apply
+        self._template: Optional[bytes] = None
+        self._one_pass = self.columnar is None and self.stepper is None and len(self.plan.levels) == 1
+        self.route_fed = route_fed_sinks(self.plan)  # the sinks the route's output can hold records of
 
     # -- set-up
-    def _new_graph(self) -> LocalExecutor:
-        """The watermark bookkeeping: the JVM-free engine's graph with watermark-only operators."""
-        graph = LocalExecutor(self.sinks, self.env.clock, watermarks_only=True)
-        for t in graph.order:
-            node = graph.nodes[t.id]
-            if node.operator is not None:
-                node.operator.open(node, self.env.clock)
-        return graph
-
-    def _meta(self) -> Dict[str, Any]:
-        """The settings that shape the checkpoint's state (state partitions, vectorize): a checkpoint's first run
-        fixes them; later runs use the stored ``vectorize`` and log a warning when the environment asks for another
-        (another number of state partitions rescales the checkpoint: ``spark/rescale.py``)."""
-        meta = meta_path(self.checkpoint)
-        wanted = {"state_partitions": self.env.state_partitions, "vectorize": self.env.vectorize}
-        legacy = storage.join(self.checkpoint, "flinkish", "meta.pkl")
-        meta_exists = storage.exists(meta)
-        if not meta_exists and storage.is_local(legacy) and storage.exists(legacy):  # pickles: local checkpoints only
-            migrate_pickled_checkpoint(self.checkpoint, legacy, self._new_graph, self.env.clock)
-            meta_exists = True
-        if meta_exists:
-            stored = read_meta(self.checkpoint)
-            for name, value in wanted.items():
-                if stored[name] != value and name != "state_partitions":
-                    _log.warning(
-                        "checkpoint %s was started with %s=%r; using that instead of %r (its state is laid out so)",
-                        self.checkpoint, name, stored[name], value,
-                    )
-            return stored
-        write_meta(self.checkpoint, wanted)
-        return wanted
-
-    def _check_operators(self, meta: Dict[str, Any]) -> None:
-        """Refuse to start when a keyed operator's state was written by an incompatible operator (another window
-        assigner, trigger, evictor, lateness, contents or aggregate class under the same uid): its state would be
-        misread. The first run records the signatures."""
-        current = {}
-        for node in self.plan.nodes:
-            sig = state_signature(self.plan.transformations[node.index])
-            if sig is not None:
-                current[node.uid] = sig
-        stored = meta.get("operators")
-        problems, merged = compare_signatures(stored or {}, current)
-        if problems:
-            msg = (
-                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly: {'; '.join(problems)}. "
-                "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
-            )
-            raise StateError(msg)
-        if merged != stored:
-            write_meta(self.checkpoint, {**meta, "operators": merged})
-
     def _fused_source(self) -> Optional[int]:
         """The plan index of the one DataFrame source whose conversion runs inside the route (no pickling in
         between), when the pipeline has exactly one source and it is a plain DataFrame source."""
@@ -238,102 +183,6 @@ class ForeachBatchDriver:
         if self.restored is not None and int(self.restored.get("first_batch", 0)) == 1:
             seed(self.spark, stream, self.plan, self.columnar is not None, self.checkpoint, self.restored)
 
-    # -- driver state per batch
-    def _state_path(self, batch_id: int) -> str:
-        return driver_document_path(self.checkpoint, batch_id)
-
-    def _graph_state(self) -> Dict[str, Any]:
-        """The watermark bookkeeping as plain JSON data (see ``LocalExecutor.watermark_state``)."""
-        return self.watermark_graph.watermark_state()
-
-    def _restore_graph(self, state: Dict[str, Any]) -> None:
-        self.watermark_graph.restore_watermark_state(state)
-
-    def _saved_batches(self, before: Optional[int] = None) -> List[int]:
-        """The committed batches whose driver documents are kept (only JSON files: pickles of older versions were
-        converted when the checkpoint was opened, ``_meta``), before batch ``before`` if given."""
-        return [b for b in committed_batches(self.checkpoint) if before is None or b < before]
-
-    def _document(self, batch: int) -> Dict[str, Any]:
-        return read_driver_document(self.checkpoint, batch)
-
-    def _stored_layouts(self) -> Dict[str, str]:
-        """``{uid: layout}`` of the operators whose state the newest committed batch holds."""
-        saved = self._saved_batches()
-        if not saved:
-            return {uid: op["layout"] for uid, op in self.restored["state"].items()} if self.restored else {}
-        state = state_store.operators_of(self._document(saved[-1]), self.state_root, saved[-1], self.partitions)
-        return {uid: op["layout"] for uid, op in state.items()}
-
-    def manifests(self) -> Dict[str, Dict[int, Any]]:
-        """``{uid: {state partition: manifest}}`` of the state the next keyed stage starts from."""
-        return {uid: {int(sp): m for sp, m in op["partitions"].items()} for uid, op in self.op_state.items()}
-
-    def _record_manifests(self, metric_rows: List[Tuple[int, int, Dict[str, Any]]]) -> None:
-        """Take the new manifests the keyed partitions reported (and drop them from their metrics)."""
-        for _, dest, metrics in metric_rows:
-            manifest = metrics.pop("stateManifest", None)
-            if manifest is None:
-                continue
-            node = self.exec_plan.nodes[dest]
-            layout = state_store.LAYOUT_WINDOWS if node.batched else state_store.LAYOUT_SNAPSHOTS
-            op = self.op_state.setdefault(node.uid, {"layout": layout, "partitions": {}})
-            op["layout"] = layout
-            op["partitions"][str(metrics.pop("statePartition"))] = manifest
-
-    def _open(self, batch_id: int) -> int:
-        """Bring the driver to the state after batch ``batch_id - 1``; returns that batch's id (or -1). The keyed
-        state starts from that batch's committed manifests (what a failed attempt of this batch reported is
-        dropped)."""
-        if self.last_batch is not None and self.last_batch == batch_id - 1:
-            self.op_state = copy.deepcopy(self.kept_states[-1]) if self.kept_states else {}
-            self.positions = dict(self.committed_positions)
-            return self.last_batch
-        self.watermark_graph = self._new_graph()
-        self.op_state, self.kept_states = {}, collections.deque(maxlen=3)
-        saved = self._saved_batches(before=batch_id)
-        first = int(self.restored.get("first_batch", 0)) if self.restored is not None else 0
-        if not saved and self.restored is not None and batch_id == first:  # the savepoint's state; watermarks at MIN
-            self.positions, self.committed_positions = {}, {}
-            self.kept_states.append(copy.deepcopy(self.restored["state"]))
-            self.op_state = copy.deepcopy(self.restored["state"])
-            self._sweep()
-            return -1
-        if not saved:
-            if batch_id > 0 and state_store.has_state(self.state_root):
-                msg = f"driver state before batch {batch_id} is missing in {self.driver_root}: the checkpoint is incomplete"
-                raise StateError(msg)
-            return -1
-        for batch in saved[-3:]:
-            document = self._document(batch)
-            self.kept_states.append(state_store.operators_of(document, self.state_root, batch, self.partitions))
-        self._restore_graph(document)
-        self.committed_positions = dict(document.get("positions") or {})
-        self.positions = dict(self.committed_positions)
-        self.op_state = copy.deepcopy(self.kept_states[-1])
-        self._sweep()
-        return saved[-1]
-
-    def _sweep(self) -> None:
-        """Once per run: delete the files of batches that failed or were replayed before it (named by no manifest)."""
-        if not self._swept:
-            state_store.prune(self.state_root, state_store.referenced(self.kept_states))
-            self._swept = True
-
-    def _commit(self, batch_id: int) -> None:
-        document = driver_document(self.watermark_graph, batch_id, self.op_state, self.positions)
-        write_atomically(self._state_path(batch_id), document)
-        self.last_batch = batch_id
-        self.committed_positions = dict(self.positions)
-        for old in storage.list_names(self.driver_root):
-            if old.startswith("b=") and old.endswith((".json", ".pkl")) and int(old[2:14]) < batch_id - 2:
-                storage.delete(storage.join(self.driver_root, old))
-        dropped = self.kept_states[0] if len(self.kept_states) == self.kept_states.maxlen else None
-        self.kept_states.append(copy.deepcopy(self.op_state))
-        if dropped is not None:  # the files only the batch that is no longer kept named
-            keep = state_store.referenced(self.kept_states)
-            state_store.prune(self.state_root, keep, state_store.referenced([dropped]) - keep)
-
     def operator_watermarks(self) -> Dict[str, int]:
         g = self.watermark_graph
         return {
@@ -361,13 +210,7 @@ class ForeachBatchDriver:
             raise
 
     def _wm_now(self) -> Dict[int, int]:
-        g = self.watermark_graph
-        out = {}
-        for i, t in enumerate(g.order):
-            op = g.nodes[t.id].operator
-            if op is not None:
-                out[i] = op.current_watermark
-        return out
+        return graph_watermarks(self.watermark_graph)
 
     def _phase(self, name: str) -> Any:
         """Add the time spent in a ``with`` block to ``self.durations[name]`` (ms)."""
@@ -398,7 +241,7 @@ class ForeachBatchDriver:
         with self._phase("open"):
             self._open(batch_id)
         with self._phase("replay index"):
-            steps, replay_indices = self._replay_steps(df)
+            steps, replay_indices = replay_steps(self.plan, df)
         explicit: List[Dict[int, Optional[int]]] = [{} for _ in steps]
         if self.stepper is not None:
             steps, explicit = self.stepper(self, df, batch_id)
@@ -414,7 +257,7 @@ class ForeachBatchDriver:
             # only after a crash between Spark's source log and offset log; each still gets its own watermark)
             step_rows, step_frames, outputs, batch_index = self._step(step_df, batch_id)  # later steps go on from its state
             if batch_index is not None:
-                for uid, source in self._replay_sources():
+                for uid, source in replay_sources(self.plan):
                     if batch_index < len(source.batches):  # (not the end-of-input file after the last)
                         self.positions[uid] = {"replay_batch": batch_index}
             materialized.extend(step_frames)
@@ -466,13 +309,6 @@ class ForeachBatchDriver:
         if self.progress is not None:
             self.progress(progress)
 
-    def _replay_sources(self) -> List[Tuple[str, MicroBatchSource]]:
-        return [
-            (self.plan.nodes[i].uid, t.source)
-            for i, t in enumerate(self.plan.transformations)
-            if t.kind == "source" and isinstance(t.source, MicroBatchSource)
-        ]
-
     def _next_processing_timer(self) -> Optional[int]:
         """The earliest processing-time timer pending in any keyed state partition after the batch's last step
         (every partition reports after every step)."""
@@ -484,22 +320,6 @@ class ForeachBatchDriver:
         """Before replay batch ``index`` runs: its ``MicroBatch.processing_time`` sets the clock, by the local
         engine's own rule (``LocalExecutor.set_clock``)."""
         self.watermark_graph.set_clock(index)
-
-    def _replay_steps(self, df: Any) -> Tuple[List[Any], List[int]]:
-        """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and
-        the replay batch index of each step (none without replay sources or replay rows)."""
-        from pyspark.sql import functions as F
-
-        if not any(isinstance(t.source, MicroBatchSource) for t in self.plan.transformations if t.kind == "source"):
-            return [df], []
-        indices = sorted(int(r["batch"]) for r in df.select("batch").distinct().collect() if r["batch"] is not None)
-        replay = [i for i in indices if i >= 0]
-        if len(replay) <= 1:
-            return [df], replay
-        first = F.col("batch") == replay[0]
-        steps = [df.filter(first | (F.col("batch") < 0))]  # rows of DataFrame sources go with the first
-        steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
-        return steps, replay
 
     def _step_columnar(self, df: Any, batch_id: int) -> tuple:  # type: ignore[type-arg]
         """:meth:`_step` for the columnar path (``spark/columnar.py``): Spark pre-aggregates on-time rows."""
@@ -548,7 +368,12 @@ class ForeachBatchDriver:
         # custom watermark generators run in the route, in one task in processing order (``spark/generators.py``)
         generators = generator_states(self.watermark_graph)
         ordered = ordered_route(plan)
+        advance = self.advance_of_batch(now)
+        fanout = None if advance is None else [(n, sp) for n in plan.keyed_at(plan.levels[0]) for sp in range(parts)]
 
+        # the route's output is kept for what reads it again: the sinks it feeds (the one-pass path's keyed stage
+        # reads it once, through its shuffle; the driver-only path collects its statistics first)
+        keep = advance is None or bool(self.route_fed)
         if self.fused is not None:
             source_t, node = self.plan.transformations[self.fused], self.fused
             records = dataframe_records(source_t)
@@ -560,15 +385,24 @@ class ForeachBatchDriver:
             elif order_columns:  # order comes from columns: spread the route over all cores
                 df = df.repartition(parts)
             routed = df.mapInPandas(
-                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node, generators), ROW_DDL
-            ).persist()
+                lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node, generators, fanout),
+                ROW_DDL,
+            )
         else:
             if ordered:  # one task; a batch's rows source by source (as the local engine emits them), each in order
                 uids = F.array(*[F.lit(plan.nodes[i].uid) for i in plan.sources])
                 df = df.coalesce(1).sortWithinPartitions(F.array_position(uids, F.col("src")), "ord")
             routed = df.mapInPandas(
-                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index, generators), ROW_DDL
-            ).persist()
+                lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index, generators, fanout),
+                ROW_DDL,
+            )
+        if keep:
+            routed = routed.persist()
+        if advance is not None:  # one pass: the keyed tasks advance the watermarks from the route's ``stats`` rows
+            outputs = [routed.filter(F.col("kind").isin("rec", "metric", "count", "wm", "stats"))]
+            return self._levels_and_sinks(
+                outputs, [routed] if keep else [], plan.levels, wm_prev, wm_prev, now, batch_id, advance
+            )
         with self._phase("route"):
             stats = self._take_future(routed.filter(F.col("kind").isin("stat", "future", "gen")).collect(), now)
         with self._phase("watermarks"):
@@ -591,8 +425,12 @@ class ForeachBatchDriver:
         wm_new: Dict[int, int],
         now: int,
         batch_id: int,
+        advance: Optional[WatermarkAdvance] = None,
     ) -> tuple:  # type: ignore[type-arg]
-        """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows."""
+        """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows. With ``advance``
+        (the one-pass path: one level), its tasks advance the watermarks themselves and the driver runs the same
+        advance on the statistics collected with the metric rows (``spark/watermark_advance.py``); the tuple then
+        ends with the replay batch index seen."""
         from pyspark.sql import functions as F
 
         plan, parts = self.exec_plan, self.partitions
@@ -607,15 +445,11 @@ class ForeachBatchDriver:
             )
             for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
                 heartbeats = heartbeats.withColumn(c, F.lit(None).cast(outputs[0].schema[c].dataType))
-            keyed = (
-                pending.unionByName(heartbeats)
-                .groupBy("dest", "sp")
-                .applyInPandas(
-                    keyed_level_function(plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests()),
-                    ROW_DDL,
-                )
-                .persist()
+            reporter = (nodes[0], 0) if advance is not None else None  # the group that passes the statistics on
+            function = keyed_level_function(
+                plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests(), advance, reporter
             )
+            keyed = pending.unionByName(heartbeats).groupBy("dest", "sp").applyInPandas(function, ROW_DDL).persist()
             if level != levels[-1]:  # a later level reads it; the last one is computed by the collect below
                 with self._phase(f"keyed level {level}"):
                     keyed.count()
@@ -624,14 +458,24 @@ class ForeachBatchDriver:
 
         by_sink: Dict[int, List[Any]] = {i: [] for i in self.client_sinks}
         step = len({s for s, _, _ in self.metric_rows})
-        with self._phase("collect"):
+        blobs: List[bytes] = []
+        with self._phase("collect" if advance is None else "route, keyed stage, collect"):
             # one Spark job: the keyed metric rows, the sinks' record counts and the rows of the sinks that hand
             # records to Python on the driver (add_sink, print, execute_and_collect); every other sink's records
-            # stay on the executors (``_frames``)
+            # stay on the executors (``_frames``). On the one-pass path it runs the route too, and brings the
+            # statistics the reporting keyed group passed on (the route's own ``stats`` rows stay there)
             wanted = F.col("kind").isin("metric", "count")
             if self.client_sinks:
                 wanted = wanted | ((F.col("kind") == "rec") & F.col("dest").isin(self.client_sinks))
             selected = [o.filter(wanted).select("kind", "dest", "value", "ord", "stat_count") for o in outputs]
+            if advance is not None:  # the route's coordination rows come with the statistics; its records only for
+                # the driver-side sinks it feeds (nothing else reads the route's output again)
+                keyed = outputs[-1].filter(wanted | (F.col("kind") == "stats"))
+                selected = [keyed.select("kind", "dest", "value", "ord", "stat_count")]
+                client = [i for i in self.client_sinks if i in self.route_fed]
+                if client:
+                    routed_records = (F.col("kind") == "rec") & F.col("dest").isin(client)
+                    selected.append(outputs[0].filter(routed_records).select("kind", "dest", "value", "ord", "stat_count"))
             rows = selected[0]
             for o in selected[1:]:
                 rows = rows.unionByName(o)
@@ -642,10 +486,32 @@ class ForeachBatchDriver:
                     self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
                 elif r["kind"] == "count":
                     self.sink_counts[int(r["dest"])] = self.sink_counts.get(int(r["dest"]), 0) + int(r["stat_count"])
+                elif r["kind"] == "stats":
+                    blobs.append(bytes(r["value"]))
                 else:
                     by_sink[int(r["dest"])].append(r)
         self._record_manifests([m for m in self.metric_rows if m[0] == step])
-        return by_sink, materialized, outputs
+        if advance is None:
+            return by_sink, materialized, outputs
+        with self._phase("watermarks"):
+            batch_index = self.take_statistics(blobs, step, now, advance)
+        return by_sink, materialized, outputs, batch_index
+
+    def take_statistics(self, blobs: List[bytes], step: int, now: int, advance: WatermarkAdvance) -> Optional[int]:
+        """The one-pass path's statistics, as the reporting keyed group passed them on (``stats`` rows' values): the
+        route tasks' metric and count rows are recorded, and the driver runs the advance every keyed task ran on
+        them, so that its watermark graph is the one they computed. Returns the replay batch index seen."""
+        stats = sorted_stats(blobs)
+        for r in stats:  # the route tasks' metric (async I/O) and count rows
+            if r["kind"] == "metric":
+                self.metric_rows.append((step, int(r["dest"]), json.loads(r["value"])))
+            elif r["kind"] == "count":
+                self.sink_counts[int(r["dest"])] = self.sink_counts.get(int(r["dest"]), 0) + int(r["stat_count"])
+        self._take_future(stats, now)
+        result = advance.run(stats)
+        self._restore_graph(result.state)
+        self._count_input(result.seen)
+        return result.seen.batch_index
 
     def _take_future(self, rows: List[Any], now: int) -> List[Any]:
         """Record the ``future`` rows (far-future records, see ``spark/rows.py``); returns the other rows."""
@@ -661,57 +527,33 @@ class ForeachBatchDriver:
         return out
 
     def _advance_watermarks(self, stats: List[Any]) -> Optional[int]:
-        """Feed the batch's statistics to the generators and run the periodic emission; returns the replay
-        batch index seen (if any). A replay source ends its input in the batch after its last one (so that every
-        Spark batch advances each operator's watermark once): with sources of different lengths, one batch later
-        than on the local engine (``docs/differences.md``)."""
-        g = self.watermark_graph
-        by_source: Dict[int, List[Any]] = {}
-        for row in stats:
-            by_source.setdefault(int(row["dest"]), []).append(row)
-        batch_index = None
-        for i, t in enumerate(g.order):
-            node = g.nodes[t.id]
-            for row in by_source.get(i, ()):
-                if row["kind"] == "gen":  # a custom generator's state after the route ran it (``spark/generators.py``)
-                    install_generator_state(g, i, row["value"])
-                    continue
-                if row["stat_batch"] is not None and row["stat_batch"] >= 0:
-                    batch_index = max(int(row["stat_batch"]), batch_index if batch_index is not None else -1)
-                if t.kind == "source":
-                    if row["part"] is None:
-                        continue  # a batch marker: no partition, no event
-                    part = source_partition(t, row["part"])
-                    counts = self.input_counts.setdefault(t.name, {})  # progress counter
-                    counts[str(part)] = counts.get(str(part), 0) + int(row["stat_count"] or 0)
-                    if row["stat_count"] and not t.watermark_strategy.has_user_generator:
-                        g.runners[t.id].observe(part, None, int(row["stat_max"]))
-                    else:
-                        g.runners[t.id].splits.add_partition(part)
-                elif isinstance(node.operator, TimestampsAndWatermarksOperator) and row["stat_count"]:
-                    node.operator.generator.on_event(None, int(row["stat_max"]), node.operator.wm_output)
-        for t in g.order:
-            node = g.nodes[t.id]
-            runner = g.runners.get(t.id)
-            if runner is not None:
-                source = t.source
-                if isinstance(source, MicroBatchSource):
-                    if batch_index is None:
-                        continue
-                    if batch_index < len(source.batches):
-                        runner.periodic_emit(batch_index)
-                else:
-                    runner.emit_periodic(self.step_watermarks.get(t.id))
-            elif node.operator is not None:
-                node.operator.on_periodic_emit()
-        for t in g.order:
-            runner = g.runners.get(t.id)
-            if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
-                # a BATCH job's source (datastream.runtime_mode) ends in its one batch, as on the local engine
-                last = len(t.source.batches) - (1 if getattr(t.source, "batch_execution", False) else 0)
-                if batch_index >= last and t.source.end_of_input:
-                    runner.end_input()
-        return batch_index
+        """Advance the driver's watermark graph on the batch's statistics (``spark/watermark_advance.py``); returns
+        the replay batch index seen (if any)."""
+        step_watermarks = self.step_watermarks
+        seen = advance_watermarks(self.watermark_graph, stats, step_watermarks)
+        self._count_input(seen)
+        return seen.batch_index
+
+    def _count_input(self, seen: Advanced) -> None:
+        """Add an advance's records per source and partition to the batch's progress counters."""
+        for name, parts in seen.input_counts.items():
+            counts = self.input_counts.setdefault(name, {})
+            for part, n in parts.items():
+                counts[part] = counts.get(part, 0) + n
+
+    def advance_of_batch(self, now: int) -> Optional[WatermarkAdvance]:
+        """The one-pass path's watermark advance of this batch (the graph as of now, at processing time ``now``),
+        or None where the batch takes the driver's own advance between route and keyed stage: more than one
+        keyed level (a later level needs the earlier's output first), none, a source that steps Spark batches itself
+        (``from_delta``), the columnar path, or a source the graph cannot ship without its data."""
+        if not self._one_pass:
+            return None
+        if self._template is None:
+            self._template = watermark_template(self.watermark_graph)
+            if self._template is None:
+                self._one_pass = False
+                return None
+        return WatermarkAdvance(self._template, self._graph_state(), now)
 
     def _context(self, t: Transformation) -> Dict[str, Any]:
         return {
@@ -730,6 +572,8 @@ class ForeachBatchDriver:
         """Sink ``sink_index``'s records of the batch (every step's), left on the executors."""
         from pyspark.sql import functions as F
 
+        if self.columnar is None and sink_index not in self.route_fed:  # not in the route's output (``outputs[0]``)
+            step_outputs = [outputs[1:] for outputs in step_outputs]
         frames = [sink_rows(outputs, sink_index, F.lit(n).cast("long")) for n, outputs in enumerate(step_outputs)]
         rows = frames[0]
         for f in frames[1:]:
@@ -741,20 +585,6 @@ class ForeachBatchDriver:
         """Hand a sink that writes through Spark (``DeltaSink``, dead letters, ``foreach_batch``) its records as a
         DataFrame: written by the executors."""
         deliver_frame(self.spark, t, frame, batch_id, self._context(t))
-
-
-def _source_stepper(plan: ExecPlan) -> Optional[Callable[..., Any]]:
-    """The ``steps(driver, df, batch_id)`` hook of the one source that splits Spark batches itself, if any."""
-    steppers = [t for t in plan.transformations if t.kind == "source" and getattr(t.source, "steps", None) is not None]
-    if not steppers:
-        return None
-    if len(steppers) > 1 or any(isinstance(t.source, MicroBatchSource) for t in plan.transformations if t.kind == "source"):
-        msg = (
-            "a pipeline may read one source with upstream watermarks (from_delta) and no replay source "
-            f"(MicroBatchSource) besides it; got {[t.name for t in plan.transformations if t.kind == 'source']}"
-        )
-        raise UnsupportedFeatureError(msg)
-    return steppers[0].source.steps  # type: ignore[no-any-return]
 
 
 __all__ = ["ForeachBatchDriver"]

@@ -31,6 +31,7 @@ from .plan import ExecPlan
 from .rows import loads, metric_row, row_frame
 from .state_cache import KeyState
 from .state_store import Manifest, PartitionStore
+from .watermark_advance import WatermarkAdvance, sorted_stats
 
 OPERATOR_STATE_KEY = b""  # the store's key of an operator's broadcast state (an encoded key is never empty)
 
@@ -245,12 +246,29 @@ def keyed_level_function(
     state_root: str,
     batch_id: int,
     manifests: Manifests,
+    advance: Optional[WatermarkAdvance] = None,
+    reporter: Optional[Tuple[int, int]] = None,
 ) -> Callable[[Any], Any]:
-    """The applyInPandas function of one batch's keyed level, with its arguments bound now (not by loop reference)."""
+    """The applyInPandas function of one batch's keyed level, with its arguments bound now (not by loop reference).
+
+    On the one-pass path (``advance`` given, ``wm_new`` unused) each group computes the batch's new watermarks from
+    the route tasks' ``stats`` rows it received (every group receives all of them), and the group ``reporter``
+    (``(dest, sp)``) passes those rows on to the driver, which runs the same advance on them."""
 
     def keyed(pdf):  # type: ignore[no-untyped-def]
-        with reported_to_driver(plan.nodes[int(pdf["dest"].iloc[0])]):
-            return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, manifests)
+        dest, sp = int(pdf["dest"].iloc[0]), int(pdf["sp"].iloc[0])
+        with reported_to_driver(plan.nodes[dest]):
+            if advance is None:
+                return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, manifests)
+            import pandas as pd
+
+            blobs = [bytes(v) for kind, v in zip(pdf["kind"], pdf["value"]) if kind == "stats"]
+            watermarks = advance.run(sorted_stats(blobs)).watermarks
+            out = run_keyed_partition(plan, pdf, wm_prev, watermarks, now, parts, state_root, batch_id, manifests)
+            if (dest, sp) != reporter or not blobs:
+                return out
+            passed = row_frame([{"kind": "stats", "dest": dest, "sp": sp, "value": b} for b in blobs])
+            return pd.concat([out, passed], ignore_index=True)
 
     return keyed
 

@@ -18,13 +18,18 @@ tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_
 ``future`` rows report far-future records (event time more than ``ExecPlan.future_horizon_ms`` ahead of the
 batch's processing time) per (node, ``part``): one with ``stat_count`` (how many) and ``stat_max`` (the latest
 such time), and up to :data:`FUTURE_SAMPLES` with one record's ``ts`` and source order in ``ord``.
+
+On the one-pass path (``spark/watermark_advance.py``) a route task sends its ``stat``, ``gen`` and ``future`` rows,
+and its ``metric`` and ``count`` rows, as one ``stats`` row to every keyed group (``dest``, ``sp``): ``value`` holds
+them as a pickled list of dicts (:func:`stats_rows`), so that each keyed task computes the batch's watermarks itself;
+one group passes them on to the driver, which so reads nothing from the route's output.
 """
 
 from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 ROW_COLUMNS = ["kind", "dest", "sp", "key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"]
 ROW_DDL = (
@@ -90,6 +95,15 @@ def metric_row(index: int, sp: int, metrics: Dict[str, Any]) -> Dict[str, Any]:
     return {"kind": "metric", "dest": index, "sp": sp, "value": json.dumps(metrics).encode()}
 
 
+def stats_rows(rows: List[Dict[str, Any]], groups: List[Tuple[int, int]]) -> List[Dict[str, Any]]:
+    """A route task's statistics and coordination rows (``stat``, ``gen``, ``future``, ``metric``, ``count``) as one
+    ``stats`` row per keyed group ``(dest, sp)``: the same pickled list in each (none when the task has none)."""
+    if not rows:
+        return []
+    blob = pickle.dumps(rows, protocol=4)  # built-in data only; ``gen`` values are already pickled bytes
+    return [{"kind": "stats", "dest": dest, "sp": sp, "value": blob} for dest, sp in groups]
+
+
 __all__ = [
     "ROW_COLUMNS",
     "ROW_DDL",
@@ -98,4 +112,5 @@ __all__ = [
     "loads",
     "row_frame",
     "metric_row",
+    "stats_rows",
 ]

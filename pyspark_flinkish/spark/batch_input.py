@@ -1,0 +1,70 @@
+"""What one Spark micro-batch of the foreachBatch executor reads, and where its records can go: the sources that
+step Spark batches themselves (``from_delta``), the replay sources and the Flink micro-batches a Spark batch holds,
+and the sinks the route writes directly. Functions of the plan, used by the driver (``spark/driver.py``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Tuple
+
+from ..core.errors import UnsupportedFeatureError
+from ..datastream.sources import MicroBatchSource
+from .plan import ExecPlan
+
+
+def route_fed_sinks(plan: ExecPlan) -> List[int]:
+    """The sinks a source reaches without a keyed operator in between: the route's tasks write their records."""
+    found: List[int] = []
+    seen = set()
+    stack = list(plan.sources)
+    while stack:
+        node = plan.nodes[stack.pop()]
+        if node.index in seen or node.keyed:
+            continue
+        seen.add(node.index)
+        if node.kind == "sink":
+            found.append(node.index)
+        stack.extend([*node.main, *(c for cs in node.side.values() for c in cs)])
+    return sorted(found)
+
+
+def source_stepper(plan: ExecPlan) -> Optional[Callable[..., Any]]:
+    """The ``steps(driver, df, batch_id)`` hook of the one source that splits Spark batches itself, if any."""
+    steppers = [t for t in plan.transformations if t.kind == "source" and getattr(t.source, "steps", None) is not None]
+    if not steppers:
+        return None
+    if len(steppers) > 1 or any(isinstance(t.source, MicroBatchSource) for t in plan.transformations if t.kind == "source"):
+        msg = (
+            "a pipeline may read one source with upstream watermarks (from_delta) and no replay source "
+            f"(MicroBatchSource) besides it; got {[t.name for t in plan.transformations if t.kind == 'source']}"
+        )
+        raise UnsupportedFeatureError(msg)
+    return steppers[0].source.steps  # type: ignore[no-any-return]
+
+
+def replay_steps(plan: ExecPlan, df: Any) -> Tuple[List[Any], List[int]]:
+    """The Flink micro-batches in this Spark batch: one, unless the batch holds several replay files; and
+    the replay batch index of each step (none without replay sources or replay rows)."""
+    from pyspark.sql import functions as F
+
+    if not any(isinstance(t.source, MicroBatchSource) for t in plan.transformations if t.kind == "source"):
+        return [df], []
+    indices = sorted(int(r["batch"]) for r in df.select("batch").distinct().collect() if r["batch"] is not None)
+    replay = [i for i in indices if i >= 0]
+    if len(replay) <= 1:
+        return [df], replay
+    first = F.col("batch") == replay[0]
+    steps = [df.filter(first | (F.col("batch") < 0))]  # rows of DataFrame sources go with the first
+    steps.extend(df.filter(F.col("batch") == i) for i in replay[1:])
+    return steps, replay
+
+
+def replay_sources(plan: ExecPlan) -> List[Tuple[str, MicroBatchSource]]:
+    """The replay sources (``from_micro_batches``) by uid."""
+    return [
+        (plan.nodes[i].uid, t.source)
+        for i, t in enumerate(plan.transformations)
+        if t.kind == "source" and isinstance(t.source, MicroBatchSource)
+    ]
+
+
+__all__ = ["replay_sources", "replay_steps", "route_fed_sinks", "source_stepper"]

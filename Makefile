@@ -61,12 +61,15 @@ test-jvm-free: setup
 test-notebooks: setup jars
 	$(VPY) -m pytest -q -p no:cacheprovider --nbmake-timeout=300 --timeout=600 notebooks
 
-# Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error.
+# Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error. Two pytest-xdist workers,
+# a whole module each at a time (`--dist loadfile`: a module's fixtures and order stay together; tests/conftest.py
+# hands out the modules with slow tests first): most of a test's time is spent waiting on JVMs and drivers starting,
+# Spark's scheduling and Kafka, so two workers overlap on two cores.
 test-integration: setup jars
 	@if [ -z "$$(find tests -type f \( -name 'test_*.py' -o -name '*_test.py' \) 2>/dev/null | head -1)" ]; then \
 		echo "no integration tests yet"; \
 	else \
-		rc=0; $(VPY) -m pytest -q --timeout=900 --durations=20 tests || rc=$$?; \
+		rc=0; $(VPY) -m pytest -q -n 2 --dist loadfile --timeout=900 --durations=20 tests || rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no integration tests collected"; rc=0; fi; \
 		exit $$rc; \
 	fi

@@ -31,7 +31,7 @@ from pyspark_flinkish.datastream.connectors.delta import DeltaSink
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 # the server: a local Spark session with Spark Connect's plugin (what pyspark's ``remote("local[2]")`` starts), with

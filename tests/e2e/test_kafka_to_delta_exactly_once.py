@@ -66,7 +66,7 @@ import pytest
 
 from pyspark_flinkish.testing.sigkill import DriverRun, job_module
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.hdfs]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.hdfs, pytest.mark.slow]
 
 JOB = Path(__file__).resolve().with_name("kafka_delta_job.py")
 JOB_CWD = JOB.parents[2]  # the job's working directory: the checkout

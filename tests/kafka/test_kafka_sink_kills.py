@@ -33,7 +33,7 @@ import pytest
 
 from pyspark_flinkish.testing.sigkill import DriverRun, job_module
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 JOB = Path(__file__).resolve().with_name("kafka_sink_job.py")
 N_EVENTS = 240

@@ -25,7 +25,7 @@ import pytest
 
 from pyspark_flinkish.testing.s3 import S3Proxy
 
-pytestmark = [pytest.mark.spark, pytest.mark.s3]
+pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.slow]
 
 JOB = Path(__file__).resolve().with_name("s3_job.py")
 

@@ -50,7 +50,7 @@ import pytest
 
 from pyspark_flinkish.testing.sigkill import DriverRun, job_module
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 JOB = Path(__file__).resolve().with_name("exactly_once_job.py")
 SEED = int(os.environ.get("EXACTLY_ONCE_SEED", "1729"))

@@ -22,7 +22,7 @@ import pytest
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.testing.sigkill import DriverRun
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 JOB = Path(__file__).resolve().with_name("file_sink_job.py")
 ROOT = JOB.parents[2]

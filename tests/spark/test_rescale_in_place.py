@@ -35,7 +35,7 @@ from pyspark_flinkish.datastream.state import MapStateDescriptor, ValueStateDesc
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.testing.sigkill import DriverRun
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 JOB = Path(__file__).with_name("rescale_kill_job.py")
 RUN_TIMEOUT = 300  # seconds for one driver process (its session's start-up included)

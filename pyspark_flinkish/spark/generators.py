@@ -19,6 +19,7 @@ them: ``on_event`` per element, in processing order.
 
 from __future__ import annotations
 
+import pickle
 from typing import Any, Dict, List, Optional
 
 from ..core.clock import Clock
@@ -139,8 +140,15 @@ def assigner_row(index: int, op: TimestampsAndWatermarksOperator) -> Dict[str, A
 
 
 def _on_clock(generator: Any, clock: Clock) -> Any:
-    """The generator bound to the driver's clock (one that came back from an executor holds a copy of it)."""
-    return generator_from_dict(generator_to_dict(generator, True), clock, True)
+    """The generator bound to the driver's clock (one that came back from an executor holds a copy of it). In a
+    Python worker (the one-pass path's advance, ``spark/watermark_advance.py``) a user generator whose class came by
+    value cannot be pickled by reference: it stays the copy it came as, on the copy of the clock it came with (the
+    worker's clock is fixed at the batch's processing time)."""
+    try:
+        data = generator_to_dict(generator, True)
+    except pickle.PicklingError:
+        return generator
+    return generator_from_dict(data, clock, True)
 
 
 def install_generator_state(graph: Any, index: int, value: bytes) -> None:

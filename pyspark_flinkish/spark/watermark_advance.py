@@ -15,6 +15,7 @@ same on the same statistics and takes the resulting state, so that its graph is 
 
 from __future__ import annotations
 
+import base64
 import copy
 import pickle
 from dataclasses import dataclass, field
@@ -136,7 +137,10 @@ def _source_shape(source: Any) -> Optional[Any]:
     """What the watermark graph reads of a source (partitions, explicit watermarks, end of input, the replay
     batches' watermarks and processing times), without its data; None for a source it cannot ship."""
     if isinstance(source, MicroBatchSource):
-        shape = copy.copy(source)
+        # a plain MicroBatchSource with the source's settings: a subclass may read its batches through a property
+        # (FileSource reads its files), which the shape's empty batches must not go through
+        shape = MicroBatchSource.__new__(MicroBatchSource)
+        shape.__dict__.update(source.__dict__)
         shape.batches = [MicroBatch((), b.watermark, None, b.processing_time) for b in source.batches]
         return shape
     if isinstance(source, DataFrameSource):
@@ -202,14 +206,37 @@ def sorted_stats(blobs: Sequence[bytes]) -> List[Dict[str, Any]]:
     return rows
 
 
+def _by_value(state: Any) -> Any:
+    """``state`` (``LocalExecutor.watermark_state``) with every user generator pickled again by cloudpickle: the
+    state pickles it with ``pickle``, by reference to its class, which a Python worker cannot import when the class
+    was defined in ``__main__``, a notebook or a module not shipped to the executors (as elements travel)."""
+    if isinstance(state, dict):
+        obj = state.get("object")
+        if state.get("kind") == "user" and isinstance(obj, dict) and set(obj) == {"P"}:
+            from pyspark import cloudpickle  # pure-Python module shipped with pyspark; no JVM
+
+            generator = pickle.loads(base64.b64decode(obj["P"]))  # the driver's own state
+            return {**state, "object": {"P": base64.b64encode(cloudpickle.dumps(generator, protocol=4)).decode("ascii")}}
+        return {k: _by_value(v) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_by_value(v) for v in state)
+    return state
+
+
 @dataclass
 class AdvanceResult:
-    """A batch's advance: the graph's new state (``LocalExecutor.watermark_state``), every operator's new watermark
-    by plan index, and what the advance saw."""
+    """A batch's advance: the advanced graph, every operator's new watermark by plan index, and what the advance
+    saw."""
 
-    state: Dict[str, Any]
+    graph: LocalExecutor
     watermarks: Dict[int, int]
     seen: Advanced
+
+    @property
+    def state(self) -> Dict[str, Any]:
+        """The graph's new state (``LocalExecutor.watermark_state``), what the driver keeps. Only the driver asks for
+        it: in a Python worker a user generator whose class came by value cannot be pickled by ``pickle``."""
+        return self.graph.watermark_state()
 
 
 class WatermarkAdvance:
@@ -218,7 +245,7 @@ class WatermarkAdvance:
 
     def __init__(self, template: bytes, state: Dict[str, Any], now: int) -> None:
         self.template = template
-        self.state = state
+        self.state = _by_value(state)
         self.now = now
 
     def run(self, stats: Sequence[Mapping[str, Any]]) -> AdvanceResult:
@@ -227,7 +254,7 @@ class WatermarkAdvance:
         graph.clock.set(self.now)  # type: ignore[attr-defined]  # the template's ManualClock, shared by its parts
         graph.restore_watermark_state(self.state)
         seen = advance_watermarks(graph, stats)
-        return AdvanceResult(graph.watermark_state(), graph_watermarks(graph), seen)
+        return AdvanceResult(graph, graph_watermarks(graph), seen)
 
 
 __all__ = [

@@ -195,19 +195,20 @@ def crash_on_new_entry(
     reason: str,
     *,
     driver: Optional[int] = None,
+    note_to: Optional[str] = None,
     interval: float = 0.0005,
 ) -> threading.Thread:
-    """Start a daemon thread that calls :func:`crash` (``"<reason> [new names]"``) as soon as ``list_names()``
-    returns a name it did not return when the thread started; names starting with ``.`` (Spark's temporary files and
-    checksums) do not count. E.g. ``lambda: os.listdir(f"{checkpoint}/spark/offsets")`` kills the driver once Spark
-    planned the next micro-batch."""
+    """Start a daemon thread that calls :func:`crash` (``"<reason> [new names]"``, ``driver`` and ``note_to`` as
+    there) as soon as ``list_names()`` returns a name it did not return when the thread started; names starting with
+    ``.`` (Spark's temporary files and checksums) do not count. E.g. ``lambda: os.listdir(f"{checkpoint}/spark/offsets")``
+    kills the driver once Spark planned the next micro-batch."""
     before: Set[str] = set(list_names())
 
     def watch() -> None:
         while True:
             new = sorted(n for n in list_names() if n not in before and not os.path.basename(n).startswith("."))
             if new:
-                crash(f"{reason} {new}", driver)
+                crash(f"{reason} {new}", driver, note_to)
             time.sleep(interval)
 
     thread = threading.Thread(target=watch, name="crash-on-new-entry", daemon=True)

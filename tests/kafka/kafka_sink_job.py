@@ -252,7 +252,8 @@ def main(argv: List[str]) -> int:
             crash(f"after commit {commits}", driver)
         if args.kill_after_planning is not None and commits == args.kill_after_planning:
             offsets_log = os.path.join(args.checkpoint, "spark", "offsets")
-            sigkill.crash_on_new_entry(lambda: os.listdir(offsets_log), "at planning: new offsets log entry", driver=driver)
+            sigkill.crash_on_new_entry(lambda: os.listdir(offsets_log), "at planning: new offsets log entry", driver=driver,
+                                       note_to=os.environ.get("KAFKA_SINK_KILLS"))
 
     handle = env.execute("kafka -> kafka", checkpoint_location=args.checkpoint, trigger={"availableNow": True},
                          progress=progress)

@@ -3,13 +3,11 @@ Kafka, HDFS and S3 fixtures (one broker, cluster and server per session) come fr
 :mod:`pyspark_flinkish.testing.fixtures`.
 
 ``make test-integration`` runs them in two pytest-xdist workers, a whole module at a time (``--dist loadfile``): each
-worker has its own SparkSession, broker, HDFS and S3 server. Modules with a test marked ``slow`` (a minute or more:
-the SIGKILL tests, ``spark-submit``, the live demo) are handed out first, so that no worker ends the run alone on
-one of them."""
+worker has its own SparkSession, broker, HDFS and S3 server."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 from pyspark_flinkish.testing.fixtures import driver_runs, hdfs_cluster, kafka_broker, kafka_topic, s3_server
 
@@ -24,9 +22,3 @@ def pytest_collection_finish(session: Any) -> None:
     for module in {getattr(item, "module", None) for item in session.items}:
         if module is not None:
             cloudpickle.register_pickle_by_value(module)
-
-
-def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
-    """The modules holding a ``slow`` test first, each module's tests in their order (a stable sort)."""
-    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)

@@ -393,3 +393,40 @@ def test_apply_in_pandas_with_state_executor_writes_the_same_records(  # type: i
                                                              for _, _, v, _ in got)
     committed = sum(m["totals"]["transactions_committed"] + m["late"]["transactions_committed"] for m in metrics)
     assert committed >= 2 and all(m[s]["transactions_skipped"] == 0 for m in metrics for s in m)
+
+
+def test_the_kafka_to_kafka_example_writes_each_fired_window_once(spark, kafka_broker, kafka_topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``examples/kafka_to_kafka.py``'s job on the test broker, one micro-batch: the windows its watermark closed
+    (``max(t) - 5 s``) are in the output topic once each, with the counts and sums of its generated events."""
+    import argparse
+    import collections
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "kafka_to_kafka.py"
+    spec = importlib.util.spec_from_file_location("kafka_to_kafka_example", path)
+    example = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = example  # type: ignore[union-attr]  # cloudpickle ships it by value from there
+    spec.loader.exec_module(example)  # type: ignore[union-attr]
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(example)
+    topics = {"input": kafka_topic(partitions=2), "output": kafka_topic(partitions=2), "late": kafka_topic(partitions=1)}
+    events = example.generated(600)
+    example.produce(kafka_broker.bootstrap_servers, topics["input"], events)
+    args = argparse.Namespace(bootstrap_servers=kafka_broker.bootstrap_servers, **topics)
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    example.build(env, args)
+    env.execute("kafka-to-kafka example", checkpoint_location=str(tmp_path / "ck"),
+                trigger={"availableNow": True}).await_termination()
+    watermark = max(e["t"] for e in events) - 5_000 - 1
+    expected = collections.defaultdict(lambda: [0, 0])
+    for e in events:
+        start = e["t"] // 60_000 * 60_000
+        if start + 60_000 - 1 <= watermark:
+            expected[(e["k"], start)][0] += 1
+            expected[(e["k"], start)][1] += e["v"]
+    got = [json.loads(r.value) for r in kafka_broker.consume(topics["output"], timeout=10, isolation_level="read_committed")]
+    assert sorted((g["k"], g["start"], g["n"], g["total"]) for g in got) == sorted((k, s, n, t) for (k, s), (n, t) in expected.items())
+    assert kafka_broker.consume(topics["late"], timeout=3, isolation_level="read_committed") == []

@@ -48,18 +48,18 @@ docs: setup
 
 # No java reachable: JAVA_HOME unset and PATH reduced to the venv's bin directory.
 # pytest exit code 5 (nothing collected) is a failure here: these tests must exist.
-# One pytest-xdist worker per core: the suite is CPU-bound and its tests independent (about 70 s on one core of the
+# One pytest-xdist worker per core (setup.cfg's addopts, so also a plain `pytest jvm-free-tests`): the suite is CPU-bound and its tests independent (about 70 s on one core of the
 # 2-core machine, about 30 s on both).
 test-jvm-free: setup
 	env -u JAVA_HOME PATH="$(CURDIR)/$(VENV)/bin" PYSPARK_FLINKISH_ASSERT_NO_JAVA=1 \
-		$(VPY) -m pytest -q -n auto --timeout=120 jvm-free-tests
+		$(VPY) -m pytest -q --timeout=120 jvm-free-tests
 
 # The notebooks in notebooks/, top to bottom in a fresh kernel each (notebooks/conftest.py: nbmake runs them, outputs
 # are not written back, and a notebook whose outputs hold no image fails). Notebooks 1-4
 # and 7 run on the JVM-free engine, 5 and 6 start a local SparkSession (Delta from `make jars`). A cell may take 5 minutes
 # and a notebook 10 (pytest-timeout): a wedged Spark query fails the run instead of hanging it.
 test-notebooks: setup jars
-	$(VPY) -m pytest -q -p no:cacheprovider --nbmake-timeout=300 --timeout=600 notebooks
+	$(VPY) -m pytest -q -n 0 -p no:cacheprovider --nbmake-timeout=300 --timeout=600 notebooks
 
 # Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error. Two pytest-xdist workers,
 # a whole module each at a time (`--dist loadfile`: a module's fixtures and order stay together): much of a test's
@@ -95,7 +95,7 @@ lint: setup
 SOAK_SECONDS ?= 600
 SOAK_RATE ?= 100
 soak: setup jars
-	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_RATE=$(SOAK_RATE) $(VPY) -m pytest -q -s -p no:cacheprovider -m soak \
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_RATE=$(SOAK_RATE) $(VPY) -m pytest -q -n 0 -s -p no:cacheprovider -m soak \
 		--timeout=$$(( $(SOAK_SECONDS) + 900 )) tests/soak
 
 # The benchmark suite (docs/benchmarks.md): figures, never pass/fail. BENCH_ARGS=--quick for a smoke run.

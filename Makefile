@@ -69,7 +69,7 @@ test-integration: setup jars
 	@if [ -z "$$(find tests -type f \( -name 'test_*.py' -o -name '*_test.py' \) 2>/dev/null | head -1)" ]; then \
 		echo "no integration tests yet"; \
 	else \
-		rc=0; $(VPY) -m pytest -q -n 2 --dist loadfile --timeout=900 --durations=20 tests || rc=$$?; \
+		rc=0; $(VPY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --timeout=900 --durations=20 tests || rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no integration tests collected"; rc=0; fi; \
 		exit $$rc; \
 	fi

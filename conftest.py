@@ -79,6 +79,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         os.environ.pop(STATE_CACHE_ENV, None)
 
 
+_module_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Adds up each test module's setup, call and teardown time (reports reach xdist's controller too)."""
+    module = report.nodeid.split("::", 1)[0]
+    _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """With ``--durations``, also each module's total, longest first: what ``tests/conftest.py``'s
+    ``LONGEST_FIRST`` (the order the integration suite's modules start in) is kept current from."""
+    if config.getoption("durations", None) is None or not _module_seconds:
+        return
+    terminalreporter.write_sep("=", "slowest 15 modules (setup + call + teardown)")
+    for module, seconds in sorted(_module_seconds.items(), key=lambda kv: -kv[1])[:15]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {module}")
+
+
 def conformance_root() -> Path:
     """The conformance material the tests run: the repository's vendored ``conformance/``, or
     ``$PYSPARK_FLINKISH_SHARED/conformance`` when that variable is set."""

@@ -130,3 +130,35 @@ def test_the_signature_opens_a_copy_not_the_users_function() -> None:
     _signatures(count=count)
     assert not hasattr(count, "count")  # open() ran on a copy: nothing of the driver's state handles is shipped
     assert "state=[count:value:LONG]" in BASE["counts"]
+
+
+def _stored_before_key_identity(signatures: Dict[str, str]) -> Dict[str, str]:
+    """The signatures as a checkpoint written before keys were held as Flink tells them apart stored them."""
+    return {uid: sig.replace(" | key_identity=flink", "") for uid, sig in signatures.items()}
+
+
+@pytest.mark.parametrize(
+    "key_type",
+    [Types.FLOAT(), Types.DOUBLE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()]), Types.ROW_NAMED(["f"], [Types.FLOAT()])],
+    ids=["float", "double", "tuple-with-double", "row-with-float"],
+)
+def test_state_keyed_by_float_or_double_stored_before_flinks_key_identity_is_refused(key_type: Any) -> None:
+    """Such keys now have other bytes (``FLOAT`` rounded to 32 bits, an integral ``DOUBLE`` as a float), so the state
+    would not be found: the restart is refused, naming why, never reset silently."""
+    current = _signatures(key_type=key_type)
+    assert "key_identity=flink" in current["totals"]
+    problems, _ = compare_signatures(_stored_before_key_identity(current), current)
+    assert len(problems) == 1 and problems[0].startswith("operator 'totals': "), problems
+    assert f"keys of type {key_type!r}" in problems[0] and "new checkpoint location" in problems[0], problems
+    problems, merged = compare_signatures(current, current)  # written with Flink's key identity: no problem
+    assert problems == [] and merged == current
+
+
+def test_state_keyed_by_other_types_stored_before_flinks_key_identity_is_kept() -> None:
+    """Keys of other declared types have the same bytes as before: the checkpoint starts and learns the part."""
+    current = _signatures(key_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+    problems, merged = compare_signatures(_stored_before_key_identity(current), current)
+    assert problems == []
+    assert {uid: set(sig.split(" | ")) for uid, sig in merged.items()} == {
+        uid: set(sig.split(" | ")) for uid, sig in current.items()
+    }

@@ -6,10 +6,35 @@ restores a savepoint; here the checkpoint's ``meta.json`` keeps the signatures).
 from __future__ import annotations
 
 import pickle
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..datastream.plan import Transformation, WindowSpec
 from .chain import FixedClock
+
+KEY_IDENTITY = "flink"
+"""The ``key_identity`` part of a signature with a declared key type: its state holds each key as Flink tells keys
+apart (``core/key_identity.py``: a ``FLOAT`` key rounded to 32 bits, an integral ``DOUBLE`` key as a float). A
+checkpoint without the part was written before that, under the key as Python held it."""
+
+_ROUNDED_KEY_TYPE = re.compile(r"\b(?:FLOAT|DOUBLE)\b")
+
+
+def _keys_stored_before_key_identity(old_parts: Dict[str, str], new_parts: Dict[str, str]) -> Optional[str]:
+    """What changed for a checkpoint whose state holds keys of a declared ``FLOAT`` or ``DOUBLE`` type (also inside a
+    row or tuple) stored before :data:`KEY_IDENTITY`: such keys now have other bytes, so that state would not be
+    found (never a silent reset); None when nothing did."""
+    key = old_parts.get("key")
+    if key is None or "key_identity" in old_parts or "key_identity" not in new_parts:
+        return None
+    if not _ROUNDED_KEY_TYPE.search(key):
+        return None
+    return (
+        f"its state holds keys of type {key} as Python held them, written before keys were held as Flink tells them "
+        "apart (a FLOAT key rounded to 32 bits, an integral DOUBLE key as a float): with other bytes now, that state "
+        "would not be found; start it from a new checkpoint location, or let the version that wrote it run the job to "
+        "its end"
+    )
 
 
 def state_signature(t: Transformation) -> Optional[str]:
@@ -40,6 +65,7 @@ def state_signature(t: Transformation) -> Optional[str]:
     key_type = getattr(spec, "key_type", None)
     if key_type is not None:
         extra["key"] = repr(key_type)
+        extra["key_identity"] = KEY_IDENTITY
     agg = getattr(contents, "agg_fn", None)
     if agg is not None:
         try:
@@ -104,6 +130,9 @@ def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple
         new_parts = dict(p.split("=", 1) for p in new_rest)
         changes = [] if old_base == new_base else [f"[{old_base}] -> [{new_base}]"]
         changes += [f"{k} {old_parts[k]} -> {new_parts[k]}" for k in old_parts if k in new_parts and old_parts[k] != new_parts[k]]
+        rekeyed = _keys_stored_before_key_identity(old_parts, new_parts)
+        if rekeyed is not None and not changes:
+            changes.append(rekeyed)
         if changes:
             problems.append(f"operator {uid!r}: " + "; ".join(changes))
         else:
@@ -112,6 +141,7 @@ def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple
 
 
 __all__ = [
+    "KEY_IDENTITY",
     "state_signature",
     "compare_signatures",
 ]

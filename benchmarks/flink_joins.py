@@ -5,7 +5,7 @@ DataStream API (``join``/``coGroup``/``intervalJoin``) against the jars of the P
 writes the scenarios to a temporary file, compiles and runs the program (``javac``/``java`` 17) and writes
 ``jvm-free-tests/datastream/flink_joins.json`` (the scenarios with Flink's outputs)::
 
-    python benchmarks/flink_joins.py --flink-lib /work/pyflink-venv/lib/python3.11/site-packages/pyflink/lib \
+    python benchmarks/flink_joins.py --flink-lib benchmarks/.venv-pyflink/lib/python3.11/site-packages/pyflink/lib \
         --out jvm-free-tests/datastream/flink_joins.json
 
 It runs every scenario twice and fails if the two runs differ. A scenario is a script of steps: each step's records

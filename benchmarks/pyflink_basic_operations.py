@@ -4,7 +4,7 @@ records what it prints, as the oracle for ``docs/migrating-from-pyflink.md``'s b
 
 Runs with PyFlink's own interpreter (PyFlink 2.3.0 in its own virtualenv; Java 17)::
 
-    /work/pyflink-venv/bin/python benchmarks/pyflink_basic_operations.py \
+    benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_basic_operations.py \
         --out jvm-free-tests/docs/pyflink_basic_operations.json
 
 The example runs in a child process of this interpreter (its directory on ``PATH``, so that PyFlink's Python workers
@@ -43,7 +43,7 @@ def main(argv: List[str]) -> int:
     print("\n".join(printed))
     doc = {
         "pyflink_version": pyflink.version.__version__,
-        "command": "/work/pyflink-venv/bin/python benchmarks/pyflink_basic_operations.py --out " + args.out,
+        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_basic_operations.py --out " + args.out,
         "example": "pyflink/examples/datastream/basic_operations.py",
         "source": example.read_text(),
         "printed": printed,

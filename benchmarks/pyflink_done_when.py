@@ -3,7 +3,7 @@ window_all, KeyedStream.sum in one job), as the oracle for pyspark_flinkish's.
 
 Runs with PyFlink's own interpreter (PyFlink 2.3.0 in its own virtualenv; Java 17)::
 
-    /work/pyflink-venv/bin/python benchmarks/pyflink_done_when.py --out jvm-free-tests/datastream/pyflink_done_when.json
+    benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_done_when.py --out jvm-free-tests/datastream/pyflink_done_when.json
 
 The job is in ``jvm-free-tests/datastream/pyflink_done_when_job.py``, written once against PyFlink's API; this script
 hands it PyFlink's modules, ``test_pyflink_done_when.py`` (local engine) and ``tests/spark/test_spark_two_input.py``
@@ -76,7 +76,7 @@ def main(argv: List[str]) -> int:
         print(o, flush=True)
     doc = {
         "pyflink_version": pyflink.version.__version__,
-        "command": "/work/pyflink-venv/bin/python benchmarks/pyflink_done_when.py --out " + args.out
+        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_done_when.py --out " + args.out
         + (f" --runs {args.runs}" if args.runs != 1 else ""),
         "parallelism": 1,
         "runs": args.runs,

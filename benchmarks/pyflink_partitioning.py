@@ -11,7 +11,7 @@ Records what ``jvm-free-tests/datastream/test_pyflink_partitioning.py`` compares
 * ``partition_out_of_range``: whether a job whose partitioner returns a partition outside ``[0, n)`` fails.
 
 Run with the PyFlink virtualenv (Java 17 on PATH):
-``/work/pyflink-venv/bin/python benchmarks/pyflink_partitioning.py --out jvm-free-tests/datastream/pyflink_partitioning.json``
+``benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_partitioning.py --out jvm-free-tests/datastream/pyflink_partitioning.json``
 """
 
 from __future__ import annotations

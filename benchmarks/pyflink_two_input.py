@@ -2,7 +2,7 @@
 
 Runs with PyFlink's own interpreter (PyFlink 2.3.0 in its own virtualenv; Java 17)::
 
-    /work/pyflink-venv/bin/python benchmarks/pyflink_two_input.py \
+    benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_two_input.py \
         --out jvm-free-tests/datastream/pyflink_two_input.json
 
 The jobs are in ``jvm-free-tests/datastream/two_input_jobs.py``, written once against PyFlink's API; this script
@@ -80,7 +80,7 @@ def main(argv: List[str]) -> int:
         cases.append({"name": case, "output": outputs[0]})
     doc = {
         "pyflink_version": pyflink.version.__version__,
-        "command": "/work/pyflink-venv/bin/python benchmarks/pyflink_two_input.py --out " + args.out,
+        "command": "benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_two_input.py --out " + args.out,
         "parallelism": {c: two_input_jobs.PARALLELISM.get(c, 1) for c in two_input_jobs.CASES},
         "runs": args.runs,
         "inputs": two_input_jobs.INPUTS,

@@ -32,7 +32,7 @@ def run(batches: int, restart: bool = False) -> List[Any]:
 
 def test_oracle_is_real_pyflink_output() -> None:
     assert ORACLE["pyflink_version"] == "2.3.0"
-    assert ORACLE["command"].startswith("/work/pyflink-venv/bin/python benchmarks/pyflink_done_when.py")
+    assert ORACLE["command"].startswith("benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_done_when.py")
     assert ORACLE["inputs"] == job.INPUTS
     kinds = {o[0] for o in ORACLE["output"]}
     assert kinds == {"checked", "window", "sum"}

@@ -34,7 +34,7 @@ def run(case: str, batches: int = 1, restart: bool = False) -> List[Any]:
 
 def test_oracle_is_real_pyflink_output() -> None:
     assert ORACLE["pyflink_version"] == "2.3.0"
-    assert ORACLE["command"].startswith("/work/pyflink-venv/bin/python benchmarks/pyflink_two_input.py")
+    assert ORACLE["command"].startswith("benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_two_input.py")
     assert ORACLE["inputs"] == two_input_jobs.INPUTS
     assert [c["name"] for c in ORACLE["cases"]] == two_input_jobs.CASES
     assert all(c["output"] for c in ORACLE["cases"])

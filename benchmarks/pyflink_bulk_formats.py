@@ -187,8 +187,8 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--jars", required=True, help="folder with flink-sql-{parquet,orc,avro}-2.3.0.jar")
     parser.add_argument("--hadoop-jars", required=True, help="folder with hadoop-client-{api,runtime}-*.jar")
     args = parser.parse_args(argv)
-    jars = sorted(str(p) for p in Path(args.jars).glob("flink-sql-*.jar"))
-    jars += sorted(str(p) for p in Path(args.hadoop_jars).glob("hadoop-client-*.jar"))
+    jars = sorted(str(p.resolve()) for p in Path(args.jars).glob("flink-sql-*.jar"))
+    jars += sorted(str(p.resolve()) for p in Path(args.hadoop_jars).glob("hadoop-client-*.jar"))
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""), TZ="UTC")
     cases: Dict[str, Any] = {}
     for kind, job in JOBS.items():
@@ -209,7 +209,14 @@ def main(argv: List[str]) -> int:
                 "files": [_UUID.sub("<uuid>", p.relative_to(out).as_posix()) for p in files],
                 "contents": [read_back(kind.split("_")[0], p) for p in files if not p.name.startswith(".")],
             }
-    oracle.record(args.out, __file__, {"rows": ROWS.strip(), "prelude_sink": SINK.strip(), "cases": cases})
+    import pyflink.version
+
+    command = (
+        f"{oracle.VENV_PYTHON} benchmarks/{Path(__file__).name} --jars <folder of flink-sql-{{parquet,orc,avro}}-2.3.0.jar> "
+        f"--hadoop-jars <pyspark's jars folder> --out {args.out}"
+    )
+    body = {"rows": ROWS.strip(), "prelude_sink": SINK.strip(), "cases": cases}
+    oracle.write_json(args.out, {"pyflink_version": pyflink.version.__version__, "command": command, **body})
     print(json.dumps(cases, indent=1))
     return 0
 

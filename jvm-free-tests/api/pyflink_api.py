@@ -61,13 +61,21 @@ PYFLINK_NAMES: dict[str, list[str]] = {
     "datastream.async_retry_predicates": [
         "empty_result_predicate", "has_exception_predicate", "exception_type_predicate",
     ],
-    "common.serialization": ["SimpleStringSchema", "DeserializationSchema", "SerializationSchema", "Encoder"],
+    "common.serialization": [
+        "SimpleStringSchema", "DeserializationSchema", "SerializationSchema", "Encoder", "BulkWriterFactory",
+    ],
     "datastream.connectors.file_system": [
         "FileSource", "FileSourceBuilder", "StreamFormat", "BulkFormat", "FileSink", "OutputFileConfig", "RollingPolicy",
         "BucketAssigner", "FileEnumeratorProvider", "FileSplitAssignerProvider", "FileCompactStrategy", "FileCompactor",
         "StreamingFileSink",
     ],
     "datastream.formats.json": ["JsonRowDeserializationSchema", "JsonRowSerializationSchema"],
+    "datastream.formats.parquet": ["ParquetBulkWriters"],
+    "datastream.formats.orc": ["OrcBulkWriters"],
+    "datastream.formats.avro": ["AvroSchema", "GenericRecordAvroTypeInfo", "AvroBulkWriters"],
+    "datastream.formats.csv": ["CsvSchema", "CsvSchemaBuilder", "CsvBulkWriters"],
+    "table": ["DataTypes"],
+    "table.types": ["DataType", "RowType", "RowField"],
     "datastream.connectors.base": ["DeliveryGuarantee"],
     "datastream.connectors.kafka": [
         "KafkaSource", "KafkaSourceBuilder", "KafkaOffsetsInitializer", "KafkaOffsetResetStrategy", "KafkaTopicPartition",

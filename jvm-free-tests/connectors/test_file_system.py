@@ -11,7 +11,12 @@ from typing import List
 import pytest
 
 from pyspark_flinkish.common import Encoder, Row, Types
-from pyspark_flinkish.core.errors import InvalidArgumentError, InvalidPipelineError, UnsupportedFeatureError
+from pyspark_flinkish.core.errors import (
+    InvalidArgumentError,
+    InvalidPipelineError,
+    InvalidTypeError,
+    UnsupportedFeatureError,
+)
 from pyspark_flinkish.core.file_parts import java_date_time
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.datastream.connectors.file_system import (
@@ -156,8 +161,8 @@ def test_what_is_not_offered_is_refused_by_name(tmp_path: Path) -> None:
         env.execute()
     with pytest.raises(UnsupportedFeatureError, match="BulkFormat"):
         BulkFormat()
-    with pytest.raises(UnsupportedFeatureError, match="for_bulk_format"):
-        FileSink.for_bulk_format(str(tmp_path), None)
+    with pytest.raises(InvalidTypeError, match="for_bulk_format needs a BulkWriterFactory"):
+        FileSink.for_bulk_format(str(tmp_path), None)  # the bulk writers: test_bulk_formats.py
     with pytest.raises(UnsupportedFeatureError, match="compaction"):
         FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder()).enable_compact(None, None)
     with pytest.raises(UnsupportedFeatureError, match="rolls at the end of its micro-batch"):

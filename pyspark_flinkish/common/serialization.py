@@ -1,5 +1,6 @@
 """PyFlink's ``pyflink.common.serialization``: how a source turns a record's bytes into an element, how a sink
-turns an element into a record's bytes, and how a file sink turns an element into bytes (:class:`Encoder`).
+turns an element into a record's bytes, and how a file sink turns an element into bytes (:class:`Encoder`) or writes
+a whole part file (:class:`BulkWriterFactory`).
 
 Deserialization schemas are descriptions, not code run per record: the Spark executors decode with Spark's own
 functions. Serialization schemas run per record (``serialize``), on the Spark executors or in the JVM-free engine.
@@ -10,9 +11,11 @@ from __future__ import annotations
 import codecs
 from typing import Any
 
+from ..core.bulk_writers import BulkEncoding
 from ..core.errors import InvalidArgumentError, InvalidTypeError
 
 __all__ = [
+    "BulkWriterFactory",
     "DeserializationSchema",
     "Encoder",
     "RawBytesSchema",
@@ -127,3 +130,28 @@ class Encoder:
 
     def __repr__(self) -> str:
         return f"Encoder.simple_string_encoder({self.charset_name!r})"
+
+
+class BulkWriterFactory:
+    """How ``FileSink.for_bulk_format`` writes a part file (PyFlink's ``BulkWriterFactory``); made by the factories of
+    ``pyspark_flinkish.datastream.formats`` (``ParquetBulkWriters``, ``OrcBulkWriters``, ``AvroBulkWriters``,
+    ``CsvBulkWriters``), not directly. ``encoding`` describes the files
+    (:class:`~pyspark_flinkish.core.bulk_writers.BulkEncoding`)."""
+
+    def __init__(self, encoding: BulkEncoding) -> None:
+        if not isinstance(encoding, BulkEncoding):
+            msg = (
+                "BulkWriterFactory is made by ParquetBulkWriters.for_row_type, OrcBulkWriters.for_row_type, "
+                f"AvroBulkWriters.for_generic_record or CsvBulkWriters.for_schema; got {type(encoding).__name__}"
+            )
+            raise InvalidTypeError(msg)
+        self.encoding = encoding
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BulkWriterFactory) and other.encoding == self.encoding
+
+    def __hash__(self) -> int:
+        return hash(self.encoding)
+
+    def __repr__(self) -> str:
+        return f"{self.encoding.factory}({self.encoding!r})"

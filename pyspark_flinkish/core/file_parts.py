@@ -20,6 +20,7 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
+from .bulk_writers import BulkEncoding, BulkPartWriter
 from .display import java_string
 from .errors import InvalidArgumentError
 from .typeinfo import TypeInformation
@@ -103,13 +104,15 @@ def check_date_time_pattern(pattern: str, zone: Optional[str]) -> None:
 class PartFileSettings:
     """What a :class:`PartFileWriter` needs of its sink: the output file config (``prefix``, ``suffix``), the
     encoder's ``charset``, the rolling policy's ``part_size`` (bytes; None: roll on checkpoints only) and the
-    stream's type (what ``toString()`` of an element is)."""
+    stream's type (what ``toString()`` of an element is); for a bulk format (``FileSink.for_bulk_format``) its
+    ``bulk`` encoding, which writes whole part files (they roll on checkpoints only)."""
 
     prefix: str
     suffix: str
     charset: str
     part_size: Optional[int]
     type_info: Optional[TypeInformation]
+    bulk: Optional[BulkEncoding] = None
 
     def encode(self, value: Any) -> bytes:
         """The bytes ``SimpleStringEncoder`` writes for ``value``: Java's ``toString()`` of it and ``"\\n"``."""
@@ -122,6 +125,7 @@ class _OpenPart:
     hidden: str
     out: IO[bytes]
     size: int = 0
+    bulk: Optional[BulkPartWriter] = None
 
 
 class PartFileWriter:
@@ -130,7 +134,8 @@ class PartFileWriter:
     Lifecycle: :meth:`write` for each record in order, then :meth:`finish`, which closes the files and returns the
     pending ones as ``(in-progress path, final path)`` pairs, for the committer to rename once the checkpoint
     commits. A file rolls (a new counter) before a record when it holds more than ``part_size`` bytes (Flink's
-    ``DefaultRollingPolicy.shouldRollOnEvent``); every file rolls at :meth:`finish` (the checkpoint).
+    ``DefaultRollingPolicy.shouldRollOnEvent``); every file rolls at :meth:`finish` (the checkpoint), and a bulk
+    format's only then (Flink's ``OnCheckpointRollingPolicy``): its writer finishes the file (footer) first.
 
     Args:
         settings: the sink's :class:`PartFileSettings`.
@@ -165,12 +170,16 @@ class PartFileWriter:
     def _roll(self, bucket: str) -> None:
         part = self._open.pop(bucket, None)
         if part is not None:
+            if part.bulk is not None:
+                part.bulk.finish()
             part.out.close()
             self._pending.append((part.hidden, part.final))
 
     def write(self, value: Any, bucket: str = "") -> None:
-        """Append ``value``'s bytes to the bucket's in-progress file (opening or rolling one first if needed)."""
-        data = self.settings.encode(value)
+        """Append ``value``'s bytes to the bucket's in-progress file (opening or rolling one first if needed); a
+        bulk format's writer takes the value itself."""
+        bulk = self.settings.bulk
+        data = self.settings.encode(value) if bulk is None else b""
         part = self._open.get(bucket)
         if part is not None and self.settings.part_size is not None and part.size > self.settings.part_size:
             self._roll(bucket)
@@ -182,7 +191,12 @@ class PartFileWriter:
             final = part_name(self.settings.prefix, self.uid, counter, self.settings.suffix)
             hidden = f"{directory}/{in_progress_name(final, self.attempt)}"
             part = _OpenPart(f"{directory}/{final}", hidden, self.open_output(hidden))
+            if bulk is not None:
+                part.bulk = bulk.open(part.out)
             self._open[bucket] = part
+        if part.bulk is not None:
+            part.bulk.add(value)
+            return
         part.out.write(data)
         part.size += len(data)
 

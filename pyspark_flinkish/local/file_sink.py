@@ -14,7 +14,7 @@ from typing import IO, Any, Optional
 
 from ..core.clock import Clock
 from ..core.errors import UnsupportedFeatureError
-from ..core.file_parts import PartFileSettings, PartFileWriter
+from ..core.file_parts import PartFileWriter
 from ..core.typeinfo import TypeInformation
 
 
@@ -38,13 +38,7 @@ class LocalFileSinkWriter:
             raise UnsupportedFeatureError(msg)
         self.sink = sink
         self.clock = clock
-        settings = PartFileSettings(
-            sink.output_file_config.part_prefix,
-            sink.output_file_config.part_suffix,
-            sink.encoder.charset_name,
-            sink.rolling_policy.part_size,
-            type_info,
-        )
+        settings = sink.part_file_settings(type_info)
         self._uid = str(uuid.uuid4())
         self._writer = PartFileWriter(settings, base, self._uid, str(uuid.uuid4()), _open_output)
         self.committed = 0  # part files committed so far

@@ -126,14 +126,7 @@ class FileBatchWriter:
         if frame.count == 0:
             return
         app = app_id(str(context.get("checkpoint", "")), str(context.get("sink_uid", "sink")))
-        policy = self.sink.rolling_policy
-        settings = PartFileSettings(
-            self.sink.output_file_config.part_prefix,
-            self.sink.output_file_config.part_suffix,
-            self.sink.encoder.charset_name,
-            policy.part_size,
-            self.output_type,
-        )
+        settings = self.sink.part_file_settings(self.output_type)
         bucket = self.sink.bucket_assigner.bucket_id(self.clock.now())
         base = storage.abspath(self.sink.base_path)
         rows = frame.rows.select("value", "ord", STEP_COLUMN)

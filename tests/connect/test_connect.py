@@ -232,9 +232,14 @@ def _expected_alerts() -> Any:
 
 def test_keyed_process_function_timers_side_output_and_a_foreach_batch_write(connect_spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Event-time timers and a side output to client sinks; foreach_batch writes through Spark on the server; the side
-    output also to a ``FileSink`` (part files written by the server's tasks, committed by its foreachBatch process)."""
-    from pyspark_flinkish.common import Encoder
+    output also to a ``FileSink`` and a Parquet bulk-format ``FileSink`` (part files written by the server's tasks,
+    committed by its foreachBatch process)."""
+    import pyarrow.parquet as pq
+
+    from pyspark_flinkish.common import Encoder, Row
     from pyspark_flinkish.datastream.connectors.file_system import FileSink
+    from pyspark_flinkish.datastream.formats.parquet import ParquetBulkWriters
+    from pyspark_flinkish.table import DataTypes
 
     expected = _expected_alerts()
     env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
@@ -247,6 +252,11 @@ def test_keyed_process_function_timers_side_output_and_a_foreach_batch_write(con
     files = tmp_path / "negative"
     text = negative.map(lambda e: f"{e['k']}@{e['t']}:{e['v']}", output_type=Types.STRING())
     text.sink_to(FileSink.for_row_format(str(files), Encoder.simple_string_encoder()).build())
+    bulk = tmp_path / "negative-parquet"
+    row_type = DataTypes.ROW([DataTypes.FIELD(n, DataTypes.BIGINT() if n != "k" else DataTypes.STRING()) for n in "ktv"])
+    negative.map(
+        lambda e: Row(e["k"], e["t"], e["v"]), output_type=Types.ROW_NAMED(list("ktv"), [Types.STRING(), Types.LONG(), Types.LONG()])
+    ).sink_to(FileSink.for_bulk_format(str(bulk), ParquetBulkWriters.for_row_type(row_type)).build())
     handle = env.execute("timers", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
     handle.await_termination()
     assert got == expected
@@ -255,6 +265,9 @@ def test_keyed_process_function_timers_side_output_and_a_foreach_batch_write(con
     assert [p for p in files.rglob(".*")] == [], "no in-progress part file is left"
     lines = sorted(line for p in files.rglob("part-*") for line in p.read_text().splitlines())
     assert lines == sorted(f"{e['k']}@{e['t']}:{e['v']}" for e in expected["negative"])
+    assert [p for p in bulk.rglob(".*")] == [], "no in-progress part file is left"
+    rows = [(r["k"], r["t"], r["v"]) for p in bulk.rglob("part-*") for r in pq.read_table(p).to_pylist()]
+    assert sorted(rows) == sorted((e["k"], e["t"], e["v"]) for e in expected["negative"])
     assert [p["batch_id"] for p in handle.recent_progress()] == list(range(len(EVENTS) + 1))
 
 

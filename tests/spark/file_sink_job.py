@@ -3,8 +3,9 @@ test SIGKILLs.
 
 A ``FileSource`` monitoring ``--input`` (Spark's file source; the test adds files while the job runs) feeds
 ``map(upper-case)`` into a ``FileSink`` under ``--output`` (base-path buckets, 40-byte part files: several part files
-per micro-batch, so that a commit has several renames). The job stops itself once the committed part files hold
-``--expect`` lines.
+per micro-batch, so that a commit has several renames), and ``map((upper-case, length))`` into a bulk-format
+``FileSink`` writing Parquet under ``<--output>-parquet`` (a part file per writing task and micro-batch). The job
+stops itself once the committed part files of both hold ``--expect`` lines.
 
 Kill points (the driver SIGKILLs its JVM, then itself, as if its machine died: ``pyspark_flinkish.testing.sigkill``):
 
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, List
 
-from pyspark_flinkish.common import Duration, Encoder, Types, WatermarkStrategy
+from pyspark_flinkish.common import Duration, Encoder, Row, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.datastream.connectors.file_system import (
     BucketAssigner,
@@ -32,6 +33,8 @@ from pyspark_flinkish.datastream.connectors.file_system import (
     RollingPolicy,
     StreamFormat,
 )
+from pyspark_flinkish.datastream.formats.parquet import ParquetBulkWriters
+from pyspark_flinkish.table import DataTypes
 from pyspark_flinkish.testing.sigkill import crash
 
 PART_SIZE = 40
@@ -47,6 +50,21 @@ def build(env: Any, source: FileSource, output: str) -> None:
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
         .build()
     )
+    row_type = DataTypes.ROW([DataTypes.FIELD("line", DataTypes.STRING()), DataTypes.FIELD("length", DataTypes.INT())])
+    lines.map(
+        lambda line: Row(line.upper(), len(line)), output_type=Types.ROW_NAMED(["line", "length"], [Types.STRING(), Types.INT()])
+    ).sink_to(
+        FileSink.for_bulk_format(bulk_output(output), ParquetBulkWriters.for_row_type(row_type))
+        .with_output_file_config(OutputFileConfig.builder().with_part_prefix("part").with_part_suffix(".parquet").build())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
+
+
+def bulk_output(output: str) -> str:
+    """Where the bulk-format sink of the job writing ``output`` writes."""
+    return output.rstrip("/") + "-parquet"
 
 
 def visible_lines(output: str) -> List[str]:
@@ -55,6 +73,17 @@ def visible_lines(output: str) -> List[str]:
     for path in Path(output).rglob("*"):
         if path.is_file() and not path.name.startswith("."):
             out.extend(path.read_text().splitlines())
+    return out
+
+
+def visible_rows(output: str) -> List[Any]:
+    """The rows ``(line, length)`` of the bulk sink's finished Parquet part files (in-progress files skipped)."""
+    import pyarrow.parquet as pq
+
+    out: List[Any] = []
+    for path in Path(bulk_output(output)).rglob("*"):
+        if path.is_file() and not path.name.startswith("."):
+            out.extend((r["line"], r["length"]) for r in pq.read_table(path).to_pylist())
     return out
 
 
@@ -108,7 +137,9 @@ def main(argv: List[str]) -> int:
         "file-sink", checkpoint_location=args.checkpoint, trigger={"processingTime": "500 milliseconds"}, progress=progress
     )
     deadline = time.monotonic() + 120
-    while len(visible_lines(args.output)) < args.expect and time.monotonic() < deadline:
+    while (
+        len(visible_lines(args.output)) < args.expect or len(visible_rows(args.output)) < args.expect
+    ) and time.monotonic() < deadline:
         if not handle.is_active:
             handle.await_termination()  # raises the query's error
             break

@@ -3,8 +3,9 @@
 of a micro-batch's commit (after some of its part files were renamed to their final names) and, once restarted,
 before a micro-batch's pre-commit (its in-progress files written, not yet recorded), then restarted to the end.
 
-Its committed part files must hold exactly the lines of an uninterrupted run of the same pipeline (the JVM-free
-engine over the same files): no part file twice, none lost; no in-progress file left visible or behind.
+Its committed part files, of the row format (text) and of the bulk format (Parquet, rolled on checkpoints only), must
+hold exactly the lines and rows of an uninterrupted run of the same pipeline (the JVM-free engine over the same
+files): no part file twice, none lost; no in-progress file left visible or behind.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
@@ -60,16 +61,16 @@ def _run(tmp: Path, log: Path, runs: List[DriverRun], *args: str) -> int:
     return run.finish(240)
 
 
-def _uninterrupted(tmp: Path) -> List[str]:
+def _uninterrupted(tmp: Path) -> Tuple[List[str], List[Tuple[str, int]]]:
     sys.path.insert(0, str(JOB.parent))
-    from file_sink_job import build, visible_lines
+    from file_sink_job import build, visible_lines, visible_rows
 
     from pyspark_flinkish.datastream.connectors.file_system import FileSource, StreamFormat
 
     env = StreamExecutionEnvironment.get_execution_environment()
     build(env, FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(tmp / "in")).build(), str(tmp / "local"))
     env.execute()
-    return sorted(visible_lines(str(tmp / "local")))
+    return sorted(visible_lines(str(tmp / "local"))), sorted(visible_rows(str(tmp / "local")))
 
 
 def test_committed_part_files_equal_an_uninterrupted_runs_across_sigkills(
@@ -93,14 +94,20 @@ def test_committed_part_files_equal_an_uninterrupted_runs_across_sigkills(
     assert last == 0, text[-3000:]
 
     sys.path.insert(0, str(JOB.parent))
-    from file_sink_job import visible_lines
+    from file_sink_job import bulk_output, visible_lines, visible_rows
 
-    expected = _uninterrupted(tmp_path)
+    expected, expected_rows = _uninterrupted(tmp_path)
     assert expected == sorted(line.upper() for i in range(N_FILES) for line in _input_lines(i))
+    assert expected_rows == sorted((line.upper(), len(line)) for i in range(N_FILES) for line in _input_lines(i))
     got = sorted(visible_lines(str(tmp_path / "out")))
     duplicated = [line for line, n in collections.Counter(got).items() if n > 1]
     assert duplicated == [], f"lines written twice: {duplicated}"
     assert got == expected
-    names = [p.name for p in (tmp_path / "out").iterdir()]
-    assert [n for n in names if n.startswith(".")] == [], "no in-progress file is left behind"
-    assert all(n.startswith("part-") and n.endswith(".txt") for n in names), names
+    got_rows = sorted(visible_rows(str(tmp_path / "out")))
+    duplicated_rows = [row for row, n in collections.Counter(got_rows).items() if n > 1]
+    assert duplicated_rows == [], f"Parquet rows written twice: {duplicated_rows}"
+    assert got_rows == expected_rows
+    for output, suffix in ((tmp_path / "out", ".txt"), (Path(bulk_output(str(tmp_path / "out"))), ".parquet")):
+        names = [p.name for p in output.iterdir()]
+        assert [n for n in names if n.startswith(".")] == [], "no in-progress file is left behind"
+        assert all(n.startswith("part-") and n.endswith(suffix) for n in names), names

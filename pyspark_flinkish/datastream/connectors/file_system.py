@@ -1,5 +1,6 @@
 """PyFlink's ``pyflink.datastream.connectors.file_system``: ``FileSource`` (text files, bounded or a monitored
-directory) and ``FileSink`` (row-encoded part files, committed exactly once per checkpoint).
+directory) and ``FileSink`` (row-encoded or bulk-format part files: Parquet, ORC, Avro, CSV; committed exactly once
+per checkpoint).
 
 Flink's file examples run unchanged::
 
@@ -21,10 +22,11 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
-from ...common.serialization import Encoder, checked_charset
+from ...common.serialization import BulkWriterFactory, Encoder, checked_charset
 from ...core.durations import to_millis
 from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
-from ...core.file_parts import check_date_time_pattern, is_hidden
+from ...core.file_parts import PartFileSettings, check_date_time_pattern, is_hidden
+from ...core.typeinfo import TypeInformation
 from ..plan import FileSinkSpec, Transformation
 from ..sources import MicroBatch, MicroBatchSource
 
@@ -410,7 +412,8 @@ class BucketAssigner:
 
 
 class FileSink:
-    """Row-encoded part files under a base path (PyFlink's ``FileSink.for_row_format(...)...build()``).
+    """Part files under a base path (PyFlink's ``FileSink``): row-encoded (``for_row_format(...)...build()``) or in a
+    bulk format (``for_bulk_format(path, ParquetBulkWriters.for_row_type(...))...build()``: Parquet, ORC, Avro, CSV).
 
     Exactly once, as Flink's: records go to hidden in-progress files (``.<prefix>-<uuid>-<n><suffix>.inprogress.<id>``)
     that are renamed to ``<prefix>-<uuid>-<n><suffix>`` only when their checkpoint commits; here a checkpoint is a
@@ -419,26 +422,32 @@ class FileSink:
 
     Differences from Flink: see :class:`RollingPolicy` (files roll with every micro-batch) and
     :class:`BucketAssigner` (one processing time per micro-batch); on Spark the ``<uuid>`` is derived from the
-    query, the micro-batch and the writing task, so that each micro-batch's files have new names. Bulk formats
-    (``for_bulk_format``) and compaction are refused.
+    query, the micro-batch and the writing task, so that each micro-batch's files have new names. Bulk formats roll
+    on checkpoints only, as in Flink: a part file per bucket and writing task per micro-batch (see
+    :mod:`pyspark_flinkish.core.bulk_writers` for what each writes). Compaction is refused.
     """
 
     def __init__(
         self,
         base_path: str,
-        encoder: Encoder,
+        encoder: Optional[Encoder],
         output_file_config: OutputFileConfig,
         rolling_policy: RollingPolicy,
         bucket_assigner: BucketAssigner,
+        writer_factory: Optional[BulkWriterFactory] = None,
     ) -> None:
         if not isinstance(base_path, str) or not base_path:
-            msg = f"FileSink.for_row_format needs a base path; got {base_path!r}"
+            msg = f"FileSink needs a base path; got {base_path!r}"
             raise InvalidArgumentError(msg)
-        if not isinstance(encoder, Encoder):
+        if writer_factory is None and not isinstance(encoder, Encoder):
             msg = f"FileSink.for_row_format needs an Encoder (Encoder.simple_string_encoder()); got {type(encoder).__name__}"
+            raise InvalidTypeError(msg)
+        if writer_factory is not None and not isinstance(writer_factory, BulkWriterFactory):
+            msg = f"FileSink.for_bulk_format needs a BulkWriterFactory; got {type(writer_factory).__name__}"
             raise InvalidTypeError(msg)
         self.base_path = base_path
         self.encoder = encoder
+        self.writer_factory = writer_factory
         self.output_file_config = output_file_config
         self.rolling_policy = rolling_policy
         self.bucket_assigner = bucket_assigner
@@ -449,14 +458,23 @@ class FileSink:
         return FileSink.RowFormatBuilder(base_path, encoder)
 
     @staticmethod
-    def for_bulk_format(base_path: str, writer_factory: Any) -> Any:
-        """Refused: Flink's bulk writers (Parquet, ORC, Avro) are not offered; on Spark write such files with
-        ``foreach_batch`` or ``to_dataframe()`` and Spark's writers."""
-        msg = (
-            "FileSink.for_bulk_format (Flink's Parquet/ORC/Avro writers) is not offered: on Spark write those formats "
-            "with foreach_batch(lambda df, batch_id: df.write...) or to_dataframe(); text: FileSink.for_row_format"
+    def for_bulk_format(base_path: str, writer_factory: BulkWriterFactory) -> FileSink.BulkFormatBuilder:
+        """A builder of a sink writing part files with ``writer_factory`` (``ParquetBulkWriters.for_row_type``,
+        ``OrcBulkWriters.for_row_type``, ``AvroBulkWriters.for_generic_record``, ``CsvBulkWriters.for_schema`` of
+        ``pyspark_flinkish.datastream.formats``) under ``base_path``."""
+        return FileSink.BulkFormatBuilder(base_path, writer_factory)
+
+    def part_file_settings(self, type_info: Optional[TypeInformation]) -> PartFileSettings:
+        """What the engines' part-file writers need of this sink, for a stream of type ``type_info``."""
+        bulk = self.writer_factory.encoding if self.writer_factory is not None else None
+        return PartFileSettings(
+            self.output_file_config.part_prefix,
+            self.output_file_config.part_suffix,
+            self.encoder.charset_name if self.encoder is not None else "UTF-8",
+            self.rolling_policy.part_size,
+            type_info,
+            bulk,
         )
-        raise UnsupportedFeatureError(msg)
 
     def _attach(self, stream: DataStream) -> DataStreamSink:
         """``DataStream.sink_to`` calls this: adds the sink to the stream's environment."""
@@ -464,7 +482,9 @@ class FileSink:
 
         env = stream.get_execution_environment()
         output_type = stream.get_type()
-        if output_type is None or output_type.name == "PICKLED_BYTE_ARRAY":
+        if self.writer_factory is not None:
+            self.writer_factory.encoding.check_stream_type(output_type, f"FileSink.for_bulk_format({self.base_path!r})")
+        elif output_type is None or output_type.name == "PICKLED_BYTE_ARRAY":
             msg = (
                 f"FileSink({self.base_path!r}) needs the stream's declared type: Flink writes Java's toString() of each "
                 "record, and of an undeclared (pickled) one that is its bytes' identity ('[B@5b7a603b'); give "
@@ -476,35 +496,58 @@ class FileSink:
         return DataStreamSink(t)
 
     def __repr__(self) -> str:
+        head = (
+            f"FileSink.for_row_format({self.base_path!r}, {self.encoder!r})"
+            if self.writer_factory is None
+            else f"FileSink.for_bulk_format({self.base_path!r}, {self.writer_factory!r})"
+        )
         return (
-            f"FileSink.for_row_format({self.base_path!r}, {self.encoder!r}).with_output_file_config("
-            f"{self.output_file_config!r}).with_rolling_policy({self.rolling_policy!r}).with_bucket_assigner("
-            f"{self.bucket_assigner!r})"
+            f"{head}.with_output_file_config({self.output_file_config!r}).with_rolling_policy("
+            f"{self.rolling_policy!r}).with_bucket_assigner({self.bucket_assigner!r})"
         )
 
-    class RowFormatBuilder:
-        """Configures a row-format :class:`FileSink` (PyFlink's ``FileSink.RowFormatBuilder``)."""
+    class BaseBuilder:
+        """What both builders configure: buckets, part file names, compaction (refused)."""
 
-        def __init__(self, base_path: str, encoder: Encoder) -> None:
+        def __init__(self, base_path: str) -> None:
             self._base_path = base_path
-            self._encoder = encoder
             self._config = OutputFileConfig()
-            self._policy: RollingPolicy = RollingPolicy.default_rolling_policy()
             self._assigner = BucketAssigner.date_time_bucket_assigner()
 
-        def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> FileSink.RowFormatBuilder:
+        def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> Any:
             if not isinstance(bucket_assigner, BucketAssigner):
                 msg = f"with_bucket_assigner needs a BucketAssigner; got {type(bucket_assigner).__name__}"
                 raise InvalidTypeError(msg)
             self._assigner = bucket_assigner
             return self
 
-        def with_output_file_config(self, output_file_config: OutputFileConfig) -> FileSink.RowFormatBuilder:
+        def with_output_file_config(self, output_file_config: OutputFileConfig) -> Any:
             if not isinstance(output_file_config, OutputFileConfig):
                 msg = f"with_output_file_config needs an OutputFileConfig; got {type(output_file_config).__name__}"
                 raise InvalidTypeError(msg)
             self._config = output_file_config
             return self
+
+        def with_bucket_check_interval(self, interval: int) -> Any:
+            """Accepted: how often Flink checks time-based rolling; here files roll with every micro-batch."""
+            to_millis("with_bucket_check_interval(interval)", interval)
+            return self
+
+        def enable_compact(self, strategy: Any, compactor: Any) -> Any:
+            """Refused: Flink's small-file compaction is not offered."""
+            msg = "FileSink compaction (enable_compact) is not offered: every micro-batch commits its own part files"
+            raise UnsupportedFeatureError(msg)
+
+        def disable_compact(self) -> Any:
+            return self
+
+    class RowFormatBuilder(BaseBuilder):
+        """Configures a row-format :class:`FileSink` (PyFlink's ``FileSink.RowFormatBuilder``)."""
+
+        def __init__(self, base_path: str, encoder: Encoder) -> None:
+            super().__init__(base_path)
+            self._encoder = encoder
+            self._policy: RollingPolicy = RollingPolicy.default_rolling_policy()
 
         def with_rolling_policy(self, rolling_policy: RollingPolicy) -> FileSink.RowFormatBuilder:
             if not isinstance(rolling_policy, RollingPolicy):
@@ -513,21 +556,36 @@ class FileSink:
             self._policy = rolling_policy
             return self
 
-        def with_bucket_check_interval(self, interval: int) -> FileSink.RowFormatBuilder:
-            """Accepted: how often Flink checks time-based rolling; here files roll with every micro-batch."""
-            to_millis("with_bucket_check_interval(interval)", interval)
-            return self
+        def build(self) -> FileSink:
+            return FileSink(self._base_path, self._encoder, self._config, self._policy, self._assigner)
 
-        def enable_compact(self, strategy: Any, compactor: Any) -> FileSink.RowFormatBuilder:
-            """Refused: Flink's small-file compaction is not offered."""
-            msg = "FileSink compaction (enable_compact) is not offered: every micro-batch commits its own part files"
-            raise UnsupportedFeatureError(msg)
+    class BulkFormatBuilder(BaseBuilder):
+        """Configures a bulk-format :class:`FileSink` (PyFlink's ``FileSink.BulkFormatBuilder``): part files roll on
+        checkpoints only (``OnCheckpointRollingPolicy``, the only policy Flink accepts for bulk formats)."""
 
-        def disable_compact(self) -> FileSink.RowFormatBuilder:
+        def __init__(self, base_path: str, writer_factory: BulkWriterFactory) -> None:
+            super().__init__(base_path)
+            if not isinstance(writer_factory, BulkWriterFactory):
+                msg = (
+                    "FileSink.for_bulk_format needs a BulkWriterFactory (ParquetBulkWriters.for_row_type, "
+                    "OrcBulkWriters.for_row_type, AvroBulkWriters.for_generic_record, CsvBulkWriters.for_schema); got "
+                    f"{type(writer_factory).__name__}"
+                )
+                raise InvalidTypeError(msg)
+            FileSink(base_path, None, self._config, OnCheckpointRollingPolicy(), self._assigner, writer_factory)
+            self._factory = writer_factory
+
+        def with_rolling_policy(self, rolling_policy: OnCheckpointRollingPolicy) -> FileSink.BulkFormatBuilder:
+            """Only ``RollingPolicy.on_checkpoint_rolling_policy()``; another policy raises, as in PyFlink."""
+            if not isinstance(rolling_policy, OnCheckpointRollingPolicy):
+                msg = "rolling_policy must be OnCheckpointRollingPolicy for bulk format"
+                raise InvalidArgumentError(msg)
             return self
 
         def build(self) -> FileSink:
-            return FileSink(self._base_path, self._encoder, self._config, self._policy, self._assigner)
+            return FileSink(
+                self._base_path, None, self._config, OnCheckpointRollingPolicy(), self._assigner, self._factory
+            )
 
 
 __all__ = [

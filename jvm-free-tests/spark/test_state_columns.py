@@ -148,7 +148,7 @@ def _columns(keys: List[bytes], snaps: List[bytes], key_type: TypeInformation, v
         return type(exc)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(snapshots())
 def test_the_columnar_decoding_gives_the_per_value_codecs_columns(case: Any) -> None:
     """Both batch decodings against the per-value rule, compared as the Arrow arrays ``read_state`` yields (or the
@@ -173,7 +173,7 @@ def test_the_columnar_decoding_gives_the_per_value_codecs_columns(case: Any) -> 
         assert _same(arrays[1].to_pylist(), expected_arrays[1].to_pylist())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.sampled_from(sorted(SCALARS)), st.sampled_from(sorted(SCALARS)), st.data())
 def test_value_arrays_takes_every_batch_of_simple_snapshots_and_gives_pa_arrays_of_the_per_value_rule(
     key_name: str, value_name: str, data: Any

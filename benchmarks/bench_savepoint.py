@@ -322,6 +322,206 @@ def first_and_later(r: Dict[str, Any]) -> Tuple[Optional[int], List[int]]:
     return (ms[0] if ms else None), [m for m in ms[1:] if m is not None]
 
 
+# ----------------------------------------------------------------------------------------------- side by side
+BREAKDOWN: List[Dict[str, Any]] = []
+"""Of each package restore of :func:`side_by_side`: ``execute`` (which restores), the split job inside it, and the
+first small batch's phases (``durations_ms`` of its progress)."""
+
+
+def _package_loaded(spark: Any, inp: bsg.GrowthInput, run: str, partitions: int,
+                    batches: List[List[Dict[str, int]]]) -> str:
+    """The package's job through the load batches, stopped with a savepoint; returns the savepoint's path."""
+    env = _pipeline(spark, partitions, batches[: inp.load_batches], [])
+    handle = env.execute("bench_savepoint_" + uuid.uuid4().hex[:8], checkpoint_location=os.path.join(run, "ck1"))
+    try:
+        handle.process_all_available()
+    except BaseException:
+        handle.stop()
+        raise
+    return str(handle.stop_with_savepoint(os.path.join(run, "savepoints")))
+
+
+def _package_read(spark: Any, inp: bsg.GrowthInput, path: str) -> Tuple[float, List[str]]:
+    from pyspark_flinkish.spark import read_state
+
+    load_events = sum(inp.rows[: inp.load_batches])
+    t = time.perf_counter()
+    got = _count_sum(read_state(spark, path, bsg.UID, bsg.COUNT, key_type=Types.LONG()), "value")
+    seconds = time.perf_counter() - t
+    return seconds, [] if got == (inp.keys, load_events) else [f"read_state: {got}, expected {(inp.keys, load_events)}"]
+
+
+def _package_restore(spark: Any, inp: bsg.GrowthInput, run: str, path: str, restore_partitions: int,
+                     batches: List[List[Dict[str, int]]], i: int) -> Tuple[float, List[str]]:
+    """Restore into a new checkpoint (so every executor's cache is rebuilt, as after a real restore) and run the
+    small batches; returns the wall seconds from ``execute`` to the end of the first small batch."""
+    from pyspark_flinkish.spark import driver as driver_module
+
+    ended: Dict[int, float] = {}
+    first: Dict[str, Any] = {}
+
+    def stamp(progress: Dict[str, Any]) -> None:
+        if progress.get("replay_batch") is not None:
+            ended.setdefault(int(progress["replay_batch"]), time.perf_counter())
+            if int(progress["replay_batch"]) == inp.load_batches:
+                first.update(progress.get("durations_ms") or {})
+
+    out: List[Any] = []
+    env = _pipeline(spark, restore_partitions, batches, out)
+    inner: Dict[str, float] = {}
+    with _timed(driver_module, "restore_savepoint", inner):
+        t0 = time.perf_counter()
+        handle = env.execute("bench_savepoint_restored_" + uuid.uuid4().hex[:8],
+                             checkpoint_location=os.path.join(run, f"ck2-{i}"), from_savepoint=path, progress=stamp)
+        started = time.perf_counter() - t0
+    try:
+        handle.process_all_available()
+    finally:
+        handle.stop()
+    seconds = ended.get(inp.load_batches, time.perf_counter()) - t0
+    BREAKDOWN.append({"execute_s": started, "split_s": inner.get("restore_savepoint"), "first_batch_ms": first})
+    problems = [] if inp.load_batches in ended else ["no first small batch after the restore"]
+    if i == 0:  # once: the restored state and the small batch make up every event
+        from pyspark_flinkish.spark import read_state
+
+        ck2 = os.path.join(run, f"ck2-{i}")
+        got = _count_sum(read_state(spark, ck2, bsg.UID, bsg.COUNT, key_type=Types.LONG()), "value")
+        if got != (inp.keys, inp.events):
+            problems.append(f"read_state after the restore: {got}, expected {(inp.keys, inp.events)}")
+    return seconds, problems
+
+
+def _native_loaded(spark: Any, inp: bsg.GrowthInput, run: str, rocksdb: bool) -> Tuple[str, str]:
+    source, ck = os.path.join(run, "input"), os.path.join(run, "ck")
+    os.makedirs(source)
+    q = bsg.start_native(spark, inp, source, ck, rocksdb)
+    try:
+        for name in inp.files[: inp.load_batches]:
+            _link(inp, name, source, run)
+            q.process_all_available()
+    finally:
+        q.stop()
+    return source, ck
+
+
+def _native_read(spark: Any, inp: bsg.GrowthInput, ck: str) -> Tuple[float, List[str]]:
+    load_events = sum(inp.rows[: inp.load_batches])
+    t = time.perf_counter()
+    got = _count_sum(spark.read.format("statestore").load(ck), "value.count")
+    seconds = time.perf_counter() - t
+    return seconds, [] if got == (inp.keys, load_events) else [f"state reader: {got}, expected {(inp.keys, load_events)}"]
+
+
+def _native_restart(spark: Any, inp: bsg.GrowthInput, run: str, source: str, ck: str, rocksdb: bool,
+                    i: int) -> Tuple[float, List[str]]:
+    """Restart on a copy of the stopped checkpoint (copied before the clock starts; its file source log names the
+    load files of ``source``) with the first small file in ``source``; returns the wall seconds from ``start`` to
+    the end of that batch."""
+    copy_ck = os.path.join(run, f"ck-{i}")
+    shutil.copytree(ck, copy_ck)
+    first_small = inp.files[inp.load_batches]
+    if not os.path.exists(os.path.join(source, first_small)):
+        _link(inp, first_small, source, run)
+    t0 = time.perf_counter()
+    q = bsg.start_native(spark, inp, source, copy_ck, rocksdb)
+    try:
+        q.process_all_available()
+        seconds = time.perf_counter() - t0
+        ran = _batch_ms(q.query)
+    finally:
+        q.stop()
+    shutil.rmtree(copy_ck, ignore_errors=True)
+    return seconds, [] if len(ran) == 1 else [f"{len(ran)} batches ran after the restart, expected 1"]
+
+
+def side_by_side(spark: Any, inp: bsg.GrowthInput, work: str, partitions: int, restore_partitions: int,
+                 repeats: int, engines: List[str], log: Callable[[str], None] = print) -> Dict[str, Any]:
+    """Issue 27's comparison in one process: each engine loaded once, then ``repeats`` rounds, each reading the K
+    keys and restoring/restarting once per engine, engines alternating (the order reversed every round), with the
+    1-minute load average at each measurement. Returns ``{"read": {engine: [s]}, "restore": {engine: [s]},
+    "load_avg": [...], "problems": [...]}``; the package's restore is into a new checkpoint each time, the
+    native restart on a fresh copy of its stopped checkpoint."""
+    run = os.path.join(work, f"side-by-side-{inp.keys}-{uuid.uuid4().hex[:6]}")
+    batches = [_elements(inp, name) for name in inp.files]
+    loaded: Dict[str, Any] = {}
+    for e in engines:
+        t = time.perf_counter()
+        if e == "package":
+            os.makedirs(os.path.join(run, e))
+            loaded[e] = _package_loaded(spark, inp, os.path.join(run, e), partitions, batches)
+        else:
+            loaded[e] = _native_loaded(spark, inp, os.path.join(run, e), e == "native_rocksdb")
+        log(f"    {e}: loaded {inp.keys:,} keys in {time.perf_counter() - t:.1f} s")
+    out: Dict[str, Any] = {"read": {e: [] for e in engines}, "restore": {e: [] for e in engines}, "load_avg": [],
+                           "problems": []}
+    for i in range(repeats):
+        order = engines if i % 2 == 0 else list(reversed(engines))
+        for what in ("read", "restore"):
+            for e in order:
+                if e == "package" and what == "read":
+                    s, problems = _package_read(spark, inp, loaded[e])
+                elif e == "package":
+                    s, problems = _package_restore(spark, inp, os.path.join(run, e), loaded[e], restore_partitions,
+                                                   batches, i)
+                elif what == "read":
+                    s, problems = _native_read(spark, inp, loaded[e][1])
+                else:
+                    s, problems = _native_restart(spark, inp, os.path.join(run, e), *loaded[e],
+                                                  e == "native_rocksdb", i)
+                out[what][e].append(s)
+                out["load_avg"].append(os.getloadavg()[0])
+                out["problems"].extend(f"{e} {what} {i}: {p}" for p in problems)
+                log(f"    round {i + 1}: {e} {what} {s:.2f} s (load {os.getloadavg()[0]:.1f})"
+                    + (f" PROBLEMS {problems}" if problems else ""))
+    out["package_restore_breakdown"] = list(BREAKDOWN)
+    shutil.rmtree(run, ignore_errors=True)
+    return out
+
+
+def main(argv: List[str]) -> int:
+    """``python benchmarks/bench_savepoint.py [--keys K] [--repeats N] [--json FILE]``: :func:`side_by_side`."""
+    import argparse
+    import json
+    import statistics
+    import tempfile
+
+    from pyspark_flinkish.spark import session
+
+    p = argparse.ArgumentParser(description=side_by_side.__doc__.splitlines()[0] if side_by_side.__doc__ else None)
+    p.add_argument("--keys", type=int, default=1_000_000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--json", default=None)
+    p.add_argument("--seed", type=int, default=42)
+    args = p.parse_args(argv)
+    work = tempfile.mkdtemp(prefix="bench-savepoint-")
+    spark = session("bench_savepoint", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
+                    spark__driver__memory="6g", spark__sql__streaming__numRecentProgressUpdates="10000")
+    spark.sparkContext.setLogLevel("ERROR")
+    inp = generate(os.path.join(work, "input"), args.keys, 100_000, 1, 10_000, 10, args.seed)
+    out = side_by_side(spark, inp, work, 2, 3, args.repeats, args.engines.split(","))
+    for what in ("read", "restore"):
+        pkg = statistics.median(out[what]["package"]) if out[what].get("package") else None
+        for e, times in out[what].items():
+            ratio = f", package / this {pkg / statistics.median(times):.2f}" if pkg and e != "package" else ""
+            print(f"{what} {e}: {', '.join(f'{t:.2f}' for t in times)} s (median {statistics.median(times):.2f}){ratio}")
+    for b in out.get("package_restore_breakdown", []):
+        print(f"package restore: execute {b['execute_s']:.2f} s (split {b['split_s'] or 0:.2f} s), first batch "
+              f"{b['first_batch_ms']}")
+    print(f"load average during the measurements: {min(out['load_avg']):.1f}-{max(out['load_avg']):.1f}")
+    print("problems:", out["problems"] or "none")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return 1 if out["problems"] else 0
+
+
 from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # ship this module's functions to workers by value
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

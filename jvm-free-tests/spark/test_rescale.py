@@ -76,10 +76,21 @@ def _pending(checkpoint: str, old: int, new: int, base: int) -> None:
 
 
 def test_a_rescaling_killed_before_its_pending_record_leaves_the_checkpoint_as_it_was(tmp_path: Any) -> None:
-    """Killed while the split wrote the new files (named by no document): a restart with the old number only
-    deletes the rescaling's directory; the driver reads the documents it wrote itself."""
-    documents = {3: {"batch": 3, "state": {}}, 4: {"batch": 4, "state": {}}}
+    """Killed while the split wrote the new files (named by no document): a restart with the old number deletes
+    them and the rescaling's directory, before any batch runs, and keeps every file a document names; the driver
+    reads the documents it wrote itself."""
+    def named(*names: str) -> Dict[str, Any]:
+        files = [{"kind": "snapshot", "name": n} for n in names]
+        return {"x": {"layout": "snapshots", "partitions": {"0": {"files": files}}}}
+
+    documents = {3: {"batch": 3, "state": named("s=000000000003-a.parquet")},
+                 4: {"batch": 4, "state": named("s=000000000003-a.parquet", "d=000000000004-b.parquet")}}
     checkpoint = _checkpoint(tmp_path, documents, spark_commits=5)
+    state = storage.join(checkpoint, "flinkish", "state", "op=x")
+    kept = ["sp=00000/s=000000000003-a.parquet", "sp=00000/d=000000000004-b.parquet"]
+    split = ["sp=00000/s=000000000004-c.parquet", "sp=00002/s=000000000004-c.parquet"]  # the killed split's
+    for rel in kept + split:
+        storage.write_bytes(storage.join(state, rel), b"x")
     storage.write_bytes(storage.join(rescale_dir(checkpoint), "b=4-0123abcd", "op=x", "sp=00000", "s=1.parquet"), b"x")
     assert rescale_interrupted(checkpoint)
     meta = {"state_partitions": 2, "vectorize": False}
@@ -87,6 +98,19 @@ def test_a_rescaling_killed_before_its_pending_record_leaves_the_checkpoint_as_i
     assert rescale_checkpoint(None, checkpoint, meta, 2) == meta
     assert not rescale_interrupted(checkpoint) and not storage.exists(storage.join(checkpoint, "flinkish", "meta.json"))
     assert storage.read_bytes(driver_document_path(checkpoint, 4)) == before
+    assert [rel for rel in kept + split if storage.exists(storage.join(state, rel))] == kept
+
+
+def test_no_state_file_is_deleted_while_a_pickled_driver_document_is_there(tmp_path: Any) -> None:
+    """A checkpoint of an older version (pickled documents, converted when the driver opens it) names files this
+    module cannot see: the restart leaves every state file to the driver's sweep."""
+    checkpoint = _checkpoint(tmp_path, {4: {"batch": 4, "state": {}}}, spark_commits=5)
+    storage.write_bytes(storage.join(checkpoint, "flinkish", "driver", "b=000000000003.pkl"), b"pickle")
+    named_by_the_pickle = storage.join(checkpoint, "flinkish", "state", "op=x", "sp=00000", "v=000000000003.parquet")
+    storage.write_bytes(named_by_the_pickle, b"x")
+    _pending(checkpoint, 2, 2, 4)
+    rescale_checkpoint(None, checkpoint, {"state_partitions": 2, "vectorize": False}, 2)
+    assert storage.exists(named_by_the_pickle)
 
 
 def test_a_rescaling_killed_after_meta_json_is_finished_by_the_next_restart(tmp_path: Any) -> None:

@@ -140,6 +140,45 @@ def test_a_stale_deleted_or_damaged_cache_is_rebuilt_from_the_files_with_the_sam
         store.cache.close()
 
 
+def test_a_rebuild_from_rows_in_no_order_holds_what_the_files_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bulk rebuild (indexes made after the rows, rows sorted by key first) from a restored partition's rows in
+    hash order, with window rows and a deletion, over a cache that held other keys: the same keys, rows, due keys,
+    totals and full snapshot as the files."""
+    import pyarrow as pa
+
+    from pyspark_flinkish.spark.state_cache import FILE_SCHEMA, latest_rows, live_rows, totals_of
+
+    monkeypatch.setenv("PYSPARK_FLINKISH_STATE_CACHE", str(tmp_path / "caches"))
+    rng = random.Random(7)
+    keys = [b"k%03d" % i for i in range(300)]
+    rng.shuffle(keys)
+    rows: Dict[str, List[Any]] = {name: [] for name in FILE_SCHEMA.names}
+    for i, k in enumerate(keys):
+        windows = [7_000 - 1_000 * j for j in range(i % 3)]  # in no order either
+        for start, value in [(None, b"s%d" % i)] + [(w, b"w%d" % w) for w in windows]:
+            for name, v in zip(FILE_SCHEMA.names, (k, start, value, 10 * i if i % 4 else None, None, None, len(windows))):
+                rows[name].append(v)
+    table = pa.table({n: pa.array(v, FILE_SCHEMA.field(n).type) for n, v in rows.items()}, schema=FILE_SCHEMA)
+    deletion = pa.table({"key": [keys[5]], "window_start": pa.array([None], pa.int64()), "value": pa.array([None], pa.binary()),
+                         "event_due": pa.array([None], pa.int64()), "proc_due": pa.array([None], pa.int64()),
+                         "ttl_due": pa.array([None], pa.int64()), "windows": pa.array([None], pa.int32())})
+    files = latest_rows([(1, table), (2, deletion)])
+    cache = StateCache("/somewhere/op=x/sp=00000")
+    cache.rebuild("old", latest_rows([(1, table.slice(0, 40))]))
+    cache.rebuild("new", files)
+    assert cache.token == "new"
+    live = live_rows(files)
+    assert cache.live_table().equals(live)
+    assert cache.totals() == totals_of(live)
+    assert sorted(cache.due_keys(1_000, LONG_MIN)) == sorted(
+        {k for k, d in zip(live["key"].to_pylist(), live["event_due"].to_pylist()) if d is not None and d <= 1_000}
+    )
+    loaded = cache.load([keys[0], keys[5], keys[8]])
+    assert set(loaded) == {keys[0], keys[8]}  # keys[5] is deleted
+    assert [v for _, v in loaded[keys[8]].rows] == [b"s8", b"w6000", b"w7000"]  # snapshot row, then windows in order
+    cache.close()
+
+
 def test_a_file_no_manifest_names_is_never_read_and_is_deleted(tmp_path: Path) -> None:
     root = str(tmp_path)
     m0, _ = _commit(root, None, 0, {b"a": _state(1), b"b": _state(2)})

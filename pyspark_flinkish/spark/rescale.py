@@ -19,7 +19,8 @@ from the batch before it. The steps:
 6. the older documents, the snapshots and ``pending.json`` are deleted.
 
 A kill at any point leaves a checkpoint that restarts: before step 3 nothing the driver reads has changed (the new
-files are named by no document, and the restarted driver deletes them); from step 3 to step 5 the driver rescales
+files are named by no document, and the restart deletes them before anything else: :func:`rescale_checkpoint` first
+deletes every state file that no driver document names); from step 3 to step 5 the driver rescales
 again on every restart while ``pending.json`` is there, whatever number it asks for (the old one too), from the
 base's document, whichever layout it names (the split reads every row of every partition it names); after step 5
 only the clean-up is left, which the next restart finishes. A checkpoint restored from a savepoint that has
@@ -105,6 +106,7 @@ def rescale_checkpoint(
     old = int(meta["state_partitions"])
     state_root = storage.join(checkpoint, "flinkish", "state")
     documents = committed_batches(checkpoint)
+    _prune_unnamed(checkpoint, state_root, documents, old)  # a kill before step 3 left files named by nothing
     base = max((b for b in documents if b <= spark_committed(checkpoint)), default=None)
     pending = _pending(checkpoint)
     # the base's document names the layout of meta.json unless a rescaling was interrupted between pending.json and
@@ -149,6 +151,25 @@ def rescale_checkpoint(
     write_meta(checkpoint, new_meta)  # 5.
     _clean_up(checkpoint, documents, base)  # 6.
     return new_meta
+
+
+def _prune_unnamed(checkpoint: str, state_root: str, documents: List[int], partitions: int) -> None:
+    """Delete the state files that neither a driver document nor ``restored.json`` names: those of a rescaling
+    killed before ``pending.json`` (and of batches that failed before a restart), which the driver would otherwise
+    delete only when its first batch runs. Nothing when a driver document of an older version (a pickle, converted
+    later) is there: the files it names are not known here."""
+    names = storage.list_names(storage.join(checkpoint, "flinkish", "driver"))
+    if any(n.endswith(".pkl") for n in names):
+        return
+    states = [
+        state_store.operators_of(read_driver_document(checkpoint, b), state_root, b, partitions) for b in documents
+    ]
+    restored = restored_state(checkpoint)
+    if restored is not None:
+        states.append(restored["state"])
+    removed = state_store.prune(state_root, state_store.referenced(states))
+    if removed:
+        _log.info("checkpoint %s: deleted %d state files that no driver document names", checkpoint, removed)
 
 
 def _clean_up(checkpoint: str, documents: List[int], base: Optional[int]) -> None:

@@ -50,6 +50,22 @@ encoded JSON). ``value`` null (with a null ``window_start``): the key was delete
 null: none); ``windows``: its open windows; these are the same on each of the key's rows."""
 
 
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value);
+CREATE TABLE IF NOT EXISTS keys (key BLOB PRIMARY KEY, event_due INTEGER, proc_due INTEGER,
+    ttl_due INTEGER, windows INTEGER, bytes INTEGER, seq INTEGER, deleted INTEGER) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rows (key BLOB, window_start INTEGER, value BLOB);
+"""
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS keys_event ON keys(event_due) WHERE event_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS keys_proc ON keys(proc_due) WHERE proc_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS keys_ttl ON keys(ttl_due) WHERE ttl_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS keys_seq ON keys(seq);
+CREATE INDEX IF NOT EXISTS rows_key ON rows(key, window_start);
+"""
+_INDEX_NAMES = ("keys_event", "keys_proc", "keys_ttl", "keys_seq", "rows_key")
+
+
 @dataclass(frozen=True)
 class KeyState:
     """One key's rows in a state partition, and what the store needs to know of it without decoding them."""
@@ -137,19 +153,7 @@ class StateCache:
         db = sqlite3.connect(self.path, isolation_level=None, timeout=600)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value);
-            CREATE TABLE IF NOT EXISTS keys (key BLOB PRIMARY KEY, event_due INTEGER, proc_due INTEGER,
-                ttl_due INTEGER, windows INTEGER, bytes INTEGER, seq INTEGER, deleted INTEGER) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS keys_event ON keys(event_due) WHERE event_due IS NOT NULL;
-            CREATE INDEX IF NOT EXISTS keys_proc ON keys(proc_due) WHERE proc_due IS NOT NULL;
-            CREATE INDEX IF NOT EXISTS keys_ttl ON keys(ttl_due) WHERE ttl_due IS NOT NULL;
-            CREATE INDEX IF NOT EXISTS keys_seq ON keys(seq);
-            CREATE TABLE IF NOT EXISTS rows (key BLOB, window_start INTEGER, value BLOB);
-            CREATE INDEX IF NOT EXISTS rows_key ON rows(key, window_start);
-            """
-        )
+        db.executescript(_TABLES + _INDEXES)
         db.execute("SELECT count(*) FROM meta").fetchone()  # raises on a damaged file
         return db
 
@@ -182,15 +186,22 @@ class StateCache:
 
     # -- contents
     def rebuild(self, token: str, table: pa.Table) -> None:
-        """Replace the contents with ``table`` (:func:`latest_rows` of a manifest's files) as of ``token``."""
+        """Replace the contents with ``table`` (:func:`latest_rows` of a manifest's files) as of ``token``.
+
+        A bulk load: the secondary indexes are dropped and made again after the rows are in, and rows and keys go
+        in in key order (SQLite's B-trees are appended to, not split at random places: a restored partition's
+        files, split by a hash of the key, are in no order), all in one transaction."""
         self.begin()
         try:
-            self.db.execute("DELETE FROM rows")
-            self.db.execute("DELETE FROM keys")
-            self.db.execute("DELETE FROM meta")
+            db = self.db
+            for index in _INDEX_NAMES:
+                db.execute(f"DROP INDEX IF EXISTS {index}")
+            db.execute("DELETE FROM rows")
+            db.execute("DELETE FROM keys")
+            db.execute("DELETE FROM meta")
             deleted = pc.and_(pc.is_null(table["value"]), pc.is_null(table["window_start"]))
-            live = table.filter(pc.invert(deleted))
-            self.db.executemany(
+            live = live_rows(table)
+            db.executemany(
                 "INSERT INTO rows VALUES (?, ?, ?)",
                 zip(live["key"].to_pylist(), live["window_start"].to_pylist(), live["value"].to_pylist()),
             )
@@ -206,8 +217,11 @@ class StateCache:
                     ]
                 )
             )
+            per_key = per_key.take(pc.sort_indices(per_key, [("key", "ascending")]))
             cols = ["key", "event_due_min", "proc_due_min", "ttl_due_min", "windows_max", "bytes_sum", "seq_max", "deleted_max"]
-            self.db.executemany("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(*(per_key[c].to_pylist() for c in cols)))
+            db.executemany("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(*(per_key[c].to_pylist() for c in cols)))
+            for statement in filter(None, (s.strip() for s in _INDEXES.split(";"))):
+                db.execute(statement)
             self._set_totals(*totals_of(live))
             self.commit(token)
         except BaseException:

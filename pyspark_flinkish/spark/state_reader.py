@@ -41,12 +41,13 @@ with a basic type; otherwise give ``key_type=`` (Flink's reader takes the key's 
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from ..core.codec import decode_snapshot, decode_value
+from ..core.codec import FORMAT, VERSION, decode_snapshot, decode_value
 from ..core.errors import InvalidArgumentError, InvalidTypeError, StateError, UnsupportedFeatureError
 from ..core.state import VOID_NAMESPACE
 from ..core.state_descriptors import StateDescriptor
@@ -213,15 +214,22 @@ def latest_frame(spark: Any, version: StateVersion) -> Any:
     """``(key, window_start, value)`` rows of ``version``: of each key, the rows of the newest file (highest
     ``seq`` in its partition) that holds it, deletions dropped (the state as ``state_store.manifest_rows`` makes
     it up, computed by Spark: each file's rows are tagged with its partition and sequence number by their file's
-    name, ``_metadata.file_path``, and a window over (partition, key) keeps the newest). Files of the earlier layout
-    are read with their own columns."""
+    name, ``_metadata.file_path``, and a window over (partition, key) keeps the newest; with one file per partition,
+    as in a savepoint, every row is its key's newest and no window runs). Files of the earlier layout are read with
+    their own columns."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     frames = []
+    # one file per partition (a savepoint, a partition just snapshotted): every row is its key's newest, no window
+    single = len({f.partition for f in version.files}) == len(version.files)
     for kinds, ddl, (key, start, value) in _sources():
         files = [f for f in version.files if f.kind in kinds]
         if not files:
+            continue
+        if single:
+            df = spark.read.schema(ddl).parquet(*(spark_path(f.path) for f in files))
+            frames.append(df.select(F.col(key).alias("key"), F.expr(start).alias("window_start"), F.col(value).alias("value")))
             continue
         index = spark.createDataFrame(
             [(f"sp={f.partition:05d}/{f.path.rsplit('/', 1)[-1]}", f.partition, f.seq) for f in files],
@@ -241,8 +249,9 @@ def latest_frame(spark: Any, version: StateVersion) -> Any:
     rows = frames[0]
     for more in frames[1:]:
         rows = rows.unionByName(more)
-    newest = F.max("__seq").over(Window.partitionBy("__sp", "key"))
-    rows = rows.withColumn("__newest", newest).where("__seq = __newest")
+    if not single:
+        newest = F.max("__seq").over(Window.partitionBy("__sp", "key"))
+        rows = rows.withColumn("__newest", newest).where("__seq = __newest")
     return rows.where("value is not null or window_start is not null").select("key", "window_start", "value")
 
 
@@ -328,6 +337,141 @@ def state_values(
     return rows
 
 
+COLUMNAR_TYPES = frozenset({"STRING", "CHAR", "BOOLEAN", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE"})
+"""The declared types whose values :func:`value_columns` decodes a batch at a time (and ``ROW``/``TUPLE`` of them):
+a JSON scalar is such a value as the state codec (``decode_value`` gives it back as it is) and Spark's column
+(``to_spark_value`` of these types is the identity) take it."""
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+_MISSING = object()
+
+
+def columnar_type(t: Optional[TypeInformation]) -> bool:
+    """Whether :func:`value_columns` decodes values (or keys) of type ``t``: one of :data:`COLUMNAR_TYPES`, or a
+    ``ROW``/``TUPLE`` of them."""
+    if t is None:
+        return False
+    if t.name in COLUMNAR_TYPES:
+        return True
+    return t.name in ("ROW", "TUPLE") and all(c.name in COLUMNAR_TYPES for c in t.children)
+
+
+def _json_batch(data: Sequence[bytes]) -> Optional[List[Any]]:
+    """The JSON values of ``data`` (one document each), parsed by one ``json.loads``; None when one is not valid."""
+    gc.disable()  # millions of new containers, none of them in a cycle: the collector would only rescan them
+    try:
+        parsed = json.loads(b"[" + b",".join(data) + b"]")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    finally:
+        gc.enable()
+    return parsed if isinstance(parsed, list) and len(parsed) == len(data) else None
+
+
+def _spark_value(data: Any, t: TypeInformation) -> Any:
+    """One encoded value (JSON, as in a snapshot or a key's bytes) as :func:`~.types.to_spark_value` gives it after
+    ``decode_value`` (a TTL-wrapped value unwrapped, as :func:`state_values` does): a scalar of a basic type and a
+    positional or same-named ``Row`` of scalars directly, anything else through those two functions."""
+    if type(data) in _SCALARS:
+        if t.name in COLUMNAR_TYPES or data is None:
+            return data
+    elif type(data) is dict and len(data) == 1 and t.name in ("ROW", "TUPLE") and type(data.get("R")) is list:
+        if len(data["R"]) != 3 or type(data["R"][2]) is not list:
+            return to_spark_value(_plain(decode_value(data)), t)
+        _, names, values = data["R"]
+        fields = list(t.field_names or (f"f{i}" for i in range(len(t.children))))
+        by_position = names is None or (names == fields and len(set(names)) == len(names))
+        if by_position and len(values) == len(fields) and all(type(v) in _SCALARS for v in values):
+            return tuple(values)
+    return to_spark_value(_plain(decode_value(data)), t)
+
+
+def value_columns(
+    keys: Sequence[bytes], snapshots: Sequence[bytes], name: str, key_type: TypeInformation, value_type: TypeInformation
+) -> Optional[Tuple[List[Any], List[Any]]]:
+    """``(keys, values)`` of value-like state ``name`` (value, reducing, aggregating) outside windows, as the
+    columns of the declared Spark types: the same values as :func:`state_values` then ``to_spark_value`` of each
+    (``jvm-free-tests/spark/test_state_columns.py`` checks it on random values of every type covered), decoded a batch
+    at a time: one ``json.loads`` for the snapshots and one for the keys, and of each snapshot only the state asked
+    for. None (decode with :func:`state_values`) when a snapshot or key is not valid JSON; a snapshot of another
+    format or version raises the codec's error."""
+    docs = _json_batch(snapshots)
+    if docs is None:
+        return None
+    positions: List[int] = []
+    values: List[Any] = []
+    for i, doc in enumerate(docs):
+        if type(doc) is not dict or doc.get("format") != FORMAT or doc.get("version") != VERSION:
+            decode_snapshot(snapshots[i])  # raises the codec's error
+            return None
+        found = _MISSING
+        for entry_name, ns, value in doc["state"]:
+            # the void namespace's encoding: decode_value gives VOID_NAMESPACE for {"V": anything}, nothing else
+            if entry_name == name and type(ns) is dict and len(ns) == 1 and "V" in ns:
+                found = value  # the last entry wins, as in decode_snapshot's dict
+        if found is not _MISSING and found is not None:  # a null value is no row, as in state_values
+            positions.append(i)
+            values.append(_spark_value(found, value_type))
+    parsed_keys = _json_batch([keys[i] for i in positions])
+    if parsed_keys is None:
+        return None
+    return [_spark_value(k, key_type) for k in parsed_keys], values
+
+
+_INTEGER = r"-?(?:0|[1-9][0-9]*)"
+_SCALAR_PATTERNS = {
+    "LONG": _INTEGER, "INT": _INTEGER, "SHORT": _INTEGER, "BYTE": _INTEGER,
+    "BOOLEAN": "true|false",
+    "STRING": r'"[^"\\]*"', "CHAR": r'"[^"\\]*"',  # no escape: the JSON text is the string itself, in quotes
+    "FLOAT": r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)",  # floats only (JSON ints: by rows)
+    "DOUBLE": r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)",
+}
+
+
+def _scalar_array(text: Any, t: TypeInformation, arrow_type: Any) -> Any:
+    """The JSON scalars ``text`` (an Arrow string array matching ``_SCALAR_PATTERNS[t.name]``) as ``arrow_type``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if t.name == "BOOLEAN":
+        return pc.equal(text, "true").cast(arrow_type)
+    if t.name in ("STRING", "CHAR"):
+        return pc.utf8_slice_codeunits(text, 1, -1).cast(arrow_type)
+    if t.name == "FLOAT":  # as Python's float (a double), then rounded to 32 bits as pa.array does
+        return pc.cast(pc.cast(text, pa.float64()), arrow_type, safe=False)
+    return pc.cast(text, arrow_type)  # checked: a value out of the type's range raises (then: by rows)
+
+
+def value_arrays(keys: Any, snapshots: Any, name: str, key_type: TypeInformation, value_type: TypeInformation,
+                 arrow_types: Tuple[Any, Any]) -> Optional[Tuple[Any, Any]]:
+    """``(keys, values)`` of value-like state ``name`` as Arrow arrays of ``arrow_types``, computed with Arrow's
+    compute functions (no Python object per value), when every snapshot of the batch is as ``encode_snapshot``
+    writes it with that state's entry first and a JSON scalar of the declared basic type as its value, and every key
+    is such a scalar: the same arrays as ``pa.array`` of :func:`value_columns`' columns (pinned by
+    ``jvm-free-tests/spark/test_state_columns.py``). None otherwise (or when a value does not fit its Arrow type):
+    decode the batch with :func:`value_columns`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    key_pattern, value_pattern = _SCALAR_PATTERNS.get(key_type.name), _SCALAR_PATTERNS.get(value_type.name)
+    if key_pattern is None or value_pattern is None or len(snapshots) == 0:
+        return None
+    entry = json.dumps(name) + ',{"V":1},'
+    head = '{"format":' + json.dumps(FORMAT) + ',"version":' + json.dumps(VERSION) + ',"state":[['
+    try:
+        text = pc.cast(snapshots, pa.string())
+        prefix = head + entry  # ASCII (json.dumps escapes the rest): as many code units as bytes
+        if not pc.all(pc.starts_with(text, prefix)).as_py():
+            return None
+        found = pc.extract_regex(pc.utf8_slice_codeunits(text, len(prefix)), f"^(?P<v>{value_pattern})\\][,\\]]")
+        key_text = pc.cast(keys, pa.string())
+        if found.null_count or not pc.all(pc.match_substring_regex(key_text, f"^(?:{key_pattern})$")).as_py():
+            return None
+        values = _scalar_array(pc.struct_field(found, [0]), value_type, arrow_types[1])
+        return _scalar_array(key_text, key_type, arrow_types[0]), values
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
 def _window_bounds(ns: Any) -> Tuple[Optional[int], Optional[int]]:
     if ns is VOID_NAMESPACE:
         return None, None
@@ -395,21 +539,35 @@ def _decoded(
     types: Sequence[Optional[TypeInformation]],
     decode: Callable[..., List[RowValues]],
     columns: Sequence[str],
+    decode_columns: Optional[Callable[..., Optional[Sequence[List[Any]]]]] = None,
+    decode_arrays: Optional[Callable[..., Optional[Sequence[Any]]]] = None,
 ) -> Any:
     """``df`` decoded on the executors: ``decode(*columns)`` gives Python rows, converted to ``schema``
-    (``types[i]``: the declared type of column ``i``; None: kept as is)."""
+    (``types[i]``: the declared type of column ``i``; None: kept as is). ``decode_columns(*columns)``, when given,
+    gives the converted columns of a batch at once (e.g. :func:`value_columns`), or None to decode it by rows;
+    before it, ``decode_arrays(arrow types, *columns as Arrow arrays)`` the batch's Arrow arrays, or None."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    arrow_types = tuple(field.type for field in arrow_schema)
 
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         for batch in batches:
-            rows = decode(*(batch.column(c).to_pylist() for c in columns))
+            done = decode_arrays(arrow_types, *(batch.column(c) for c in columns)) if decode_arrays else None
+            if done is not None:
+                yield pa.RecordBatch.from_arrays(list(done), schema=arrow_schema)
+                continue
+            inputs = [batch.column(c).to_pylist() for c in columns]
+            converted = decode_columns(*inputs) if decode_columns is not None else None
+            if converted is None:
+                rows = decode(*inputs)
+                converted = [
+                    [r[i] if t is None else to_spark_value(r[i], t) for r in rows] for i, t in enumerate(types)
+                ]
             arrays = []
-            for i, (t, field) in enumerate(zip(types, arrow_schema)):
-                values = [r[i] if t is None else to_spark_value(r[i], t) for r in rows]
+            for t, field, values in zip(types, arrow_schema, converted):
                 try:
                     arrays.append(pa.array(values, type=field.type))
                 except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
@@ -516,7 +674,18 @@ def read_state(
     def decode(keys: List[bytes], snapshots: List[bytes]) -> List[RowValues]:
         return state_values(keys, snapshots, name, kind, flatten)
 
-    return _decoded(frame, T.StructType([key_field, *fields]), [key, *types], decode, ["key", "snapshot"])
+    columnar = None
+    if kind not in ("list", "map") and columnar_type(key) and columnar_type(value_type):
+
+        def columnar(keys: List[bytes], snapshots: List[bytes]) -> Optional[Tuple[List[Any], List[Any]]]:
+            return value_columns(keys, snapshots, name, key, value_type)
+
+    def arrays(arrow_types: Tuple[Any, Any], keys: Any, snapshots: Any) -> Optional[Tuple[Any, Any]]:
+        return value_arrays(keys, snapshots, name, key, value_type, arrow_types)
+
+    schema = T.StructType([key_field, *fields])
+    vectorized = arrays if columnar is not None else None
+    return _decoded(frame, schema, [key, *types], decode, ["key", "snapshot"], columnar, vectorized)
 
 
 def _names_present(frame: Any) -> List[str]:
@@ -599,6 +768,8 @@ __all__ = [
     "StateVersion",
     "batch_window_size",
     "batch_window_values",
+    "COLUMNAR_TYPES",
+    "columnar_type",
     "committed_state",
     "latest_frame",
     "snapshot_frame",
@@ -611,5 +782,7 @@ __all__ = [
     "state_names",
     "state_values",
     "timer_values",
+    "value_arrays",
+    "value_columns",
     "window_values",
 ]

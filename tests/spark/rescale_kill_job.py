@@ -3,7 +3,7 @@ partitions, as its own Spark driver process that ``test_rescale_in_place.py`` SI
 rescaling (``spark/rescale.py``), before the query starts:
 
 * ``--kill-at written``: as soon as the split wrote a first new state file into the checkpoint (a thread watches
-  ``flinkish/state``, as ``exactly_once_job.py`` watches Spark's source log), i.e. with some of the new
+  ``flinkish/state``, on the local disk or HDFS, as ``exactly_once_job.py`` watches Spark's source log), i.e. with some of the new
   partitions written and others not, and no document naming any of them;
 * ``--kill-at manifests``: once the base batch's driver document names the new files, when the rescaling is about
   to write ``meta.json`` (the module's ``write_meta`` is replaced by the kill).
@@ -14,7 +14,6 @@ A run that is not killed prints ``not killed`` and exits with 3.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, List, Set
@@ -25,8 +24,15 @@ from pyspark_flinkish.testing.sigkill import crash, crash_on_new_entry
 
 
 def _state_files(root: str) -> Set[str]:
+    """The state files under ``root`` (a path or a URI: ``storage`` lists both)."""
+    from pyspark_flinkish.spark import storage
+
     return {
-        os.path.join(d, n) for d, _, names in os.walk(root) for n in names if n.startswith("s=") and n.endswith(".parquet")
+        storage.join(op, sp, n)
+        for op in storage.list_dirs(root)
+        for sp in storage.list_dirs(storage.join(root, op))
+        for n in storage.list_names(storage.join(root, op, sp))
+        if n.startswith("s=") and n.endswith(".parquet")
     }
 
 
@@ -44,7 +50,7 @@ def main(argv: List[str]) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     print("session ready", flush=True)
     if args.kill_at == "written":
-        root = os.path.join(args.checkpoint, "flinkish", "state")
+        root = f"{args.checkpoint.rstrip('/')}/flinkish/state"
         crash_on_new_entry(lambda: _state_files(root), "after the split wrote")  # its first new file
     else:
 

@@ -2,7 +2,8 @@
 job with broadcast state, and of a window on Spark's columnar path.
 
 The kill test runs the file-stream job of ``test_source_savepoints.py`` (whose uninterrupted run is the JVM-free
-engine's) and kills its driver (``rescale_kill_job.py``, its own process) at two points inside the redistribution;
+engine's) and kills its driver (``rescale_kill_job.py``, its own process) at two points inside the redistribution,
+with the checkpoint on the local disk and on the test HDFS;
 the restart after the second kill asks for the checkpoint's old number of state partitions, which only a driver
 that knows the rescaling was interrupted gets right (the base's document then names the new layout's files).
 """
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import json
 import signal
+import uuid
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Set
 
 import pytest
 from test_source_savepoints import (
@@ -33,6 +35,8 @@ from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Sum
 from pyspark_flinkish.datastream.functions import KeyedBroadcastProcessFunction, ProcessWindowFunction
 from pyspark_flinkish.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+from pyspark_flinkish.spark import storage
+from pyspark_flinkish.spark.rescale import rescale_dir
 from pyspark_flinkish.testing.sigkill import DriverRun
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -41,10 +45,10 @@ JOB = Path(__file__).with_name("rescale_kill_job.py")
 RUN_TIMEOUT = 300  # seconds for one driver process (its session's start-up included)
 
 
-def _killed_run(tmp_path: Path, checkpoint: Path, directory: Path, partitions: int, kill_at: str,
+def _killed_run(tmp_path: Path, checkpoint: str, directory: Path, partitions: int, kill_at: str,
                 runs: List[DriverRun]) -> str:
     """Run ``rescale_kill_job.py`` until it SIGKILLs itself, then kill what is left of it; returns its output."""
-    args = ["--checkpoint", str(checkpoint), "--input", str(directory), "--partitions", str(partitions),
+    args = ["--checkpoint", checkpoint, "--input", str(directory), "--partitions", str(partitions),
             "--kill-at", kill_at]
     run = DriverRun(JOB, args, tmp_path / f"kill-{kill_at}.log", cwd=JOB.parents[2])
     runs.append(run)
@@ -54,50 +58,64 @@ def _killed_run(tmp_path: Path, checkpoint: Path, directory: Path, partitions: i
     return text
 
 
-def _meta(checkpoint: Path) -> Dict[str, Any]:
-    return json.loads((checkpoint / "flinkish" / "meta.json").read_text())  # type: ignore[no-any-return]
+def _meta(checkpoint: str) -> Dict[str, Any]:
+    return json.loads(storage.read_bytes(storage.join(checkpoint, "flinkish", "meta.json")))  # type: ignore[no-any-return]
+
+
+def _state_files(checkpoint: str) -> Set[str]:
+    """The names of the state files of the operator ``sums`` in ``checkpoint`` (every partition)."""
+    root = storage.join(checkpoint, "flinkish", "state", "op=sums")
+    return {n for sp in storage.list_dirs(root) for n in storage.list_names(storage.join(root, sp))
+            if n.startswith("s=") and n.endswith(".parquet")}
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize("store", ["local", pytest.param("hdfs", marks=pytest.mark.hdfs)])
 def test_a_sigkill_during_the_redistribution_leaves_a_checkpoint_that_restarts(
-    spark: Any, tmp_path: Path, driver_runs: List[DriverRun]
+    spark: Any, tmp_path: Path, driver_runs: List[DriverRun], store: str, request: Any
 ) -> None:
+    """On the local disk and on the test HDFS (``write_bytes`` renames over the old file there in one NameNode
+    operation, as ``os.replace`` does on the local disk)."""
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
         write_file(directory, i)
-    checkpoint = tmp_path / "ck"
+    if store == "hdfs":
+        checkpoint = f"{request.getfixturevalue('hdfs_cluster').uri}/rescale-kill/{uuid.uuid4().hex[:8]}/ck"
+    else:
+        checkpoint = str(tmp_path / "ck")
     ids: List[Any] = []
     sums: List[Any] = []
-    handle = file_job(spark, directory, 2, ids, sums).execute("kill-rescale-1", checkpoint_location=str(checkpoint))
+    handle = file_job(spark, directory, 2, ids, sums).execute("kill-rescale-1", checkpoint_location=checkpoint)
     handle.process_all_available()
     handle.stop()
     before = newest_state(checkpoint)
-    state_files = checkpoint / "flinkish" / "state" / "op=sums"
-    files_before = {p.name for p in state_files.glob("sp=*/s=*.parquet")}
+    files_before = _state_files(checkpoint)
 
     # killed after the split wrote some of the 4 new partitions: nothing the driver reads has changed
     log = _killed_run(tmp_path, checkpoint, directory, 4, "written", driver_runs)
     assert "SIGKILL after the split wrote" in log
     assert _meta(checkpoint)["state_partitions"] == 2 and newest_state(checkpoint) == before
-    assert {p.name for p in state_files.glob("sp=*/s=*.parquet")} > files_before  # new files, named by nothing
+    orphans = _state_files(checkpoint) - files_before
+    assert orphans  # new files, named by nothing
 
     # killed once the base's document names the new files, before meta.json
     log = _killed_run(tmp_path, checkpoint, directory, 4, "manifests", driver_runs)
     assert "SIGKILL before meta.json" in log
     assert _meta(checkpoint)["state_partitions"] == 2
     assert 2 in state_partitions_named(checkpoint)  # key "a" (crc32 % 4 == 2): the document has the new layout
-    assert (checkpoint / "flinkish" / "rescale" / "pending.json").exists()
+    assert storage.exists(storage.join(rescale_dir(checkpoint), "pending.json"))
+    assert not orphans & _state_files(checkpoint)  # deleted by the restart before it rescaled, no batch run
 
     # restarted with the old number: the interrupted rescaling is done again, into 2 partitions
     for i in range(BEFORE, len(FILES)):
         write_file(directory, i)
-    handle = file_job(spark, directory, 2, ids, sums).execute("kill-rescale-2", checkpoint_location=str(checkpoint))
+    handle = file_job(spark, directory, 2, ids, sums).execute("kill-rescale-2", checkpoint_location=checkpoint)
     handle.process_all_available()
     handle.stop()
     check(ids, sums, jvm_free(FILES))
     assert _meta(checkpoint)["state_partitions"] == 2 and set(state_partitions_named(checkpoint)) <= {0, 1}
-    assert not (checkpoint / "flinkish" / "rescale").exists()
+    assert not storage.exists(rescale_dir(checkpoint))
 
 
 RULES = MapStateDescriptor("rules", Types.STRING(), Types.LONG())

@@ -244,13 +244,15 @@ def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cl
     assert not storage.exists(f"{root}/ck2/flinkish/rescale")
 
 
-def newest_state(checkpoint: Path) -> Dict[str, Any]:
-    """The ``state`` of ``checkpoint``'s newest driver document: per operator, its state partitions' files."""
-    newest = sorted((checkpoint / "flinkish" / "driver").glob("b=*.json"))[-1]
-    return json.loads(newest.read_text())["state"]  # type: ignore[no-any-return]
+def newest_state(checkpoint: Any) -> Dict[str, Any]:
+    """The ``state`` of ``checkpoint``'s newest driver document (a path or a URI): per operator, its state
+    partitions' files."""
+    driver = storage.join(str(checkpoint), "flinkish", "driver")
+    newest = [n for n in storage.list_names(driver) if n.startswith("b=") and n.endswith(".json")][-1]
+    return json.loads(storage.read_bytes(storage.join(driver, newest)))["state"]  # type: ignore[no-any-return]
 
 
-def state_partitions_named(checkpoint: Path) -> List[int]:
+def state_partitions_named(checkpoint: Any) -> List[int]:
     """The state partitions the newest driver document of ``checkpoint`` names files of (every operator)."""
     state = newest_state(checkpoint)
     return sorted({int(sp) for op in state.values() for sp, m in op["partitions"].items() if m["files"]})

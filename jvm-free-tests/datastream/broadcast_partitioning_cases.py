@@ -8,10 +8,12 @@ with pyspark_flinkish and compare.
   outputs of parallel instances, so every case's outputs are compared sorted (a multiset); each job is made so that
   this multiset is deterministic even if every element came once per instance (the rolling counts of ``key_by
   reduce``: each element adds 1; ``window_all`` fires only once every copy is in). In PyFlink neither does: its
-  key-by operator's input is forwarded, not broadcast (``PythonConfigUtil.alignTransformation``).
-* ``PRINTED`` cases: ``print()`` at the environment's parallelism (and a sink's own ``set_parallelism``): the values
-  printed, sorted (Flink prefixes each line with its subtask, ``<name>:<subtask>> ``; the package does not, so only
-  the values are compared).
+  key-by (and ``partition_custom``) operator's input is forwarded, not broadcast
+  (``PythonConfigUtil.alignTransformation``).
+* ``PRINTED`` cases: ``print()`` at the environment's parallelism (and a sink's own ``set_parallelism``; after a
+  union, and after ``partition_custom``, which PyFlink runs only with ``execute()``): the values printed, sorted
+  (Flink prefixes each line with its subtask, ``<name>:<subtask>> ``; the package does not, so only the values are
+  compared).
 * ``SETTINGS``: operator settings on the stream ``broadcast()`` returns (it has no operator of its own in Flink).
 
 This module imports neither library: jobs take ``api``, a namespace with ``Types``, ``ProcessFunction``,
@@ -51,6 +53,7 @@ PRINTED: Dict[str, Tuple[int, Optional[int]]] = {
     "print p1, sink p3": (1, 3),
     "print untyped p1, sink p3": (1, 3),
     "union print p2": (2, None),
+    "partition_custom print p2": (2, None),
 }
 SETTINGS = ["set_parallelism", "name", "uid", "key_by().set_parallelism"]
 NUMBERS = [1, 2, 3]
@@ -115,6 +118,8 @@ def printed_job(api: Any, env: Any, name: str) -> None:
     numbers = api.source(env, NUMBERS, type_info).broadcast()
     if name.startswith("union"):
         numbers = numbers.union(api.source(env, OTHERS, api.Types.INT()))
+    if name.startswith("partition_custom"):  # PyFlink forwards into its partitioner operator, as into key_by's
+        numbers = numbers.partition_custom(lambda k, n: k % n, lambda v: v)
     sink = numbers.print(name)
     if sink_parallelism is not None:
         sink.set_parallelism(sink_parallelism)

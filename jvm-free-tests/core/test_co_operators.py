@@ -108,8 +108,8 @@ def test_api_checks_follow_pyflink() -> None:
         a.key_by(lambda e: e[0]).broadcast(desc)
     with pytest.raises(InvalidTypeError, match="MapStateDescriptor"):
         b.broadcast(ValueStateDescriptor("v"))
-    with pytest.raises(InvalidPipelineError, match=r"BroadcastPartitioner.*once per instance.*MapStateDescriptor"):
-        b.broadcast()
+    with pytest.raises(InvalidPipelineError, match=r"^connect\(\) right after broadcast\(\).*MapStateDescriptor"):
+        a.connect(b.broadcast())  # a plain broadcast() is a partitioning, not a BroadcastStream
     with pytest.raises(InvalidTypeError, match="map1"):
         a.connect(b).map(lambda v: v)
     other = StreamExecutionEnvironment.get_execution_environment().from_collection([1])

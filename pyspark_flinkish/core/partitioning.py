@@ -7,7 +7,12 @@ the next operator's watermark is still the minimum of what its inputs sent. A no
 not depend on which instance computed them, so they are the same whatever the partitioning; what Flink leaves
 open is only the interleaving of records that travel on different channels.
 
-Both engines here run each operator as one logical instance (the Spark executors spread its work over tasks and
+``broadcast()`` (Flink's ``BroadcastPartitioner``) is the one partitioning that changes results: every record goes to
+*every* instance of the next operator, so each instance runs its function on it and the output comes once per
+instance. :class:`BroadcastInstances` runs them so: one copy of the operator (and of its functions, as Flink
+deserializes one per instance) per instance, each with its own subtask index.
+
+Otherwise both engines here run each operator as one logical instance (the Spark executors spread its work over tasks and
 restore Flink's processing order per key and per source partition), so a partitioning call changes the plan and
 nothing else. ``partition_custom`` still runs the user's key selector and partitioner on every record, as
 Flink does, so their errors and ``open``/``close`` calls are Flink's, and a partition outside
@@ -16,10 +21,14 @@ Flink does, so their errors and ``open``/``close`` calls are Flink's, and a part
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from typing import Any, Callable, Generic, Iterable, List, TypeVar
 
+from .clock import Clock
 from .functions import Function, KeySelector, ProcessFunction
+from .operators import StreamOperator
+from .records import Output, OutputTag, StreamRecord
 
 KEY = TypeVar("KEY")
 
@@ -76,4 +85,77 @@ class CustomPartitioning(ProcessFunction):  # type: ignore[type-arg]
         yield value
 
 
-__all__ = ["CustomPartitioning", "Partitioner"]
+class _RecordsOnly:
+    """An instance's output that passes records on and drops watermarks and idleness: the instances get the same
+    input, so their watermarks are the same, and the next operator gets them once (from instance 0)."""
+
+    def __init__(self, output: Output) -> None:
+        self.output = output
+
+    def collect(self, record: StreamRecord) -> None:
+        self.output.collect(record)
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        self.output.collect_side(tag, record)
+
+    def emit_watermark(self, watermark: int) -> None:
+        return None
+
+    def emit_idle(self, idle: bool) -> None:
+        return None
+
+
+class BroadcastInstances(StreamOperator):
+    """A one-input operator after ``broadcast()``: Flink's parallel instances of it, each given every record.
+
+    ``instances[i]`` is instance ``i`` (its own copy of the functions; its runtime context's
+    ``get_index_of_this_subtask()`` is ``i``). Each record goes to instance 0, then 1, ... (Flink does not order
+    the instances' outputs), every instance after the first with a copy of the value (Flink hands each instance its
+    own deserialized record). Watermarks and idleness reach every instance and leave once."""
+
+    def __init__(self, instances: List[StreamOperator]) -> None:
+        super().__init__(instances[0].name)
+        self.instances = instances
+
+    @staticmethod
+    def of(operator: StreamOperator, parallelism: int) -> List[StreamOperator]:
+        """``operator`` (not yet opened) and ``parallelism - 1`` deep copies of it, functions included."""
+        return [operator] + [copy.deepcopy(operator) for _ in range(parallelism - 1)]
+
+    def open(self, output: Output, clock: Clock) -> None:
+        self.output, self.clock = output, clock
+        for i, op in enumerate(self.instances):
+            op.open(output if i == 0 else _RecordsOnly(output), clock)
+
+    def process_element(self, record: StreamRecord) -> None:
+        copies = [StreamRecord(copy.deepcopy(record.value), record.timestamp) for _ in self.instances[1:]]
+        for op, own in zip(self.instances, [record, *copies]):  # copied before any instance can change the value
+            op.process_element(own)
+
+    def process_watermark(self, watermark: int) -> None:
+        self.current_watermark = watermark
+        for op in self.instances:
+            op.process_watermark(watermark)
+
+    def process_idle(self, idle: bool) -> None:
+        for op in self.instances:
+            op.process_idle(idle)
+
+    def advance_processing_time(self, now: int) -> None:
+        for op in self.instances:
+            op.advance_processing_time(now)
+
+    def on_periodic_emit(self) -> None:
+        for op in self.instances:
+            op.on_periodic_emit()
+
+    def end_input(self) -> None:
+        for op in self.instances:
+            op.end_input()
+
+    def close(self) -> None:
+        for op in self.instances:
+            op.close()
+
+
+__all__ = ["BroadcastInstances", "CustomPartitioning", "Partitioner"]

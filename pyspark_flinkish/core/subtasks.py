@@ -15,7 +15,8 @@ the subtask that owns the key's key group (``KeyGroupRangeAssignment``: the key 
 :mod:`~pyspark_flinkish.core.key_order`: ``hashCode`` of ``String``, ``Integer``, ``Long``, ... of the key type, and
 ``Arrays.hashCode`` of an untyped key's pickle). Elsewhere at a parallelism above 1 (``open()``, a non-keyed
 operator, the broadcast side of a broadcast operator) Flink's subtask depends on the instance the package does not
-run separately, so :meth:`Subtasks.index_of` refuses, naming the concept.
+run separately, so :meth:`Subtasks.index_of` refuses, naming the concept. After ``broadcast()`` the package runs each
+of the next operator's instances (``core/partitioning.py``), and each copy's index is its instance's.
 """
 
 from __future__ import annotations
@@ -177,20 +178,26 @@ def subtask_of_key(key: Any, key_type: Any, max_parallelism: int, parallelism: i
 @dataclass(frozen=True)
 class Subtasks:
     """An operator's parallel subtasks: its ``parallelism``, its ``max_parallelism`` (-1: Flink's default for the
-    parallelism) and, for a keyed operator, its ``key_type`` (None: untyped)."""
+    parallelism), for a keyed operator its ``key_type`` (None: untyped), and ``index``: the subtask this copy of the
+    operator is, where the package runs each of Flink's instances (after ``broadcast()``,
+    ``core/partitioning.py``'s ``BroadcastInstances``); None where one instance stands for all."""
 
     parallelism: int = 1
     max_parallelism: int = -1
     key_type: Any = None
+    index: Optional[int] = None
 
     def effective_max_parallelism(self) -> int:
         return self.max_parallelism if self.max_parallelism > 0 else default_max_parallelism(self.parallelism)
 
     def index_of(self, task_name: str, current_key: Optional[Callable[[], Any]]) -> int:
-        """The index of the subtask running the current call: 0 at parallelism 1; the owner of the current key's key
-        group in a keyed context (``current_key``: the key, None outside a keyed context); else refused."""
+        """The index of the subtask running the current call: 0 at parallelism 1; this copy's ``index`` when the
+        package runs Flink's instances one by one; the owner of the current key's key group in a keyed context
+        (``current_key``: the key, None outside a keyed context); else refused."""
         if self.parallelism <= 1:
             return 0
+        if self.index is not None:
+            return self.index
         if current_key is not None:
             key = current_key()
             index = subtask_of_key(key, self.key_type, self.effective_max_parallelism(), self.parallelism)

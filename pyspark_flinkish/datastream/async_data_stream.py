@@ -16,7 +16,7 @@ from ..core.async_operator import AsyncWaitOperator
 from ..core.durations import TimeLike, to_millis
 from ..core.errors import InvalidArgumentError, InvalidTypeError
 from ..core.typeinfo import TypeInformation
-from .data_stream import DataStream
+from .data_stream import DataStream, refuse_after_broadcast
 from .plan import AsyncWaitSpec, Transformation, made_with_parallelism
 
 OPERATOR_NAME = "async wait operator"
@@ -99,6 +99,7 @@ def _apply(
     if not inspect.iscoroutinefunction(getattr(async_function, "async_invoke", None)):
         msg = f"Method 'async_invoke' of class '{type(async_function)}' should be declared as 'async def'."
         raise InvalidTypeError(msg)
+    refuse_after_broadcast([data_stream], "async I/O", "put a map after broadcast() and async I/O after it")
     timeout_ms = to_millis("timeout", timeout)
     if strategy is None:
         msg = "Async retry strategy should not be None."

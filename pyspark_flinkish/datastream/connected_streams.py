@@ -185,12 +185,7 @@ class BroadcastStream:
 def broadcast_stream(stream: DataStream, descriptors: List[Any]) -> BroadcastStream:
     """``stream.broadcast(descriptor, ...)``: checks the descriptors (``MapStateDescriptor``s, as in PyFlink)."""
     if not descriptors:
-        msg = (
-            "broadcast() without a MapStateDescriptor (Flink's BroadcastPartitioner: every element to every parallel "
-            "instance of the next operator, whose output then comes once per instance) is not supported yet; pass "
-            "broadcast(MapStateDescriptor(...)) to connect a BroadcastStream, or leave broadcast() out where the next "
-            "operator's parallelism is 1 (there Flink's broadcast() changes nothing)"
-        )
+        msg = "a BroadcastStream needs at least one MapStateDescriptor (broadcast() without one is a partitioning)"
         raise InvalidPipelineError(msg)
     for d in descriptors:
         if not isinstance(d, MapStateDescriptor):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pickle
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, NoReturn, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, NoReturn, Optional, Tuple, Union
 
 from ..core.all_window_functions import NullByteKeySelector
 from ..core.assigners import GlobalWindows, WindowAssigner
@@ -255,6 +255,9 @@ class DataStream(OperatorSettings):
             if s._env is not self._env:
                 msg = "union() of streams from different environments"
                 raise InvalidPipelineError(msg)
+        if any(isinstance(s, BroadcastPartitionedStream) for s in (self, *streams)):
+            parts = [p for s in (self, *streams) for p in (s._inputs() if isinstance(s, BroadcastUnion) else [s])]
+            return BroadcastUnion(self._env, parts)
         t = Transformation("union", "Union", [self._t] + [s._t for s in streams], output_type=self._t.output_type)
         return DataStream(self._env, t)
 
@@ -262,19 +265,39 @@ class DataStream(OperatorSettings):
         """Connect with ``ds``: a :class:`ConnectedStreams` for a DataStream (co-functions), a
         :class:`BroadcastConnectedStream` for a :class:`BroadcastStream` (broadcast state). See
         :mod:`.connected_streams`."""
+        refuse_after_broadcast([self, ds], "connect()", "broadcast state: broadcast(MapStateDescriptor(...))")
         return connect(self, ds, lambda t: DataStream(self._env, t))
 
-    def broadcast(self, broadcast_state_descriptor: Any = None, *other_broadcast_state_descriptors: Any) -> BroadcastStream:
-        """A :class:`BroadcastStream` with the broadcast state maps of the given ``MapStateDescriptor``s, to
-        ``connect`` with a (keyed or non-keyed) stream."""
-        given = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
-        return broadcast_stream(self, [d for d in given if d is not None])
+    def broadcast(
+        self, broadcast_state_descriptor: Any = None, *other_broadcast_state_descriptors: Any
+    ) -> Union[DataStream, BroadcastStream]:
+        """Without arguments, Flink's ``BroadcastPartitioner``: every element goes to every parallel instance of the
+        next operator, so that operator runs once per instance on it and its output comes once per instance (its
+        parallelism: its ``set_parallelism``, else the environment's when it was made; a sink's, likewise; the
+        package's default is 1, where ``broadcast()`` changes nothing). Each instance has its own copy of the
+        functions, and its runtime context's ``get_index_of_this_subtask()`` is the instance's index. As in PyFlink,
+        ``key_by`` (so ``window_all``) and ``partition_custom`` after it key each element once (PyFlink's job graph
+        gives their operator a forward partitioning in place of the broadcast), and ``execute_and_collect()`` reads
+        it once (Flink's collect sink has parallelism 1); a ``union`` with it gives the next operator its elements
+        once per instance and the other
+        inputs' once (:class:`BroadcastUnion`). Refused right after it, naming the concept: ``connect``, ``join``,
+        ``co_group``, ``shuffle``/``rebalance``/``rescale``/``forward``, ``assign_timestamps_and_watermarks``,
+        async I/O, ``get_side_output`` and operator settings (it has no operator of its own). On Spark the copies
+        are made by the executors, in the task that runs the next operator; Spark's tasks are not Flink's instances.
+
+        With ``MapStateDescriptor``s: a :class:`BroadcastStream` with those broadcast state maps, to ``connect``
+        with a (keyed or non-keyed) stream."""
+        given = [d for d in (broadcast_state_descriptor, *other_broadcast_state_descriptors) if d is not None]
+        if not given:
+            return BroadcastPartitionedStream(self._env, self._t)
+        return broadcast_stream(self, given)
 
     def join(self, other_stream: DataStream) -> JoinedStreams:
         """Window join (Flink Java's ``join``): ``.where(key).equal_to(key).window(assigner)...apply(function)``,
         see :mod:`pyspark_flinkish.datastream.join`."""
         from .join import JoinedStreams
 
+        refuse_after_broadcast([self, other_stream], "join()", "apply a map to the broadcast stream first")
         return JoinedStreams(self, other_stream)
 
     def co_group(self, other_stream: DataStream) -> CoGroupedStreams:
@@ -282,6 +305,7 @@ class DataStream(OperatorSettings):
         see :mod:`pyspark_flinkish.datastream.join`."""
         from .join import CoGroupedStreams
 
+        refuse_after_broadcast([self, other_stream], "co_group()", "apply a map to the broadcast stream first")
         return CoGroupedStreams(self, other_stream)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
@@ -422,11 +446,172 @@ class PartitionedStream(DataStream):
         return self._no_operator("start_new_chain")  # type: ignore[no-any-return]
 
 
-class DataStreamSink(SinkSettings):
-    """Returned by ``add_sink``; lets the sink be named (Flink's runtime settings are no-ops, as on a stream)."""
+def _identity(value: Any) -> Any:
+    return value
 
-    def __init__(self, transformation: Transformation) -> None:
+
+def refuse_after_broadcast(streams: Iterable[Any], call: str, alternative: str) -> None:
+    """Refuse ``call`` on (or with) a stream that ``broadcast()`` returned, naming Flink's partitioning and
+    ``alternative``: the calls whose per-instance copies the package does not make."""
+    if any(isinstance(s, BroadcastPartitionedStream) for s in streams):
+        msg = (
+            f"{call} right after broadcast() (Flink's BroadcastPartitioner: every element to every parallel instance "
+            f"of the next operator, so its output comes once per instance) is not supported; {alternative}"
+        )
+        raise InvalidPipelineError(msg)
+
+
+class BroadcastPartitionedStream(PartitionedStream):
+    """What ``broadcast()`` without arguments returns: the same stream, every element to every parallel instance of
+    the next operator (Flink's ``BroadcastPartitioner``; see :meth:`DataStream.broadcast`). The next one-input
+    operator is made as its instances (``ParallelOperatorFactory.broadcast_input``); a sink, which has no operator of
+    its own here, gets one that makes the copies, at the sink's parallelism."""
+
+    def _inputs(self) -> List[DataStream]:
+        """The streams the next operator reads: this one (a :class:`BroadcastUnion`: every stream of the union)."""
+        return [self]
+
+    def _with_copies(self, name: str) -> Tuple[Transformation, List[Transformation]]:
+        """What the next operator reads, with every broadcast element already copied once per instance: a ``name``d
+        operator per broadcast input that hands on each element once per instance of it (at the environment's
+        parallelism), unioned with the other inputs; and those operators."""
+        copies, inputs = [], []
+        for stream in self._inputs():
+            if isinstance(stream, BroadcastPartitionedStream):
+                make = lambda: MapOperator(name, _identity)  # noqa: E731
+                t = DataStream._one_input(stream, name, make, stream._t.output_type, StatelessSpec("map"))
+                t.factory.broadcast_input = True  # type: ignore[union-attr]
+                copies.append(t)
+                inputs.append(t)
+            else:
+                inputs.append(stream._t)
+        if len(inputs) == 1:
+            return inputs[0], copies
+        return Transformation("union", "Union", inputs, output_type=self._t.output_type), copies
+
+    def _one_input(
+        self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
+    ) -> Transformation:
+        if isinstance(spec, TimestampsSpec):
+            refuse_after_broadcast([self], "assign_timestamps_and_watermarks()",
+                                   "put a map after broadcast() and assign them after it")
+        t = super()._one_input(name, factory, output_type, spec, keyed)
+        t.factory.broadcast_input = True  # type: ignore[union-attr]
+        return t
+
+    def key_by(
+        self, key_selector: Union[KeySelector, Callable[[Any], Any]], key_type: Optional[TypeInformation] = None
+    ) -> KeyedStream:
+        """As in PyFlink, where ``broadcast()`` changes nothing here: its ``key_by`` is an operator (pairing elements
+        with their keys) whose input PyFlink's job graph gives a forward partitioning in place of the broadcast
+        (``PythonConfigUtil.alignTransformation``), so each element is keyed once."""
+        return DataStream(self._env, self._t).key_by(key_selector, key_type)
+
+    def partition_custom(self, partitioner: Union[Partitioner, Callable[[Any, int], int]], key_selector: Any) -> DataStream:  # type: ignore[type-arg]
+        """As :meth:`key_by`: PyFlink's partitioner operator replaces the broadcast with a forward partitioning."""
+        return DataStream(self._env, self._t).partition_custom(partitioner, key_selector)
+
+    def _sink(self, attach: Callable[[DataStream], DataStreamSink]) -> DataStreamSink:
+        """Every instance of the sink (its ``set_parallelism``, else the environment's) gets every element."""
+        t, copies = self._with_copies("Broadcast")
+        return DataStreamSink(attach(DataStream(self._env, t))._t, copies)
+
+    def add_sink(self, sink_func: Union[SinkFunction, Callable[[Any], None]]) -> DataStreamSink:  # type: ignore[type-arg]
+        return self._sink(lambda stream: stream.add_sink(sink_func))
+
+    def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
+        """Every element once per instance of the print sink. PyFlink prints an untyped stream through a map to
+        strings, at the environment's parallelism, which the broadcast reaches instead: there the sink's own
+        ``set_parallelism`` does not change how often an element is printed."""
+        sink = super().print(sink_identifier)
+        output_type = self._t.output_type
+        if output_type is None or getattr(output_type, "name", None) == "PICKLED_BYTE_ARRAY":
+            sink._instances = []
+        return sink
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        return self._sink(lambda stream: stream.sink_to(sink))
+
+    def foreach_batch(self, function: Callable[[Any, int], None]) -> DataStreamSink:
+        return self._sink(lambda stream: stream.foreach_batch(function))
+
+    def to_dataframe(self) -> Any:
+        t, _ = self._with_copies("Broadcast")
+        return DataStream(self._env, t).to_dataframe()
+
+    def _partitioning(self) -> DataStream:
+        refuse_after_broadcast([self], "a partitioning call", "leave one of the two out")
+        return self
+
+    def shuffle(self) -> DataStream:
+        return self._partitioning()
+
+    def rebalance(self) -> DataStream:
+        return self._partitioning()
+
+    def rescale(self) -> DataStream:
+        return self._partitioning()
+
+    def forward(self) -> DataStream:
+        return self._partitioning()
+
+    def broadcast(
+        self, broadcast_state_descriptor: Any = None, *other_broadcast_state_descriptors: Any
+    ) -> Union[DataStream, BroadcastStream]:
+        if broadcast_state_descriptor is None and not other_broadcast_state_descriptors:
+            return self
+        refuse_after_broadcast([self], "broadcast(MapStateDescriptor)", "call it on the stream before broadcast()")
+        return self
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        refuse_after_broadcast([self], "get_side_output()", "call it on the operator before broadcast()")
+        return self
+
+
+class BroadcastUnion(BroadcastPartitionedStream):
+    """``union`` of streams of which one or more is ``broadcast()``'s: the next operator's every instance gets every
+    element of a broadcast input and its share of the others (Flink: one instance each). The package runs the next
+    operator as one instance over the broadcast elements copied once per instance of it (an operator per broadcast
+    input, whose parallelism follows the next operator's) and the other elements once; its functions'
+    ``get_index_of_this_subtask()`` is refused at a parallelism above 1, as for any non-keyed operator.
+    ``execute_and_collect()`` reads each element once (Flink's collect sink has parallelism 1)."""
+
+    def __init__(self, env: StreamExecutionEnvironment, streams: List[DataStream]) -> None:
+        super().__init__(env, Transformation("union", "Union", [s._t for s in streams], output_type=streams[0]._t.output_type))
+        self._streams = streams
+
+    def _inputs(self) -> List[DataStream]:
+        return list(self._streams)
+
+    def broadcast(
+        self, broadcast_state_descriptor: Any = None, *other_broadcast_state_descriptors: Any
+    ) -> Union[DataStream, BroadcastStream]:
+        """Without arguments: every input of the union broadcast."""
+        if broadcast_state_descriptor is None and not other_broadcast_state_descriptors:
+            return BroadcastUnion(self._env, [s.broadcast() for s in self._streams])  # type: ignore[misc]
+        return super().broadcast(broadcast_state_descriptor, *other_broadcast_state_descriptors)
+
+    def _one_input(
+        self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
+    ) -> Transformation:
+        if isinstance(spec, TimestampsSpec):
+            refuse_after_broadcast([self], "assign_timestamps_and_watermarks()",
+                                   "put a map after broadcast() and assign them after it")
+        source, copies = self._with_copies("Broadcast")
+        t = DataStream(self._env, source)._one_input(name, factory, output_type, spec, keyed)
+        for c in copies:  # as many copies as the next operator has instances
+            t.follow_parallelism(c)
+        return t
+
+
+class DataStreamSink(SinkSettings):
+    """Returned by ``add_sink``; lets the sink be named (Flink's runtime settings are no-ops, as on a stream).
+    ``instances``: after ``broadcast()``, the operators that make the sink's per-instance copies (their parallelism
+    is the sink's)."""
+
+    def __init__(self, transformation: Transformation, instances: Optional[List[Transformation]] = None) -> None:
         self._t = transformation
+        self._instances = instances or []
 
     def name(self, name: str) -> DataStreamSink:
         self._t.name = name
@@ -437,6 +622,13 @@ class DataStreamSink(SinkSettings):
         return self
 
     def set_parallelism(self, parallelism: int) -> DataStreamSink:
+        """The sink's parallelism: recorded where it changes the output (after ``broadcast()``, every instance
+        writes every element), else a no-op."""
+        if self._instances and parallelism < 1:
+            msg = f"parallelism must be >= 1; got {parallelism}"
+            raise InvalidArgumentError(msg)
+        for t in self._instances:
+            t.set_parallelism(parallelism)
         return self
 
 
@@ -947,7 +1139,10 @@ __all__ = [
     "KEY_BY_MAP_OPERATOR_NAME",
     "KeyedStream",
     "PICKLE_PROTOCOL",
+    "BroadcastPartitionedStream",
+    "BroadcastUnion",
     "PartitionedStream",
+    "refuse_after_broadcast",
     "RollingAggregation",
     "WindowedStream",
 ]

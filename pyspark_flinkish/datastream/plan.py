@@ -13,6 +13,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional
 from ..core.all_window_functions import NullByteKeySelector
 from ..core.errors import InvalidPipelineError
 from ..core.operators import StreamOperator
+from ..core.partitioning import BroadcastInstances
 from ..core.records import OutputTag
 from ..core.subtasks import Subtasks
 from ..core.two_input_watermarks import TwoInputWatermarkValve
@@ -181,6 +182,9 @@ class Transformation:
     parallelism: Optional[int] = None
     # the operator's own max parallelism (``set_max_parallelism``); None: the environment's when the job starts
     max_parallelism: Optional[int] = None
+    # operators whose parallelism is this one's (``follow_parallelism``): the per-instance copies of a broadcast
+    # input of a union that this operator reads
+    followers: List[Transformation] = field(default_factory=list)
     id: int = field(default_factory=lambda: next(_ids))
 
     def __post_init__(self) -> None:
@@ -199,6 +203,14 @@ class Transformation:
         self.parallelism = parallelism
         if isinstance(self.factory, ParallelOperatorFactory):
             self.factory.instances = 1 if parallelism < 1 else parallelism  # Flink's -1 (its default): 1 here
+        for follower in self.followers:
+            follower.set_parallelism(parallelism)
+
+    def follow_parallelism(self, follower: Transformation) -> None:
+        """From now on ``follower`` has this operator's parallelism (whenever it is set)."""
+        self.followers.append(follower)
+        if self.parallelism is not None:
+            follower.set_parallelism(self.parallelism)
 
     def set_max_parallelism(self, max_parallelism: int) -> None:
         """Record the operator's own max parallelism (its number of key groups)."""
@@ -257,11 +269,20 @@ class ParallelOperatorFactory:
     instances: int = 1
     max_parallelism: int = -1
     key_type: Any = None
+    broadcast_input: bool = False
+    """Its input is ``broadcast()``'s (Flink's ``BroadcastPartitioner``): every instance gets every record, so the
+    operator is made as its ``instances`` copies, each with its own subtask index
+    (:class:`~pyspark_flinkish.core.partitioning.BroadcastInstances`)."""
 
     def __call__(self) -> StreamOperator:
         op = self.make(self.instances)
-        op.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type)
-        return op
+        if not self.broadcast_input or self.instances == 1:
+            op.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type)
+            return op
+        copies = BroadcastInstances.of(op, self.instances)
+        for index, copy in enumerate(copies):
+            copy.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type, index)
+        return BroadcastInstances(copies)
 
 
 def node_uid(t: Transformation, position: int) -> str:

@@ -88,7 +88,7 @@ demo-local: setup
 
 lint: setup
 	@[ -x $(VENV)/bin/ruff ] || $(VENV)/bin/pip install -q ruff
-	$(VENV)/bin/ruff check pyspark_flinkish jvm-free-tests conftest.py
+	$(VENV)/bin/ruff check pyspark_flinkish jvm-free-tests tests benchmarks examples conftest.py
 
 # The soak test (tests/soak, docs/operations.md): a constant Kafka input rate for SOAK_SECONDS (CI runs it with the
 # default 60 as part of test-integration); e.g. `make soak SOAK_SECONDS=3600` for an hour. SOAK_RATE: events per second.

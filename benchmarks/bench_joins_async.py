@@ -20,7 +20,6 @@ import uuid
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-
 from bench_common import write_batch
 
 from pyspark_flinkish.datastream.functions import AsyncFunction, ProcessJoinFunction
@@ -221,8 +220,8 @@ class HttpLookup(AsyncFunction):  # type: ignore[type-arg]
         return {"port": self.port, "_idle": [], "_client": b""}
 
 
-from pyspark import cloudpickle  # noqa: E402
-
 import sys  # noqa: E402
+
+from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # ship this module's classes to workers by value

@@ -28,8 +28,7 @@ from typing import Any, Dict, List
 import pyflink_oracle as oracle
 from pyflink.common import Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
-from pyflink.datastream import AsyncDataStream, StreamExecutionEnvironment
-from pyflink.datastream import async_retry_predicates
+from pyflink.datastream import AsyncDataStream, StreamExecutionEnvironment, async_retry_predicates
 from pyflink.datastream.async_retry_strategies import ExponentialBackoffDelayRetryStrategy, FixedDelayRetryStrategy
 from pyflink.datastream.functions import AsyncFunction, ProcessFunction
 
@@ -103,7 +102,7 @@ class Lookup(AsyncFunction):
         attempt = self.attempts[i] = self.attempts.get(i, 0) + 1
         await asyncio.sleep(delay / 1000)
         if attempt <= fails and self.failure == "fail":
-            raise IOError(f"request {i} failed (attempt {attempt})")
+            raise OSError(f"request {i} failed (attempt {attempt})")
         if attempt <= fails and self.failure == "empty":
             return []
         if self.result == "not_a_list":

@@ -73,7 +73,7 @@ def print_case(a: Any, name: str) -> None:
 def setting(a: Any, call: str) -> str:
     try:
         cases.setting(a, oracle.environment(cases), call)()
-    except Exception as exc:  # noqa: BLE001 - recording what PyFlink raises
+    except Exception as exc:
         java = [ln.strip() for ln in str(exc).splitlines() if "Exception:" in ln]
         return f"{type(exc).__name__}: {(java[0] if java else str(exc).splitlines()[0])[:300]}"
     return "(accepted)"

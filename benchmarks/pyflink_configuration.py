@@ -52,7 +52,7 @@ def environment() -> Dict[str, Any]:
         for name, entries in cases.ENV_SETTINGS.items():
             try:
                 env = env_of(entries, via)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 results[name] = cases.outcome(lambda exc=exc: (_ for _ in ()).throw(exc))
                 continue
             results[name] = cases.getters(env)
@@ -100,7 +100,7 @@ def keyed_collect() -> Dict[str, Any]:
     for name, f in cases.keyed_collect_cases(env, Types).items():
         try:
             out[name] = cases.collected(f(), Row)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             out[name] = cases.outcome(lambda exc=exc: (_ for _ in ()).throw(exc))
     keyed = env().from_collection([(1, "a")], type_info=Types.TUPLE([Types.INT(), Types.STRING()])).key_by(lambda x: x[0])
     out["KeyedStream.get_type()"] = cases.outcome(lambda: str(keyed.get_type()))

@@ -87,11 +87,11 @@ def run_cases() -> Any:
         for line in collect(first.union(*streams)):
             name, _, shown = line.partition("|")
             values[name].append(shown)
-    except Exception:  # noqa: BLE001 - a case PyFlink refuses: find it, one job per case
+    except Exception:
         for name in names:
             try:
                 values[name] = collect(cases.build(a, source, environment(), name))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 values[name] = {"error": python_error(exc)}
     # PyFlink chains two Python functions only where the second's output does not go into a union: its own job
     values[cases.CHAINED] = collect(cases.build(a, source, environment(), cases.CHAINED))
@@ -101,7 +101,7 @@ def run_cases() -> Any:
     for name in cases.BASIC_TYPES:
         try:
             typed[name] = collect(cases.from_collection_typed(a, environment(), name))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             typed[name] = {"error": python_error(exc)}
         print(f"from_collection {name}: {typed[name]}", file=sys.stderr, flush=True)
     refused = []
@@ -109,7 +109,7 @@ def run_cases() -> Any:
         try:
             got = collect(cases.refused(a, source, environment(), type_name, value))
             error = ["(accepted)", repr(got)]
-        except Exception as exc:  # noqa: BLE001 - recording PyFlink's failure
+        except Exception as exc:
             error = python_error(exc)
         print(f"refused {type_name} {value!r}: {error}", file=sys.stderr, flush=True)
         refused.append({"type": type_name, "value": repr(value), "error": error})

@@ -77,7 +77,7 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
             spark.conf.set(key, before)
     assert isinstance(result, JobExecutionResult) and result.batches >= len(ORACLE["input"])
     assert result.get_net_runtime() > 0 and len(result.get_job_id().to_hex_string()) == 32
-    with pytest.raises(InvalidPipelineError, match="^No operators defined in streaming topology"):
+    with pytest.raises(InvalidPipelineError, match=r"^No operators defined in streaming topology"):
         env.execute("all windows")  # PyFlink's execute cleared the pipeline: nothing added since
     assert os.path.isdir(tmp_path / "root" / "all_windows" / "spark")
     for name in SPARK_CASES:

@@ -299,7 +299,7 @@ def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # 
     env = StreamExecutionEnvironment.get_execution_environment(spark)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
     static = spark.read.schema("p long, off long, k string, t long, v long").json(str(src))
-    with pytest.raises(UnsupportedFeatureError, match="streaming DataFrame.*spark.readStream"):  # not at execute()
+    with pytest.raises(UnsupportedFeatureError, match=r"streaming DataFrame.*spark.readStream"):  # not at execute()
         env.from_dataframe(static, strategy, timestamp_column="t")
     stream = env.from_dataframe(
         df, strategy, timestamp_column="t", partition_column="p", order_columns=["p", "off"], partitions=["0", "1"]

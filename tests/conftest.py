@@ -27,13 +27,13 @@ LONGEST_FIRST = (
     "tests/spark/test_spark_stateful.py",  # 127 in setup
     "tests/delta/test_delta.py",  # 157 in two tests
     "tests/connect/test_connect.py",  # 138 in two tests
+    "tests/spark/test_rescale_in_place.py",  # 60, and about 80 more since its kill runs on HDFS too
     "tests/kafka/test_kafka_sink_kills.py",  # 137
     "tests/spark/test_spark_conformance.py",  # 105 in two tests
     "tests/s3/test_s3_checkpoint.py",  # 86
-    "tests/spark/test_file_sink_exactly_once.py",  # 85
+    "tests/spark/test_file_sink_exactly_once.py",  # 85, about 20 more with a bulk-format sink
     "tests/soak/test_soak.py",  # 83
     "tests/cluster/test_spark_submit_standalone.py",  # 69
-    "tests/spark/test_rescale_in_place.py",  # 60
     "tests/spark/test_source_savepoints.py",  # 50
 )
 

@@ -87,8 +87,8 @@ def _flinkish(spark: Any, source: Any, out: str, work: str, columnar_records: bo
             yield value.key, value.seq, value.value, n
 
     out_type = Types.ROW_NAMED(["key", "seq", "value", "count"], [Types.LONG()] * 4)
-    env = StreamExecutionEnvironment.get_execution_environment(spark)
-    env.columnar_records = columnar_records  # False: the route's records reach the keyed stage pickled
+    # columnar_records=False: every record crosses the stages pickled (flinkish_pickled)
+    env = StreamExecutionEnvironment.get_execution_environment(spark, columnar_records=columnar_records)
     stream = env.from_dataframe(source, WatermarkStrategy.no_watermarks(), order_columns=["seq"])
     stream.key_by(lambda r: r.key).process(RunningCount(), output_type=out_type).sink_to(DeltaSink.for_path(out))
     handle = env.execute("enrichment", checkpoint_location=os.path.join(work, "ck"), trigger={"availableNow": True})

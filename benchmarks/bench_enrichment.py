@@ -7,13 +7,16 @@ A ``KeyedProcessFunction`` keeps a running count per key in ``ValueState`` and e
 a ``DeltaSink`` (append), fed ``--events`` events over ``--keys`` keys in ``--batch-rows``-event micro-batches from
 Parquet files (``maxFilesPerTrigger`` 1, ``availableNow``). The same job natively: ``applyInPandasWithState`` and
 ``transformWithStateInPandas`` (RocksDB state store) with the count in Spark's state, written with Spark's own Delta
-sink.
+sink. ``--engines flinkish,flinkish_pickled`` compares this package with its records crossing from the route to the
+keyed stage as Arrow columns (the default: a ``from_dataframe`` source's rows of basic columns) and with every
+record pickled (``columnar_records=False``), side by side.
 
 Each run is its own driver process (so that its peak memory is its own): the script reports the whole query's
-wall time, the median micro-batch time (Spark's ``triggerExecution``, the first batch left out), events per second
-and the driver's peak memory (the driver's Python process, ``ru_maxrss``; the JVM is another process). Before any
-figure is printed, every engine's table is compared with pandas' running count per key in ``seq`` order: a
-mismatch is reported and the script exits non-zero. A benchmark, not a test: it never passes or fails on speed.
+wall time and CPU time (the driver's process tree: JVM and Python workers, from /proc), the median micro-batch time
+(Spark's ``triggerExecution``, the first batch left out), events per second and the driver's peak memory (the
+driver's Python process, ``ru_maxrss``; the JVM is another process). Before any figure is printed, every engine's
+table is compared with pandas' running count per key in ``seq`` order: a mismatch is reported and the script exits
+non-zero. A benchmark, not a test: it never passes or fails on speed.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import pyarrow.parquet as pq
 HERE = os.path.dirname(os.path.abspath(__file__))
 INPUT_DDL = "key long, ts long, value long, seq long"
 ENGINES = ("flinkish", "apply_in_pandas_with_state", "transform_with_state_in_pandas")
+OTHER_ENGINES = ("flinkish_pickled",)  # by name only: this package with every record pickled between stages
 
 
 # ------------------------------------------------------------------------------------------------------ input
@@ -66,7 +70,7 @@ def expected_counts(directory: str) -> Dict[int, int]:
 
 
 # ------------------------------------------------------------------------------------------------------ engines
-def _flinkish(spark: Any, source: Any, out: str, work: str) -> Any:
+def _flinkish(spark: Any, source: Any, out: str, work: str, columnar_records: bool = True) -> Any:
     from pyspark_flinkish.common import Types, WatermarkStrategy
     from pyspark_flinkish.datastream import StreamExecutionEnvironment
     from pyspark_flinkish.datastream.connectors.delta import DeltaSink
@@ -83,7 +87,8 @@ def _flinkish(spark: Any, source: Any, out: str, work: str) -> Any:
             yield value.key, value.seq, value.value, n
 
     out_type = Types.ROW_NAMED(["key", "seq", "value", "count"], [Types.LONG()] * 4)
-    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    # columnar_records=False: every record crosses the stages pickled (flinkish_pickled)
+    env = StreamExecutionEnvironment.get_execution_environment(spark, columnar_records=columnar_records)
     stream = env.from_dataframe(source, WatermarkStrategy.no_watermarks(), order_columns=["seq"])
     stream.key_by(lambda r: r.key).process(RunningCount(), output_type=out_type).sink_to(DeltaSink.for_path(out))
     handle = env.execute("enrichment", checkpoint_location=os.path.join(work, "ck"), trigger={"availableNow": True})
@@ -159,17 +164,21 @@ def run_one(engine: str, input_dir: str, work: str, result: str, partitions: int
     source = spark.readStream.schema(INPUT_DDL).option("maxFilesPerTrigger", 1).parquet(input_dir)
     out = os.path.join(work, "out")
     run = {"flinkish": _flinkish, "apply_in_pandas_with_state": _apply_in_pandas_with_state,
-           "transform_with_state_in_pandas": _transform_with_state_in_pandas}[engine]
-    started = time.perf_counter()
+           "transform_with_state_in_pandas": _transform_with_state_in_pandas,
+           "flinkish_pickled": lambda *a: _flinkish(*a, columnar_records=False)}[engine]
+    sys.path.insert(0, HERE)
+    from proc_cpu import tree_cpu
+
+    started, cpu0 = time.perf_counter(), tree_cpu()
     query = run(spark, source, out, work)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, tree_cpu() - cpu0
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
     batches = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in query.recentProgress if p["numInputRows"]]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     table = spark.read.format("delta").load(out).select("seq", "count").toPandas()
     with open(result, "w") as f:
-        json.dump({"wall_s": wall, "batches_s": batches, "driver_peak_mb": peak_mb,
+        json.dump({"wall_s": wall, "cpu_s": cpu, "batches_s": batches, "driver_peak_mb": peak_mb,
                    "seq": table["seq"].tolist(), "count": table["count"].tolist()}, f)
 
 
@@ -223,8 +232,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     continue
                 results[engine].append(figures)
                 steady = statistics.median(figures["batches_s"][1:] or figures["batches_s"])
-                print(f"  repeat {repeat} {engine:34s} {figures['wall_s']:7.1f} s  steady batch {steady:6.2f} s  "
-                      f"driver peak {figures['driver_peak_mb']:6.0f} MB", flush=True)
+                print(f"  repeat {repeat} {engine:34s} {figures['wall_s']:7.1f} s  cpu {figures['cpu_s']:7.1f} s  "
+                      f"steady batch {steady:6.2f} s  driver peak {figures['driver_peak_mb']:6.0f} MB", flush=True)
         print()
         print(f"{'engine':34s} {'events/s (whole)':>18s} {'steady batch s':>15s} {'driver peak MB':>15s}")
         summary: Dict[str, Any] = {}
@@ -234,7 +243,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             rate = [args.events / r["wall_s"] for r in runs]
             steady = [statistics.median(r["batches_s"][1:] or r["batches_s"]) for r in runs]
             peak = [r["driver_peak_mb"] for r in runs]
-            summary[engine] = {"events_per_s": rate, "steady_batch_s": steady, "driver_peak_mb": peak}
+            summary[engine] = {"events_per_s": rate, "steady_batch_s": steady, "driver_peak_mb": peak,
+                               "wall_s": [r["wall_s"] for r in runs], "cpu_s": [r["cpu_s"] for r in runs]}
             print(f"{engine:34s} {statistics.median(rate):>18,.0f} {statistics.median(steady):>15.2f} "
                   f"{statistics.median(peak):>15.0f}   [{min(rate):,.0f}-{max(rate):,.0f} events/s]")
         native = [e for e in ("apply_in_pandas_with_state", "transform_with_state_in_pandas") if results.get(e)]

@@ -49,14 +49,17 @@ def run_foreach_batch(
     tasks: int = 2,
     batches: Optional[range] = None,
     prepare: Optional[Callable[[ForeachBatchDriver], ForeachBatchDriver]] = None,
+    columnar_records: bool = True,
 ) -> ForeachBatchDriver:
     """Build the pipeline on a JVM-free Spark environment (``build(env)`` adds its sinks) and run every micro-batch
     of its replay sources to the end of input (or the Spark batch ids ``batches``: a restart resumes from the
     checkpoint); the sinks get their values as on Spark. ``tasks``: how many Spark tasks the route is split into.
     ``prepare(driver)`` returns the driver that runs the batches (e.g. a pickled copy, as a Spark Connect server
-    runs it). Returns the driver (its errors: the executor's errors, raised here)."""
+    runs it); ``columnar_records``: the environment's setting. Returns the driver (its errors: the executor's errors,
+    raised here)."""
     env = SparkStreamExecutionEnvironment(
-        None, clock=ManualClock(0), state_partitions=partitions, vectorize=vectorize, future_horizon_ms=None
+        None, clock=ManualClock(0), state_partitions=partitions, vectorize=vectorize, future_horizon_ms=None,
+        columnar_records=columnar_records,
     )
     build(env)
     driver = ForeachBatchDriver(env, env._sinks, checkpoint, None)
@@ -96,8 +99,11 @@ def _replay_rows(driver: ForeachBatchDriver, i: int) -> pd.DataFrame:
 
 
 def _records(frame: pd.DataFrame) -> List[Dict[str, Any]]:
-    """``collect()``: the rows as dicts, nulls as None."""
-    return [{k: None if v is None or v is pd.NA or v != v else v for k, v in r.items()} for r in frame.to_dict("records")]
+    """``collect()``: the rows as dicts, nulls as None (a record's own columns are never null: a NaN there is one)."""
+    return [
+        {k: None if v is None or v is pd.NA or (k in ROW_COLUMNS and v != v) else v for k, v in r.items()}
+        for r in frame.to_dict("records")
+    ]
 
 
 def _step(driver: ForeachBatchDriver, source_rows: pd.DataFrame, batch_id: int, tasks: int) -> Dict[int, List[Any]]:
@@ -173,7 +179,8 @@ def _levels_and_sinks(
             plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, driver.manifests(), advance, reporter
         )
         for group in groups.values():  # groupBy("dest", "sp").applyInPandas: one frame per group
-            frame = pd.DataFrame({c: pd.Series([r.get(c) for r in group], dtype=object) for c in ROW_COLUMNS})
+            columns = ROW_COLUMNS + [c for layout in plan.typed_columns() for c in layout.columns]
+            frame = pd.DataFrame({c: pd.Series([r.get(c) for r in group], dtype=object) for c in columns})
             frame["dest"], frame["sp"] = frame["dest"].astype("int32"), frame["sp"].astype("int32")
             out = _records(keyed(frame))
             outputs.extend(out)

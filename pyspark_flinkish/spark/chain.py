@@ -159,15 +159,18 @@ class ChainRunner:
         node = self.plan.nodes[index]
         if node.kind == "sink":
             self.sink_counts[index] = self.sink_counts.get(index, 0) + 1
+            layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
+            cols = None if layout is None else layout.encode(record.value)
             self.rows.append(
                 {
                     "kind": "rec",
                     "dest": index,
                     "sp": -1,
                     "key": None,
-                    "value": dumps(record.value),
+                    "value": dumps(record.value) if cols is None else None,
                     "ts": record.timestamp,
                     "ord": order,
+                    "cols": cols,
                 }
             )
             return
@@ -177,15 +180,18 @@ class ChainRunner:
         if node.keyed:
             key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
             kb = encode_key(distinct_key(key, node.key_type))
+            layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
+            cols = None if layout is None else layout.encode(record.value)
             self.rows.append(
                 {
                     "kind": "rec",
                     "dest": index,
                     "sp": state_partition(kb, self.partitions),
                     "key": kb,
-                    "value": dumps(record.value),
+                    "value": dumps(record.value) if cols is None else None,
                     "ts": record.timestamp,
                     "ord": order,
+                    "cols": cols,
                 }
             )
             return
@@ -418,8 +424,8 @@ def _routed_frame(runner: ChainRunner, fanout: Optional[List[Tuple[int, int]]] =
         rows = runner.output_rows()
         coordination = [r for r in rows if r["kind"] in ("metric", "count")]
         records = [r for r in rows if r["kind"] not in ("metric", "count")]
-        return row_frame(records + stats_rows(coordination + stats, fanout))
-    return row_frame(runner.output_rows() + stats)
+        return row_frame(records + stats_rows(coordination + stats, fanout), runner.plan.typed_columns())
+    return row_frame(runner.output_rows() + stats, runner.plan.typed_columns())
 
 
 __all__ = [

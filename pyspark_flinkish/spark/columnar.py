@@ -348,7 +348,7 @@ def run_partition(
     runner.finish()
     manifest = save_window_table(batch, store, batch_id)
     metrics = store_metrics(partition_metrics(op, None, out.emitted, started), store, manifest, True)
-    return row_frame([*runner.output_rows(), metric_row(cw.window, sp, metrics)])
+    return row_frame([*runner.output_rows(), metric_row(cw.window, sp, metrics)], plan.typed_columns())
 
 
 def columnar_function(cw: Any, plan: ExecPlan, *args: Any) -> Callable[[Any, Any], Any]:

@@ -49,7 +49,7 @@ from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
 from .replay import replay_stream
 from .rescale import rescale_checkpoint, rescale_interrupted
-from .rows import ROW_DDL, loads
+from .rows import loads
 from .savepoint import columnar_keys, restore_savepoint, restored_state
 from .sink_frames import SinkFrame, sink_rows
 from .source_logs import seed
@@ -117,6 +117,8 @@ class ForeachBatchDriver(DriverCheckpoint):
         self.watermark_graph = self._new_graph()
         self.last_batch: Optional[int] = None
         self.columnar = columnar.detect(self.plan, self.plan.transformations) if meta["vectorize"] else None
+        if env.columnar_records:  # declared types cross stages as columns (``spark/record_columns.py``)
+            self.plan.carry_columns()
         self.exec_plan = copy.copy(self.plan)  # what the executors get: no source data, no DataFrames
         self.exec_plan.transformations = []
         self.exec_plan.future_horizon_ms = env.future_horizon_ms
@@ -346,7 +348,7 @@ class ForeachBatchDriver(DriverCheckpoint):
             args = (cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, self.state_root, batch_id, self.manifests())
             cogrouped = partials.groupBy("__sp").cogroup(others.groupBy("__sp"))
             # persisted: the collect computes it (state written once), the sinks' frames and later levels read it
-            keyed = cogrouped.applyInPandas(columnar.columnar_function(*args), ROW_DDL).persist()
+            keyed = cogrouped.applyInPandas(columnar.columnar_function(*args), plan.row_ddl()).persist()
         if plan.levels[1:]:
             with self._phase("keyed level 1"):
                 keyed.count()  # materialise before later levels read it
@@ -386,7 +388,7 @@ class ForeachBatchDriver(DriverCheckpoint):
                 df = df.repartition(parts)
             routed = df.mapInPandas(
                 lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node, generators, fanout),
-                ROW_DDL,
+                plan.row_ddl(),
             )
         else:
             if ordered:  # one task; a batch's rows source by source (as the local engine emits them), each in order
@@ -394,7 +396,7 @@ class ForeachBatchDriver(DriverCheckpoint):
                 df = df.coalesce(1).sortWithinPartitions(F.array_position(uids, F.col("src")), "ord")
             routed = df.mapInPandas(
                 lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index, generators, fanout),
-                ROW_DDL,
+                plan.row_ddl(),
             )
         if keep:
             routed = routed.persist()
@@ -445,11 +447,14 @@ class ForeachBatchDriver(DriverCheckpoint):
             )
             for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
                 heartbeats = heartbeats.withColumn(c, F.lit(None).cast(outputs[0].schema[c].dataType))
+            for layout in plan.typed_columns():  # never null (``spark/record_columns.py``)
+                for c, empty in zip(layout.columns, layout.placeholders):
+                    heartbeats = heartbeats.withColumn(c, F.lit(empty).cast(outputs[0].schema[c].dataType))
             reporter = (nodes[0], 0) if advance is not None else None  # the group that passes the statistics on
             function = keyed_level_function(
                 plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests(), advance, reporter
             )
-            keyed = pending.unionByName(heartbeats).groupBy("dest", "sp").applyInPandas(function, ROW_DDL).persist()
+            keyed = pending.unionByName(heartbeats).groupBy("dest", "sp").applyInPandas(function, plan.row_ddl()).persist()
             if level != levels[-1]:  # a later level reads it; the last one is computed by the collect below
                 with self._phase(f"keyed level {level}"):
                     keyed.count()
@@ -574,12 +579,15 @@ class ForeachBatchDriver(DriverCheckpoint):
 
         if self.columnar is None and sink_index not in self.route_fed:  # not in the route's output (``outputs[0]``)
             step_outputs = [outputs[1:] for outputs in step_outputs]
-        frames = [sink_rows(outputs, sink_index, F.lit(n).cast("long")) for n, outputs in enumerate(step_outputs)]
+        layout = self.exec_plan.record_columns.get(sink_index)  # its records that crossed as columns
+        frames = [
+            sink_rows(outputs, sink_index, F.lit(n).cast("long"), layout) for n, outputs in enumerate(step_outputs)
+        ]
         rows = frames[0]
         for f in frames[1:]:
             rows = rows.unionByName(f)
         t = self.plan.transformations[sink_index]
-        return SinkFrame(rows, t.inputs[0].output_type, self.sink_counts.get(sink_index, 0))
+        return SinkFrame(rows, t.inputs[0].output_type, self.sink_counts.get(sink_index, 0), layout=layout)
 
     def _deliver_frame(self, t: Transformation, frame: SinkFrame, batch_id: int) -> None:
         """Hand a sink that writes through Spark (``DeltaSink``, dead letters, ``foreach_batch``) its records as a

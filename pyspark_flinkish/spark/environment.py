@@ -67,6 +67,11 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         future_horizon_ms: records whose event time is more than this ahead of the micro-batch's processing time
             are counted (progress ``future_records``) and logged by the foreachBatch executor — processed as Flink
             would, but they will make later records of their partition late (default: 1 hour; None: off).
+        columnar_records: let the foreachBatch executor carry the records of a keyed operator whose input type is
+            declared (``Types.ROW_NAMED``/``ROW``/``TUPLE`` of basic types, a basic type, a ``from_dataframe``
+            source's rows of basic columns) between Spark stages as Arrow columns instead of pickles
+            (``docs/architecture.md``). It changes speed, never what an operator receives; False: every record is
+            pickled (to compare the two).
     """
 
     executor: ClassVar[str] = SPARK
@@ -79,6 +84,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         backend: str = "foreach_batch",
         vectorize: bool = True,
         future_horizon_ms: Optional[TimeLike] = DEFAULT_HORIZON_MS,
+        columnar_records: bool = True,
     ) -> None:
         super().__init__(clock)
         horizon = None if future_horizon_ms is None else to_millis("future_horizon_ms", future_horizon_ms)
@@ -101,6 +107,7 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         self.connect_python_files: List[str] = []  # Spark Connect: add_python_file's files, for the foreachBatch process
         self.backend = backend
         self.vectorize = vectorize
+        self.columnar_records = columnar_records
         self.state_partitions = state_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     # -------------------------------------------------------------------- sources

@@ -28,7 +28,8 @@ from .error_transport import reported_to_driver
 from .generators import mid_batch_order
 from .keys import decode_key, encode_key
 from .plan import ExecPlan
-from .rows import loads, metric_row, row_frame
+from .record_columns import frame_values
+from .rows import metric_row, row_frame
 from .state_cache import KeyState
 from .state_store import Manifest, PartitionStore
 from .watermark_advance import WatermarkAdvance, sorted_stats
@@ -84,11 +85,12 @@ def run_keyed_partition(
     out = KeyedOutput(runner, index, op, sp)
     op.open(out, FixedClock(now))
     store = PartitionStore(state_root, node.uid, sp, manifests.get(node.uid, {}).get(sp))
+    layout = plan.record_columns.get(index)  # its records may cross as columns (``spark/record_columns.py``)
     if node.batched:
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
-        metrics = _run_batched(op, out, pdf, wm_prev, wm_new, now, store, batch_id)
+        metrics = _run_batched(op, out, pdf, frame_values(pdf, layout), wm_prev, wm_new, now, store, batch_id)
         runner.finish()
-        return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)])
+        return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
     broadcast = hasattr(op, "snapshot_broadcast_state")
     wanted = _record_keys(pdf) + ([OPERATOR_STATE_KEY] if broadcast else [])
     for key_bytes, state in store.load(wanted, watermarks_new[index], now).items():
@@ -105,14 +107,14 @@ def run_keyed_partition(
     # records, and the watermarks a custom generator emitted within the batch (``spark/generators.py``), in order
     records = [
         ([int(x) for x in o], kind, v, None if t is None or t != t else int(t))
-        for kind, o, v, t in zip(pdf["kind"], pdf["ord"], pdf["value"], pdf["ts"])
+        for kind, o, v, t in zip(pdf["kind"], pdf["ord"], frame_values(pdf, layout), pdf["ts"])
         if kind in ("rec", "wm")
     ]
     records.sort(key=lambda r: r[0])
     early = [r for r in records if r[0][0] == 0]
     late = [r for r in records if r[0][0] != 0]
 
-    def process(batch: List[Tuple[List[int], str, bytes, Optional[int]]]) -> None:
+    def process(batch: List[Tuple[List[int], str, Any, Optional[int]]]) -> None:
         for order, kind, value, ts in batch:
             out.base, out.n, out.phase = order, 0, None
             if kind == "wm":
@@ -120,10 +122,10 @@ def run_keyed_partition(
                     op.process_watermark(ts)  # type: ignore[arg-type]  # timers' outputs ordered here
                     runner.forward_watermark(index, ts, mid_batch_order(order))  # type: ignore[arg-type]
             elif node.two_input:
-                channel, element = loads(value)
+                channel, element = value
                 op.process_input(channel, StreamRecord(element, ts))  # type: ignore[attr-defined]
             else:
-                op.process_element(StreamRecord(loads(value), ts))
+                op.process_element(StreamRecord(value, ts))
 
     process(early)
     out.phase = 0
@@ -150,13 +152,14 @@ def run_keyed_partition(
     received = sum(1 for r in records if r[1] == "rec")
     metrics = partition_metrics(op, received, out.emitted, started)
     metrics = store_metrics(metrics, store, manifest, windows, 1 if broadcast else 0)
-    return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)])
+    return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
 
 
 def _run_batched(
     op: Any,
     out: KeyedOutput,
     pdf: Any,
+    elements: List[Any],
     wm_prev: int,
     wm_new: int,
     now: int,
@@ -164,13 +167,14 @@ def _run_batched(
     batch_id: int,
 ) -> Dict[str, Any]:
     """The keyed stage of a window that :class:`BatchWindowOperator` runs: one accumulator per (key, window)
-    in the store instead of keyed snapshots. Returns the partition's metrics."""
+    in the store instead of keyed snapshots (``elements``: the element of each ``rec`` row of ``pdf``). Returns the
+    partition's metrics."""
     started = time.perf_counter()
     batch = restore_window_table(op, store, _record_keys(pdf), wm_prev, wm_new, now)
     records = sorted(
         (
             ([int(x) for x in o], kind, k, v, None if t is None or t != t else int(t))
-            for kind, o, k, v, t in zip(pdf["kind"], pdf["ord"], pdf["key"], pdf["value"], pdf["ts"])
+            for kind, o, k, v, t in zip(pdf["kind"], pdf["ord"], pdf["key"], elements, pdf["ts"])
             if kind in ("rec", "wm")
         ),
         key=lambda r: r[0],
@@ -188,7 +192,7 @@ def _run_batched(
         key = keys.get(kb)
         if key is None:
             key = keys[kb] = decode_key(kb)
-        batch.process_element(key, loads(value), ts)
+        batch.process_element(key, value, ts)
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
@@ -267,7 +271,7 @@ def keyed_level_function(
             out = run_keyed_partition(plan, pdf, wm_prev, watermarks, now, parts, state_root, batch_id, manifests)
             if (dest, sp) != reporter or not blobs:
                 return out
-            passed = row_frame([{"kind": "stats", "dest": dest, "sp": sp, "value": b} for b in blobs])
+            passed = row_frame([{"kind": "stats", "dest": dest, "sp": sp, "value": b} for b in blobs], plan.typed_columns())
             return pd.concat([out, passed], ignore_index=True)
 
     return keyed

@@ -13,8 +13,19 @@ from ..core.batch_window import batch_eligibility
 from ..core.errors import UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
-from ..datastream.plan import TimestampsSpec, Transformation, TwoInputSpec, WindowSpec, node_uid, topological
+from ..datastream.plan import (
+    DeltaSinkSpec,
+    ForeachBatchSpec,
+    TimestampsSpec,
+    Transformation,
+    TwoInputSpec,
+    WindowSpec,
+    node_uid,
+    topological,
+)
 from . import state_store
+from .record_columns import RecordColumns, declared_columns, extra_ddl, input_columns
+from .rows import ROW_DDL
 
 
 @dataclass
@@ -156,6 +167,32 @@ class ExecPlan:
         self.levels = sorted({n.level for n in self.nodes if n.keyed})
         self.future_horizon_ms: Optional[int] = None  # far-future records: see the module docstring
         self.storage_options: Dict[str, str] = {}  # the executors' file-system clients (spark/storage.py)
+        # keyed operators whose records cross stages as columns (``spark/record_columns.py``; see
+        # :meth:`carry_columns`), by node
+        self.record_columns: Dict[int, RecordColumns] = {}
+
+    def carry_columns(self) -> None:
+        """Let the records of every one-input keyed operator, ``DeltaSink`` and ``foreach_batch`` sink whose input type
+        is declared cross stages as columns (``spark/record_columns.py``) instead of pickles; needs the plan's
+        transformations (on the driver)."""
+        for i, t in enumerate(self.transformations):
+            node = self.nodes[i]
+            layout = None
+            if node.keyed and not node.two_input:
+                layout = input_columns(i, t.inputs)
+            elif node.kind == "sink" and isinstance(t.spec, (DeltaSinkSpec, ForeachBatchSpec)):
+                # sinks that read their records only as a typed frame (``SinkFrame.typed``), never as ``value``
+                layout = declared_columns(i, t.inputs[0].output_type)
+            if layout is not None:
+                self.record_columns[i] = layout
+
+    def typed_columns(self) -> List[RecordColumns]:
+        """The column layouts of the stage rows, in the order of their columns."""
+        return [self.record_columns[i] for i in sorted(self.record_columns)]
+
+    def row_ddl(self) -> str:
+        """The schema of the stage rows: :data:`.rows.ROW_DDL`, then the columns of :meth:`typed_columns`."""
+        return ROW_DDL + extra_ddl(self.typed_columns())
 
     def keyed_at(self, level: int) -> List[int]:
         return [n.index for n in self.nodes if n.keyed and n.level == level]

@@ -9,8 +9,8 @@ tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_
   see :mod:`pyspark_flinkish.monitoring`) or ``count`` (one per task and sink ``dest`` it sent records to:
   how many in ``stat_count``, so that the driver knows a sink's size without reading its records);
 * ``dest``: the plan node the record goes to (a keyed operator or a sink); ``sp``: the state partition;
-* ``key``: the encoded key (keyed destinations, :mod:`.keys`); ``value``: the pickled element; ``ts``: its
-  timestamp;
+* ``key``: the encoded key (keyed destinations, :mod:`.keys`); ``value``: the pickled element (null when the
+  record travels as columns: ``c<dest>_<i>`` after these, :mod:`.record_columns`); ``ts``: its timestamp;
 * ``ord``: the record's position in Flink's processing order within the batch (compared as a list; see
   :mod:`.chain`);
 * ``part``, ``stat_max``, ``stat_count``, ``stat_batch``: statistics for watermark generation.
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 ROW_COLUMNS = ["kind", "dest", "sp", "key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"]
 ROW_DDL = (
@@ -75,7 +75,10 @@ def loads(data: bytes) -> Any:
     return pickle.loads(data)
 
 
-def row_frame(rows: List[Dict[str, Any]]) -> Any:
+def row_frame(rows: List[Dict[str, Any]], typed: Sequence[Any] = ()) -> Any:
+    """The rows as a pandas frame of :data:`ROW_COLUMNS`, then the columns of each layout in ``typed``
+    (:class:`~.record_columns.RecordColumns`): a record row for a layout's ``dest`` with ``cols`` (its encoded
+    column values) fills them, every other row the layout's placeholders."""
     import pandas as pd
 
     columns = {}
@@ -87,7 +90,14 @@ def row_frame(rows: List[Dict[str, Any]]) -> Any:
             columns[col] = pd.Series(values, dtype="Int64")
         else:
             columns[col] = pd.Series(values, dtype=object)
-    return pd.DataFrame(columns, columns=ROW_COLUMNS)
+    names = list(ROW_COLUMNS)
+    for layout in typed:
+        dest = layout.dest
+        encoded = [r.get("cols") if r.get("dest") == dest else None for r in rows]
+        for i, (name, dtype, empty) in enumerate(zip(layout.columns, layout.dtypes, layout.placeholders)):
+            columns[name] = pd.Series([empty if e is None else e[i] for e in encoded], dtype=dtype)
+            names.append(name)
+    return pd.DataFrame(columns, columns=names)
 
 
 def metric_row(index: int, sp: int, metrics: Dict[str, Any]) -> Dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
+from .record_columns import RecordColumns
 from .rows import loads
 
 RECORDS_PER_TASK = 200_000
@@ -45,19 +46,26 @@ def decode_batches(
     schema: Any,
     convert: Optional[Callable[[Any], Any]] = None,
     with_order: bool = False,
+    layout: Optional[RecordColumns] = None,
 ) -> Iterator[Any]:
     """``mapInArrow`` body: Arrow batches of sink rows (``value``, and ``ord`` and the step with ``with_order``) to
     batches of the stream's columns (``schema``, from :func:`~.types.to_spark_type` of ``output_type``), each element
     first passed through ``convert`` if given (e.g. a dead letter's row). With ``with_order`` the last column is
-    :data:`ORDER_COLUMN`: ``[step, *ord]``."""
+    :data:`ORDER_COLUMN`: ``[step, *ord]``. A row whose ``value`` is null crossed as the columns of ``layout``
+    (``spark/record_columns.py``) and is rebuilt from them."""
     import pyarrow as pa
 
     from .types import to_rows
 
     target = arrow_schema(schema)
     names = [f.name for f in schema.fields]
+    rebuild = None if layout is None else layout.decoder()
     for batch in batches:
-        values = [loads(v) for v in batch.column("value").to_pylist()]
+        values = [loads(v) for v in batch.column("value").to_pylist() if v is not None]
+        if rebuild is not None and len(values) < batch.num_rows:
+            cols = zip(*[batch.column(c).to_pylist() for c in layout.columns])  # type: ignore[union-attr]
+            raw = batch.column("value").to_pylist()
+            values = [loads(v) if v is not None else rebuild(c) for v, c in zip(raw, cols)]
         if convert is not None:
             values = [convert(v) for v in values]
         rows = to_rows(values, output_type)
@@ -80,15 +88,22 @@ class SinkFrame:
     Flink timestamp, in the frames of a job), ``output_type``
     the type of the sink's rows (what its columns are), ``count`` how many records it holds (known without reading
     them; None for a stream of unknown size, such as ``to_dataframe()``'s), ``convert`` what turns an element into a
-    value of ``output_type`` (run on the executors; None: the element is one)."""
+    value of ``output_type`` (run on the executors; None: the element is one), ``layout`` how the records that
+    crossed as columns hold them (``spark/record_columns.py``: their ``value`` is null; None: none did)."""
 
     def __init__(
-        self, rows: Any, output_type: Any, count: Optional[int], convert: Optional[Callable[[Any], Any]] = None
+        self,
+        rows: Any,
+        output_type: Any,
+        count: Optional[int],
+        convert: Optional[Callable[[Any], Any]] = None,
+        layout: Optional[RecordColumns] = None,
     ) -> None:
         self.rows = rows
         self.output_type = output_type
         self.count = count
         self.convert = convert
+        self.layout = layout
 
     @property
     def session(self) -> Any:
@@ -110,14 +125,36 @@ class SinkFrame:
             out_schema = T.StructType([*schema.fields, T.StructField(ORDER_COLUMN, T.ArrayType(T.LongType()))])
         columns = ["value", "ord", STEP_COLUMN] if with_order else ["value"]
         convert = self.convert
+        layout = self.layout
 
         def decode(batches: Iterable[Any]) -> Iterator[Any]:
-            return decode_batches(batches, output_type, schema, convert, with_order)
+            return decode_batches(batches, output_type, schema, convert, with_order, layout)
 
-        rows = self.rows.select(*columns)
-        if self.count is not None:  # a known size: as few tasks as it needs (else the rows keep their partitions)
-            rows = rows.coalesce(self.partitions())
-        return rows.mapInArrow(decode, out_schema)
+        if layout is None or convert is not None or layout.declared != output_type:
+            if layout is not None:  # records that crossed as columns are rebuilt from them in Python
+                columns = [*columns, *layout.columns]
+            rows = self.rows.select(*columns)
+            if self.count is not None:  # a known size: as few tasks as it needs (else the rows keep their partitions)
+                rows = rows.coalesce(self.partitions())
+            return rows.mapInArrow(decode, out_schema)
+        # the records that crossed as columns are selected in Spark; only the pickled ones are decoded in Python
+        from pyspark.sql import functions as F
+
+        pickled = self.rows.filter(F.col("value").isNotNull()).select(*columns).mapInArrow(decode, out_schema)
+        mask = F.col(layout.columns[-1])
+        fields = [
+            F.when(mask.bitwiseAND(F.lit(1 << i)) != 0, F.lit(None))
+            .otherwise(F.col(c))
+            .cast(f.dataType)
+            .alias(f.name)
+            for i, (c, f) in enumerate(zip(layout.columns, schema.fields))
+        ]
+        if with_order:
+            fields.append(F.concat(F.array(F.col(STEP_COLUMN)), F.col("ord")).alias(ORDER_COLUMN))
+        frame = self.rows.filter(F.col("value").isNull()).select(*fields).unionByName(pickled)
+        if self.count is not None:
+            frame = frame.coalesce(self.partitions())
+        return frame
 
     def partitions(self) -> int:
         """How many tasks decode and write the records (:data:`RECORDS_PER_TASK` each, at most the session's
@@ -158,14 +195,18 @@ class SinkFrame:
         return SinkFrame(rows, output_type, len(values))
 
 
-def sink_rows(outputs: List[Any], index: int, step_column: Optional[Any] = None) -> Any:
+def sink_rows(
+    outputs: List[Any], index: int, step_column: Optional[Any] = None, layout: Optional[RecordColumns] = None
+) -> Any:
     """The rows for sink ``index`` among a micro-batch's stage outputs (DataFrames of :data:`.rows.ROW_DDL`
-    columns), with ``value``, ``ord``, ``ts`` (the record's Flink timestamp) and :data:`STEP_COLUMN`
-    (``step_column``, a literal, default 0)."""
+    columns), with ``value``, ``ord``, ``ts`` (the record's Flink timestamp), the columns of ``layout`` (the sink's
+    records that crossed as columns, ``spark/record_columns.py``) and :data:`STEP_COLUMN` (``step_column``, a
+    literal, default 0)."""
     from pyspark.sql import functions as F
 
     step = F.lit(0).cast("long") if step_column is None else step_column
-    selected = [o.filter((F.col("dest") == index) & (F.col("kind") == "rec")).select("value", "ord", "ts") for o in outputs]
+    wanted = ["value", "ord", "ts", *(layout.columns if layout is not None else [])]
+    selected = [o.filter((F.col("dest") == index) & (F.col("kind") == "rec")).select(*wanted) for o in outputs]
     rows = selected[0]
     for s in selected[1:]:
         rows = rows.unionByName(s)

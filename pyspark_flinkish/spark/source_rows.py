@@ -62,6 +62,15 @@ class DataFrameSource:
     restart: Optional[SourceRestart] = None
     """How the source starts at a savepoint's position (None: its position cannot be carried to another checkpoint)."""
 
+    def element_columns(self) -> Optional[List[Tuple[str, str]]]:
+        """The columns each element is a ``pyspark.sql.Row`` of, with their Spark type names (``DataType.typeName()``),
+        in the element's order; None when :attr:`element` makes the elements."""
+        if self.element is not None:
+            return None
+        types = {f.name: f.dataType.typeName() for f in self.df.schema.fields}
+        names = list(getattr(self, "value_columns", None) or self.df.columns)  # hook, as ``dataframe_records``
+        return [(n, types[n]) for n in names]
+
 
 def source_partition(t: Transformation, text: Optional[str]) -> Any:
     """The source partition a row's ``part`` text names (one of the source's declared partitions, else the text)."""

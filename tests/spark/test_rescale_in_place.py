@@ -14,7 +14,7 @@ import json
 import signal
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Set, Union
 
 import pytest
 from test_source_savepoints import (
@@ -58,8 +58,9 @@ def _killed_run(tmp_path: Path, checkpoint: str, directory: Path, partitions: in
     return text
 
 
-def _meta(checkpoint: str) -> Dict[str, Any]:
-    return json.loads(storage.read_bytes(storage.join(checkpoint, "flinkish", "meta.json")))  # type: ignore[no-any-return]
+def _meta(checkpoint: Union[str, Path]) -> Dict[str, Any]:
+    """The checkpoint's ``meta.json`` (a local path or a URI such as the test HDFS's)."""
+    return json.loads(storage.read_bytes(storage.join(str(checkpoint), "flinkish", "meta.json")))  # type: ignore[no-any-return]
 
 
 def _state_files(checkpoint: str) -> Set[str]:

@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 JOB = Path(__file__).resolve().with_name("kafka_sink_job.py")
 N_EVENTS = 240
 MAX_OFFSETS = 30  # 8 micro-batches
+OUT_TOPIC = "kafka-sink-kills-windows"
 KILLS = [("during", 2), ("sink", 3), ("planning", 1)]
 if os.environ.get("FLINKISH_KILL_TESTS") == "full":
     KILLS.append(("commit", 1))
@@ -71,7 +72,12 @@ def test_kafka_to_kafka_exactly_once_across_driver_kills(
     job: Any = job_module(JOB)
     events = job.events(N_EVENTS)
     in_topic = kafka_topic(partitions=1, suffix="in")
-    out_topic, late_topic = kafka_topic(partitions=3, suffix="out"), kafka_topic(partitions=2, suffix="late")
+    # The window results' writers are a hash partitioning of (topic, key), so the output topic's name decides which
+    # writers get records: with a random name, about one run in 32 put all six keys in one of the two writers, and
+    # the "during" kill (two writers with records) never came. A fixed name (one broker per worker, this test alone
+    # uses it) splits the keys over both writers in every batch.
+    out_topic = kafka_broker.create_topic(OUT_TOPIC, 3)
+    late_topic = kafka_topic(partitions=2, suffix="late")
     kafka_broker.produce(in_topic, [json.dumps(e) for e in events], partition=0)
     servers = kafka_broker.bootstrap_servers
     checkpoint = str(tmp_path / "chk")

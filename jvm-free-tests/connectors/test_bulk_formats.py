@@ -5,9 +5,9 @@ Also: the bulk builder's rolling policy, part files per micro-batch, and the ref
 
 from __future__ import annotations
 
-import base64
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -26,6 +26,9 @@ from pyspark_flinkish.table import DataTypes
 
 # recorded by benchmarks/pyflink_bulk_formats.py with PyFlink 2.3.0
 RECORDED = json.loads(Path(__file__).with_name("pyflink_bulk_formats.json").read_text())
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from pyflink_bulk_formats import read_back  # noqa: E402 (the recorder's own reading of the part files)
+
 CASES: Dict[str, Any] = RECORDED["cases"]
 PRELUDE = """
 from pyflink.datastream import StreamExecutionEnvironment
@@ -49,42 +52,6 @@ def _run_recorded(kind: str, out: Path) -> None:
     exec(compile(program, f"<recorded {kind}>", "exec"), {"__name__": "recorded"})
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return value
-
-
-def _read_back(kind: str, path: Path) -> Dict[str, Any]:
-    """As the recorder reads Flink's files: pyarrow for Parquet and ORC, fastavro for Avro, text for CSV."""
-    if kind in ("parquet", "orc"):
-        import pyarrow.orc as orc
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path) if kind == "parquet" else orc.read_table(path)
-        if kind == "parquet":
-            meta = pq.ParquetFile(path).metadata
-            compression = meta.row_group(0).column(0).compression if meta.num_row_groups else None
-        else:
-            compression = orc.ORCFile(path).compression
-        return {
-            "compression": compression,
-            "columns": [[f.name, str(f.type)] for f in table.schema],
-            "rows": [_plain(list(r.values())) for r in table.to_pylist()],
-        }
-    if kind == "avro":
-        import fastavro
-
-        with path.open("rb") as f:
-            reader = fastavro.reader(f)
-            return {"schema": reader.writer_schema, "codec": reader.codec, "rows": [_plain(r) for r in reader]}
-    return {"text": path.read_text(encoding="utf-8")}
-
-
 def _files(out: Path) -> List[Path]:
     return sorted(p for p in out.rglob("*") if p.is_file())
 
@@ -106,7 +73,7 @@ def test_committed_files_are_flinks(kind: str, tmp_path: Path) -> None:
     files = _files(out)
     expected = CASES[kind]
     assert [_UUID.sub("<uuid>", p.relative_to(out).as_posix()) for p in files] == expected["files"]
-    assert [_read_back(kind.split("_")[0], p) for p in files] == expected["contents"]
+    assert [read_back(kind.split("_")[0], p) for p in files] == expected["contents"]
 
 
 @pytest.mark.parametrize("kind", FAILED)

@@ -252,19 +252,11 @@ def run_native(spark: Any, inp: bsg.GrowthInput, work: str, rocksdb: bool,
     same checkpoint and run the small batches. Returns the figures and ``problems``."""
     engine = "native_rocksdb" if rocksdb else "native_hdfs"
     run = os.path.join(work, f"{engine}-{inp.keys}-{uuid.uuid4().hex[:6]}")
-    source, ck = os.path.join(run, "input"), os.path.join(run, "ck")
-    os.makedirs(source)
     load_events = sum(inp.rows[: inp.load_batches])
     problems: List[str] = []
     r: Dict[str, Any] = {"load_events": load_events}
     t = time.perf_counter()
-    q = bsg.start_native(spark, inp, source, ck, rocksdb)
-    try:
-        for name in inp.files[: inp.load_batches]:
-            _link(inp, name, source, run)
-            q.process_all_available()
-    finally:
-        q.stop()
+    source, ck = _native_loaded(spark, inp, run, rocksdb)
     r["load_s"] = time.perf_counter() - t
     r["checkpoint_state_bytes"] = _size(os.path.join(ck, "state"))
     log(f"    {engine} K={inp.keys:,}: loaded in {r['load_s']:.1f} s")
@@ -392,6 +384,7 @@ def _package_restore(spark: Any, inp: bsg.GrowthInput, run: str, path: str, rest
 
 
 def _native_loaded(spark: Any, inp: bsg.GrowthInput, run: str, rocksdb: bool) -> Tuple[str, str]:
+    """The native query's checkpoint after the load batches, stopped: (its source directory, its checkpoint)."""
     source, ck = os.path.join(run, "input"), os.path.join(run, "ck")
     os.makedirs(source)
     q = bsg.start_native(spark, inp, source, ck, rocksdb)

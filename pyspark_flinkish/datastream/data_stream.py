@@ -481,6 +481,7 @@ class BroadcastPartitionedStream(PartitionedStream):
                 make = lambda: MapOperator(name, _identity)  # noqa: E731
                 t = DataStream._one_input(stream, name, make, stream._t.output_type, StatelessSpec("map"))
                 t.factory.broadcast_input = True  # type: ignore[union-attr]
+                t.factory.input_type = stream._t.output_type  # type: ignore[union-attr]
                 copies.append(t)
                 inputs.append(t)
             else:
@@ -497,6 +498,7 @@ class BroadcastPartitionedStream(PartitionedStream):
                                    "put a map after broadcast() and assign them after it")
         t = super()._one_input(name, factory, output_type, spec, keyed)
         t.factory.broadcast_input = True  # type: ignore[union-attr]
+        t.factory.input_type = self._t.output_type  # type: ignore[union-attr]
         return t
 
     def key_by(

@@ -273,6 +273,8 @@ class ParallelOperatorFactory:
     """Its input is ``broadcast()``'s (Flink's ``BroadcastPartitioner``): every instance gets every record, so the
     operator is made as its ``instances`` copies, each with its own subtask index
     (:class:`~pyspark_flinkish.core.partitioning.BroadcastInstances`)."""
+    input_type: Any = None
+    """The type of a ``broadcast_input`` operator's input: how each instance gets its copy of a record."""
 
     def __call__(self) -> StreamOperator:
         op = self.make(self.instances)
@@ -282,7 +284,7 @@ class ParallelOperatorFactory:
         copies = BroadcastInstances.of(op, self.instances)
         for index, copy in enumerate(copies):
             copy.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type, index)
-        return BroadcastInstances(copies)
+        return BroadcastInstances(copies, self.input_type)
 
 
 def node_uid(t: Transformation, position: int) -> str:

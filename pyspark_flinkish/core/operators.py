@@ -35,7 +35,7 @@ from .state_descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from .subtasks import Subtasks
+from .subtasks import Subtasks, SubtaskStamping
 from .timers import InternalTimerService
 from .typeinfo import TypeInformation
 
@@ -335,6 +335,8 @@ class KeyedOperator(StreamOperator):
         self.firing_timer: Optional[int] = None  # timestamp of the timer being fired, if any
 
     def open(self, output: Output, clock: Clock) -> None:
+        if getattr(self, "stamps_subtask", False):  # a print sink after it numbers its lines by the key's subtask
+            output = SubtaskStamping(output, lambda: self.subtasks.index_of(self.name, self.backend.get_current_key))
         super().open(output, clock)
         subtasks = getattr(self, "subtasks", None)
         self.backend = KeyedStateBackend(clock.now, getattr(subtasks, "key_type", None))

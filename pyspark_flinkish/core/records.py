@@ -11,10 +11,12 @@ from .typeinfo import TypeInformation
 
 @dataclass
 class StreamRecord:
-    """A value with its event timestamp (``None`` = no timestamp)."""
+    """A value with its event timestamp (``None`` = no timestamp); ``subtask``: the Flink subtask of the keyed operator
+    that emitted it, where a print sink after it needs it (``core/print_lines.py``), else None."""
 
     value: Any
     timestamp: Optional[int] = None
+    subtask: Optional[int] = None
 
 
 class OutputTag:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 from ..core.all_window_functions import NullByteKeySelector
-from ..core.errors import InvalidPipelineError
+from ..core.errors import InvalidPipelineError, UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.partitioning import BroadcastInstances
 from ..core.records import OutputTag
@@ -28,7 +28,9 @@ class NodeSpec:
 
 @dataclass(eq=False)
 class StatelessSpec(NodeSpec):
-    """``map``, ``flat_map``, ``filter`` or ``process``: a one-input operator without keyed state (``op``)."""
+    """``map``, ``flat_map``, ``filter`` or ``process``: a one-input operator without keyed state (``op``); ``print``:
+    the lines of a ``print()`` sink (:class:`~pyspark_flinkish.core.print_lines.PrintLines`), part of the sink in
+    Flink's plan."""
 
     op: str
 
@@ -113,6 +115,15 @@ class SinkFunctionSpec(NodeSpec):
     """``add_sink(function)``: the user's ``SinkFunction`` or callable, called once per record."""
 
     function: Any
+
+
+@dataclass(eq=False)
+class PrintSinkSpec(SinkFunctionSpec):
+    """``print()``: the sink writing the lines of the :class:`~pyspark_flinkish.core.print_lines.PrintLines` operator
+    before it (``function``: Python's ``print``); ``settings`` are the sink's (identifier, type, parallelism),
+    resolved when the job starts (:func:`resolve_parallelism`)."""
+
+    settings: Any = None
 
 
 @dataclass(eq=False)
@@ -246,6 +257,75 @@ def resolve_parallelism(sinks: List[Transformation], env_max_parallelism: int) -
                 "the job with this message too.)"
             )
             raise InvalidPipelineError(msg)
+    for t in topological(sinks):
+        if isinstance(t.spec, PrintSinkSpec):
+            _resolve_print(t)
+
+
+def _is_pickled(type_info: Any) -> bool:
+    return type_info is None or getattr(type_info, "name", None) == "PICKLED_BYTE_ARRAY"
+
+
+def _resolve_print(sink: Transformation) -> None:
+    """Which subtask of a print sink of parallelism above 1 prints each record, as Flink's partitioning between the
+    sink and the operator before it decides: the instance that got it after a plain ``broadcast()`` (each instance
+    gets every record); the key's subtask right after a keyed operator of the same parallelism (Flink forwards its
+    records to the sink subtask of the same index; the keyed operator then gives each record its key's subtask). An
+    untyped stream is printed by PyFlink through a map to strings at the environment's parallelism (the
+    ``PrintLines`` operator's), which must forward too. Anything else reaches the sink's subtasks round robin from a
+    random start (Flink's ``RebalancePartitioner``) or through a non-keyed operator whose subtask is not determined:
+    refused, naming why and the alternative."""
+    settings = sink.spec.settings  # type: ignore[union-attr]
+    settings.by_instance = False
+    parallelism = settings.parallelism
+    if parallelism <= 1:
+        return
+    lines = sink.inputs[0]
+    factory: ParallelOperatorFactory = lines.factory  # type: ignore[assignment]
+    typed = not _is_pickled(settings.type_info)
+    forwarded = typed or factory.instances == parallelism  # PyFlink's map to strings before an untyped stream's sink
+    if factory.broadcast_input:
+        if forwarded:
+            settings.by_instance = True
+            return
+        why = (
+            f"PyFlink prints an untyped stream through a map to strings at the environment's parallelism "
+            f"({factory.instances}), whose records reach the sink's {parallelism} subtasks round robin from a random "
+            "start (Flink's RebalancePartitioner)"
+        )
+    else:
+        source = lines.inputs[0]
+        keyed = source.kind == "operator" and source.keyed and not isinstance(source.spec, TwoInputSpec)
+        source_factory = source.factory if isinstance(source.factory, ParallelOperatorFactory) else None
+        if keyed and source_factory is not None and source_factory.instances == parallelism and forwarded:
+            source_factory.stamps_subtask = True
+            return
+        if keyed and source_factory is not None and forwarded:
+            why = (
+                f"the keyed operator {source.name!r} before it runs at parallelism {source_factory.instances}, so its "
+                f"records reach the sink's {parallelism} subtasks round robin from a random start (Flink's "
+                "RebalancePartitioner)"
+            )
+        elif keyed and source_factory is not None:
+            why = (
+                f"PyFlink prints an untyped stream through a map to strings at the environment's parallelism "
+                f"({factory.instances}), whose records reach the sink's {parallelism} subtasks round robin from a "
+                "random start (Flink's RebalancePartitioner)"
+            )
+        else:
+            why = (
+                f"its records come from {source.name!r}, which is not a one-input keyed operator: which of its "
+                "subtasks handles a record is Flink's round robin from a random start (RebalancePartitioner), so the "
+                "subtask that prints it is not determined (the package knows it right after a keyed operator of the "
+                "sink's parallelism, by the key, and after broadcast())"
+            )
+    ident = f"({settings.sink_identifier!r}) " if settings.sink_identifier else ""
+    msg = (
+        f"print() {ident}at parallelism {parallelism}: Flink begins each line with the number of the sink subtask that "
+        f"printed it, and here {why}; set_parallelism(1) on the print sink (print().set_parallelism(1)), or print "
+        "right after a keyed operator of the sink's parallelism"
+    )
+    raise UnsupportedFeatureError(msg)
 
 
 def _one_instance(factory: Callable[[], StreamOperator]) -> Callable[[int], StreamOperator]:
@@ -275,9 +355,14 @@ class ParallelOperatorFactory:
     (:class:`~pyspark_flinkish.core.partitioning.BroadcastInstances`)."""
     input_type: Any = None
     """The type of a ``broadcast_input`` operator's input: how each instance gets its copy of a record."""
+    stamps_subtask: bool = False
+    """A keyed operator whose records a print sink numbers by the key's subtask: each record it emits carries it
+    (:class:`~pyspark_flinkish.core.subtasks.SubtaskStamping`)."""
 
     def __call__(self) -> StreamOperator:
         op = self.make(self.instances)
+        if self.stamps_subtask:
+            op.stamps_subtask = True  # type: ignore[attr-defined]
         if not self.broadcast_input or self.instances == 1:
             op.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type)
             return op
@@ -323,6 +408,7 @@ __all__ = [
     "KeyedProcessSpec",
     "NodeSpec",
     "ParallelOperatorFactory",
+    "PrintSinkSpec",
     "made_with_parallelism",
     "resolve_parallelism",
     "SinkFunctionSpec",

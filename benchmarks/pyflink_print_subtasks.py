@@ -14,6 +14,7 @@ the job printed, sorted, and per case whose lines differ between runs (``--runs`
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -58,13 +59,18 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--runs", type=int, default=3, help="runs per case, to see what varies")
+    parser.add_argument("--only", nargs="*", help="record these cases only, keeping the others of --out as they are")
     args = parser.parse_args(argv)
 
     recorded: Dict[str, List[str]] = {}
     variants: Dict[str, List[List[str]]] = {}
+    if args.only:
+        with open(args.out, encoding="utf-8") as f:
+            previous = json.load(f)
+        recorded, variants = previous["cases"], previous["variants"]
     printed = Printed()
     try:
-        for name in cases.CASES:
+        for name in args.only or cases.CASES:
             seen: List[List[str]] = []
             for _ in range(args.runs):
                 lines = printed.job(name)
@@ -76,6 +82,8 @@ def main(argv: List[str]) -> int:
             print(f"{name}: {len(seen)} distinct; {seen[0]}", file=sys.stderr, flush=True)
     finally:
         printed.close()
+    recorded = {name: recorded[name] for name in cases.CASES if name in recorded}
+    variants = {name: variants[name] for name in cases.CASES if name in variants}
     oracle.record(args.out, __file__, {"cases": recorded, "variants": variants}, ensure_ascii=False)
     return 0
 

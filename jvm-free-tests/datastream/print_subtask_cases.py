@@ -9,7 +9,9 @@ sink's parallelism is above 1 (``2> ...``; with a sink identifier ``id:2> ...``)
 * ``keyed``: ``key_by(v[0]).reduce(...)`` then ``print()``;
 * ``window``: ``key_by(v[0]).count_window(2).reduce(...)`` then ``print()``;
 * ``broadcast``: ``broadcast()`` of the source, then ``print()``;
-* ``map``: a ``map`` of the source (``from_collection``, one subtask), then ``print()``.
+* ``map``: a ``map`` of the source (``from_collection``, one subtask), then ``print()``;
+* ``keyed map``: ``key_by(v[0]).reduce(...)``, then a ``map`` and a ``filter`` (forwarded: the same parallelism),
+  then ``print()``.
 
 ``typed``: the stream has a declared type (``TUPLE(STRING, INT)``, keys ``STRING``), else none (PyFlink then prints
 through a map to strings at the environment's parallelism). The printed lines are recorded sorted: the subtasks'
@@ -48,6 +50,8 @@ CASES: Dict[str, Tuple[str, int, Optional[int], bool, Optional[str]]] = {
     "map p2": ("map", 2, None, True, None),
     "map p3": ("map", 3, None, True, None),
     "map p1 sink p2": ("map", 1, 2, True, None),
+    "keyed map p3": ("keyed map", 3, None, True, None),
+    "keyed map untyped p2 id": ("keyed map", 2, None, False, "id"),
 }
 
 
@@ -69,6 +73,9 @@ def job(api: Any, environment: Callable[..., Any], name: str) -> Any:
     key_type = T.STRING() if typed else None
     if kind == "keyed":
         ds = ds.key_by(lambda v: v[0], key_type=key_type).reduce(_sum)
+    elif kind == "keyed map":
+        ds = ds.key_by(lambda v: v[0], key_type=key_type).reduce(_sum)
+        ds = (ds.map(_plus_one, output_type=pair) if typed else ds.map(_plus_one)).filter(lambda v: v[1] > 2)
     elif kind == "window":
         ds = ds.key_by(lambda v: v[0], key_type=key_type).count_window(2).reduce(_sum)
     elif kind == "broadcast":

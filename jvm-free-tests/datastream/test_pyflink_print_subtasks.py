@@ -25,8 +25,8 @@ REFUSED = {
     "keyed p1 sink p3": "the keyed operator 'KeyedProcess' before it runs at parallelism 1",
     "keyed p3 sink p2": "the keyed operator 'KeyedProcess' before it runs at parallelism 3",
     "broadcast untyped p2 sink p3": "through a map to strings at the environment's parallelism (2)",
-    "map p2": "its records come from 'Map', which is not a one-input keyed operator",
-    "map p3": "its records come from 'Map', which is not a one-input keyed operator",
+    "map p2": "its records come from 'Collection', which is not a one-input keyed operator",  # through the map
+    "map p3": "its records come from 'Collection', which is not a one-input keyed operator",
     "map p1 sink p2": "its records come from 'Map', which is not a one-input keyed operator",
 }
 """The cases whose subtask Flink chooses round robin from a random start: what the refusal names."""
@@ -73,3 +73,31 @@ def test_the_prefix_is_flinks_print_sink_output_writers() -> None:
     assert print_prefix("id", 3, 0) == "id:1> "
     with pytest.raises(ValueError, match="needs the subtask"):
         print_prefix(None, 2, None)
+
+
+@pytest.mark.parametrize(
+    ("partitioning", "refused"),
+    [
+        (lambda s: s.rebalance(), "rebalance() before 'Print'"),
+        (lambda s: s.shuffle().map(lambda v: v), "shuffle() before 'Map'"),
+        (lambda s: s.rescale().filter(lambda v: True), "rescale() before 'Filter'"),
+        (lambda s: s.partition_custom(lambda k, n: 0, lambda v: v[0]), "its records come from 'PartitionCustom'"),
+        (lambda s: s.forward(), None),
+    ],
+    ids=["rebalance", "shuffle-map", "rescale-filter", "partition_custom", "forward"],
+)
+def test_a_partitioning_call_after_the_keyed_operator_decides_the_subtask(
+    partitioning: Any, refused: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After ``shuffle``/``rebalance``/``rescale`` (random or round robin) or ``partition_custom`` (the partitioner's
+    channel) the key's subtask is not the printing one: refused, naming the call; ``forward()`` keeps it."""
+    env = environment(3)
+    keyed = env.from_collection(cases.DATA, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+    partitioning(keyed.key_by(lambda v: v[0], key_type=Types.STRING()).reduce(cases._sum)).print()
+    if refused is None:
+        env.execute()
+        assert sorted(capsys.readouterr().out.splitlines()) == ORACLE["keyed p3"]
+        return
+    with pytest.raises(UnsupportedFeatureError, match="set_parallelism") as info:
+        env.execute()
+    assert refused in str(info.value), str(info.value)

@@ -66,7 +66,9 @@ class ReplayedTypedCollection(ReplayedCollection):
         return stream if type_info is None else stream.map(lambda v: v, output_type=type_info)
 
 
-@pytest.mark.parametrize("name", ["keyed p3 id", "keyed untyped p3", "window p2", "broadcast p3 id", "broadcast p2 sink p3"])
+@pytest.mark.parametrize(
+    "name", ["keyed p3 id", "keyed untyped p3", "window p2", "keyed map untyped p2 id", "broadcast p3 id", "broadcast p2 sink p3"]
+)
 def test_print_numbers_its_lines_by_subtask_on_the_foreach_batch_executor(
     tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

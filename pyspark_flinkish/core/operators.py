@@ -216,7 +216,7 @@ class MapOperator(StreamOperator):
 
     def process_element(self, record: StreamRecord) -> None:
         value = call_user(self.fn, lambda: f"{self.name}: map({short(record.value)})", record.value)
-        self.output.collect(StreamRecord(value, record.timestamp))
+        self.output.collect(StreamRecord(value, record.timestamp, record.subtask))
 
     def close(self) -> None:
         close_function(self.function_obj, self.name)
@@ -225,7 +225,7 @@ class MapOperator(StreamOperator):
 class FlatMapOperator(MapOperator):
     def process_element(self, record: StreamRecord) -> None:
         results = call_user(self.fn, lambda: f"{self.name}: flat_map({short(record.value)})", record.value)
-        emit_results(self.output, results, record.timestamp)
+        emit_results(self.output, results, record.timestamp, subtask=record.subtask)
 
 
 class FilterOperator(MapOperator):
@@ -290,7 +290,7 @@ class ProcessOperator(StreamOperator):
                 record.value,
                 self._ctx,
             )
-            emit_results(self.output, results, record.timestamp)
+            emit_results(self.output, results, record.timestamp, subtask=record.subtask)
         finally:
             self._record = None
 

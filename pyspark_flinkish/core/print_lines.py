@@ -3,10 +3,11 @@
 At a print sink parallelism above 1, Flink begins every line with the 1-based number of the sink subtask that printed
 it: ``2> (a,1)``, with a sink identifier ``id:2> (a,1)`` (``id> (a,1)`` at parallelism 1, no prefix without either).
 Which subtask prints a record is what Flink's partitioning between the print sink and the operator before it decides
-(``datastream/print_sink.py`` finds it when a job starts): the owner of the key's key group right after a keyed
-operator of the sink's parallelism (the record carries it: :class:`~.subtasks.SubtaskStamping`), the instance after a plain
-``broadcast()`` (every instance prints every record). Where Flink's choice is random (round robin from a random start),
-the job is refused up front, so a line the package prints is always one Flink could print.
+(``datastream/plan.py`` finds it when a job starts): the owner of the key's key group after a keyed operator of the
+sink's parallelism, right after it or through stateless operators of that parallelism (the record carries it:
+:class:`~.subtasks.SubtaskStamping`), the instance after a plain ``broadcast()`` (every instance prints every
+record). Where Flink's choice is random (round robin from a random start), the job is refused up front, so a line the
+package prints is always one Flink could print.
 
 :class:`PrintLines` is the operator in front of a print sink that turns each record into its line; the sink writes it.
 """

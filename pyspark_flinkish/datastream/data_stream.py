@@ -222,21 +222,21 @@ class DataStream(OperatorSettings):
         """Flink: each record goes to a uniformly random instance of the next operator. Here, as every
         partitioning: the same records reach the next operator, with the same results (see
         :mod:`pyspark_flinkish.core.partitioning`); Spark keeps its own distribution of the work over tasks."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "shuffle")
 
     def rebalance(self) -> DataStream:
         """Flink: records go round-robin to the instances of the next operator. Here: as :meth:`shuffle`."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "rebalance")
 
     def rescale(self) -> DataStream:
         """Flink: records go round-robin to a local subset of the next operator's instances. Here: as
         :meth:`shuffle`."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "rescale")
 
     def forward(self) -> DataStream:
         """Flink: each instance sends its records to the next operator's instance of the same index (equal
         parallelism). Here: as :meth:`shuffle`."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "forward")
 
     def partition_custom(self, partitioner: Union[Partitioner, Callable[[Any, int], int]], key_selector: Any) -> DataStream:  # type: ignore[type-arg]
         """Flink: each record goes to the instance ``partitioner(key_selector(record), n)`` of the next operator,
@@ -246,7 +246,7 @@ class DataStream(OperatorSettings):
         are Flink's. Spark does not place records by it (its tasks are not Flink's operator instances)."""
         fn = CustomPartitioning(partitioner, key_selector, self._env.get_parallelism())
         make = lambda: ProcessOperator("PartitionCustom", fn)  # noqa: E731
-        t = self._one_input("PartitionCustom", make, self._t.output_type, StatelessSpec("process"))
+        t = self._one_input("PartitionCustom", make, self._t.output_type, StatelessSpec("partition_custom"))
         return DataStream(self._env, t)
 
     def union(self, *streams: DataStream) -> DataStream:
@@ -381,9 +381,10 @@ class DataStream(OperatorSettings):
         type was declared; prefixed as Flink's ``PrintSinkOutputWriter`` does: ``"<sink_identifier>> "`` when given
         and, at a sink parallelism above 1 (the environment's, or the sink's ``set_parallelism``), the 1-based number
         of the sink subtask that printed the line (``2> ``, ``id:2> ``). That subtask is Flink's where Flink
-        decides it (right after a keyed operator of the sink's parallelism: the key's; after ``broadcast()``: every
-        instance's); elsewhere the job is refused when it starts (Flink's round robin from a random start):
-        ``set_parallelism(1)`` on the sink prints without it."""
+        decides it (after a keyed operator of the sink's parallelism, right after it or through ``map``/``flat_map``/
+        ``filter``/``process`` of that parallelism: the key's; after ``broadcast()``: every instance's); elsewhere the
+        job is refused when it starts (Flink's round robin from a random start): ``set_parallelism(1)`` on the sink
+        prints without it."""
         settings = PrintSettings(sink_identifier, self._t.output_type, self._env.get_parallelism())
         lines = self._one_input("Print", lambda: PrintLines("Print", settings), Types.STRING(), StatelessSpec("print"))
         t = Transformation("sink", "Sink", [lines], sink=print, spec=PrintSinkSpec(print, settings))
@@ -408,6 +409,19 @@ class DataStream(OperatorSettings):
 class PartitionedStream(DataStream):
     """What ``shuffle``/``rebalance``/``rescale``/``forward`` return: the same stream, partitioned. In Flink it has
     no operator of its own, so PyFlink fails (a Py4J error) on every operator setting of it; so does this."""
+
+    def __init__(self, env: StreamExecutionEnvironment, t: Transformation, partitioning: Optional[str] = None) -> None:
+        super().__init__(env, t)
+        self._partitioning_call = partitioning
+
+    def _one_input(
+        self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
+    ) -> Transformation:
+        """The next operator, which records the partitioning call between its input and it (``print()`` depends on
+        it: ``datastream/plan.py``)."""
+        t = super()._one_input(name, factory, output_type, spec, keyed)
+        t.input_partitioning = getattr(self, "_partitioning_call", None)
+        return t
 
     def _no_operator(self, call: str) -> Any:
         msg = (

@@ -101,3 +101,16 @@ def test_a_partitioning_call_after_the_keyed_operator_decides_the_subtask(
     with pytest.raises(UnsupportedFeatureError, match="set_parallelism") as info:
         env.execute()
     assert refused in str(info.value), str(info.value)
+
+
+def test_batch_runtime_mode_numbers_each_keys_final_value_by_its_subtask(capsys: pytest.CaptureFixture[str]) -> None:
+    """In BATCH mode a rolling reduce emits each key's final value only, from the key's subtask as in STREAMING: the
+    lines are the last of each key among the STREAMING ones Flink printed."""
+    from pyspark_flinkish.datastream import RuntimeExecutionMode
+
+    env = cases.job(API, environment, "keyed p3")
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.execute()
+    got = sorted(capsys.readouterr().out.splitlines())
+    assert got == ["1> (c,12)", "1> (g,10)", "2> (a,5)", "2> (b,8)", "2> (d,5)", "3> (e,7)", "3> (f,8)"]
+    assert set(got) <= set(ORACLE["keyed p3"])

@@ -114,3 +114,24 @@ def test_batch_runtime_mode_numbers_each_keys_final_value_by_its_subtask(capsys:
     got = sorted(capsys.readouterr().out.splitlines())
     assert got == ["1> (c,12)", "1> (g,10)", "2> (a,5)", "2> (b,8)", "2> (d,5)", "3> (e,7)", "3> (f,8)"]
     assert set(got) <= set(ORACLE["keyed p3"])
+
+
+class OpaqueKey:
+    """A key whose Java ``hashCode`` (of its pickle in PyFlink) the package cannot know."""
+
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpaqueKey) and other.v == self.v
+
+    def __hash__(self) -> int:
+        return hash(self.v)
+
+
+def test_a_key_whose_subtask_the_package_cannot_compute_fails_naming_the_print(capsys: pytest.CaptureFixture[str]) -> None:
+    env = environment(2)
+    env.from_collection([1, 2]).key_by(lambda v: OpaqueKey(v)).reduce(lambda a, b: a + b).print()
+    with pytest.raises(UnsupportedFeatureError, match=r"a print\(\) after it numbers its lines by the key's subtask"):
+        env.execute()
+    assert capsys.readouterr().out == ""

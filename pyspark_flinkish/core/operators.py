@@ -336,7 +336,8 @@ class KeyedOperator(StreamOperator):
 
     def open(self, output: Output, clock: Clock) -> None:
         if getattr(self, "stamps_subtask", False):  # a print sink after it numbers its lines by the key's subtask
-            output = SubtaskStamping(output, lambda: self.subtasks.index_of(self.name, self.backend.get_current_key))
+            task = f"{self.name} (a print() after it numbers its lines by the key's subtask)"
+            output = SubtaskStamping(output, lambda: self.subtasks.index_of(task, self.backend.get_current_key))
         super().open(output, clock)
         subtasks = getattr(self, "subtasks", None)
         self.backend = KeyedStateBackend(clock.now, getattr(subtasks, "key_type", None))

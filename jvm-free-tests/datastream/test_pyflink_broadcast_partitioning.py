@@ -12,7 +12,7 @@ import broadcast_partitioning_cases as cases
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
-from pyspark_flinkish.core.errors import InvalidPipelineError
+from pyspark_flinkish.core.errors import InvalidPipelineError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import (
     AsyncDataStream,
     MapFunction,
@@ -56,14 +56,24 @@ def test_collected_outputs_match_pyflink(name: str) -> None:
     assert got == ORACLE["collected"][name]
 
 
+RANDOM_SUBTASK = {"print untyped p1, sink p3", "union print p2", "partition_custom print p2"}
+"""Cases where Flink's lines carry a subtask the package does not determine (round robin from a random start after
+the untyped stream's map to strings or the union's other input; the custom partitioner's channel): refused."""
+
+
 @pytest.mark.parametrize("name", list(cases.PRINTED))
-def test_printed_values_match_pyflink(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """Every instance of the print sink prints every element (Flink's lines carry a subtask prefix, which the package's
-    ``print()`` does not write: the values are compared, sorted)."""
+def test_printed_lines_match_pyflink(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every instance of the print sink prints every element, its line beginning with the instance's number as
+    Flink's (``name:2> 1``); compared sorted (Flink does not order the instances' lines). Where Flink's subtask is
+    not determined, the job is refused when it starts, naming the concept and ``set_parallelism(1)``."""
     e = env()
     cases.printed_job(API, e, name)
+    if name in RANDOM_SUBTASK:
+        with pytest.raises(UnsupportedFeatureError, match=r"print\(\) \('.*'\) at parallelism \d: .*set_parallelism\(1\)"):
+            e.execute(name)
+        return
     e.execute(name)
-    assert cases.printed_values(capsys.readouterr().out.splitlines(), name) == ORACLE["printed"][name]["values"]
+    assert sorted(capsys.readouterr().out.splitlines()) == ORACLE["printed"][name]["lines"]
 
 
 @pytest.mark.parametrize("call", cases.SETTINGS)

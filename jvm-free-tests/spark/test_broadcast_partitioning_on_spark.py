@@ -70,3 +70,42 @@ def test_a_broadcast_sink_on_the_foreach_batch_bodies_writes_once_per_instance(t
 
     run_foreach_batch(build, str(tmp_path), False)
     assert sorted(out) == sorted(cases.NUMBERS * 3)
+
+
+COPY_CASES_DIR = str(CASES_DIR)
+sys.path.insert(0, COPY_CASES_DIR)
+import broadcast_copy_cases  # noqa: E402
+
+sys.path.remove(COPY_CASES_DIR)
+
+
+class ReplayedCollection:
+    """The environment the harness builds on (at parallelism 2), whose ``from_collection`` is a replayed micro-batch
+    typed by a map after it."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        env.set_parallelism(2)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def from_collection(self, values: List[Any], type_info: Any = None) -> Any:
+        stream = self.env.from_micro_batches([MicroBatch(list(values))], AT_ZERO)
+        return stream if type_info is None else stream.map(lambda v: v, output_type=type_info)
+
+
+@pytest.mark.parametrize("name", ["broadcast map Generation", "broadcast map DeepCopied", "broadcast map FLOAT"])
+def test_broadcast_copies_on_the_foreach_batch_bodies_match_pyflink(tmp_path: Path, name: str) -> None:
+    """Each instance's copy of a broadcast element is Flink's (a pickle round trip for an untyped one, never
+    ``copy.deepcopy``) where the executor's route makes the copies (``pyflink_broadcast_copies.json``)."""
+    from pyspark_flinkish.datastream.functions import BroadcastProcessFunction
+    from pyspark_flinkish.datastream.state import MapStateDescriptor
+
+    api = SimpleNamespace(Types=Types, MapStateDescriptor=MapStateDescriptor, BroadcastProcessFunction=BroadcastProcessFunction)
+    out: List[Any] = []
+    run_foreach_batch(
+        lambda env: broadcast_copy_cases.job(api, lambda: ReplayedCollection(env), name).add_sink(out.append),
+        str(tmp_path), False,
+    )
+    assert sorted(out) == broadcast_copy_cases.recorded()[name]

@@ -1,22 +1,27 @@
 """State written by an incompatible version of an operator is refused at start, never reset silently: the operator
-signatures the foreachBatch driver stores in ``<checkpoint>/flinkish/meta.pkl`` and compares on every start
-(``spark/plan.py``: ``state_signature``, ``compare_signatures``). Window shape, trigger, lateness, aggregate class
+signatures both Spark executors store in ``<checkpoint>/flinkish/meta.json`` and compare on every start
+(``spark/signatures.py``: ``state_signature``, ``compare_signatures``, ``check_operators``; the
+applyInPandasWithState executor through ``spark/stateful.py``'s ``check_checkpoint``). Window shape, trigger, lateness, aggregate class
 and accumulator type, declared state (descriptor kind, type, TTL) and a declared key type are compared; a changed
 function body is not. The Spark test ``tests/spark/test_spark_columnar.py`` shows the refusal on a real restart."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.core.errors import StateError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import AggregateFunction, KeyedProcessFunction
 from pyspark_flinkish.datastream.state import ListStateDescriptor, StateTtlConfig, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import CountTrigger, SlidingEventTimeWindows, TumblingEventTimeWindows
+from pyspark_flinkish.spark.checkpoint import read_meta, write_meta
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.signatures import compare_signatures, state_signature
+from pyspark_flinkish.spark.stateful import check_checkpoint
 
 STRING = Types.STRING()
 
@@ -56,7 +61,7 @@ class Count(KeyedProcessFunction):  # type: ignore[type-arg]
         yield value
 
 
-def _signatures(
+def _plan(
     size_s: int = 10,
     sliding: bool = False,
     trigger: Any = None,
@@ -79,7 +84,11 @@ def _signatures(
         windowed = windowed.trigger(trigger)
     windowed.aggregate(agg or Agg()).uid("totals").add_sink(print)
     events.key_by(lambda e: e[0]).process(count or Count()).uid("counts").add_sink(print)
-    plan = ExecPlan(list(env._sinks))
+    return ExecPlan(list(env._sinks))
+
+
+def _signatures(**change: Any) -> Dict[str, str]:
+    plan = _plan(**change)
     sigs = {n.uid: state_signature(t) for n, t in zip(plan.nodes, plan.transformations)}
     return {uid: s for uid, s in sigs.items() if s is not None}
 
@@ -162,3 +171,41 @@ def test_state_keyed_by_other_types_stored_before_flinks_key_identity_is_kept() 
     assert {uid: set(sig.split(" | ")) for uid, sig in merged.items()} == {
         uid: set(sig.split(" | ")) for uid, sig in current.items()
     }
+
+
+def _spark_commit(checkpoint: Path) -> None:
+    """What Spark's commit log of a checkpoint that ran a batch holds (its contents are not read)."""
+    (checkpoint / "spark" / "commits").mkdir(parents=True)
+    (checkpoint / "spark" / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+
+
+def test_the_apply_in_pandas_with_state_executor_records_and_checks_the_signatures(tmp_path: Path) -> None:
+    """Its first start records the signatures; a restart with the same operators starts, one with an incompatible
+    operator is refused naming it and the change (the foreachBatch driver's check, through the same code)."""
+    check_checkpoint(str(tmp_path), _plan())
+    meta = read_meta(str(tmp_path))
+    assert meta == {"backend": "apply_in_pandas_with_state", "operators": BASE}
+    _spark_commit(tmp_path)
+    check_checkpoint(str(tmp_path), _plan(map_fn=lambda e: (e[0].upper(), e[1])))  # a changed body: compatible
+    with pytest.raises(StateError, match=r"operator 'totals': .*TumblingEventTimeWindows\(20000, 0\).*new checkpoint location"):
+        check_checkpoint(str(tmp_path), _plan(size_s=20))
+    assert read_meta(str(tmp_path)) == meta
+
+
+@pytest.mark.parametrize("key_type", [Types.FLOAT(), Types.DOUBLE()], ids=["float", "double"])
+def test_the_apply_in_pandas_with_state_executor_refuses_float_keys_of_a_checkpoint_without_signatures(
+    tmp_path: Path, key_type: Any
+) -> None:
+    """A checkpoint it ran before it kept signatures held its keys as Python did: keys of a declared FLOAT or DOUBLE
+    type are refused (their bytes changed, their state would not be found), others start and are recorded."""
+    _spark_commit(tmp_path)
+    with pytest.raises(StateError, match=rf"operator 'totals': its state holds keys of type {key_type!r} as Python held them"):
+        check_checkpoint(str(tmp_path), _plan(key_type=key_type))
+    check_checkpoint(str(tmp_path), _plan())  # STRING keys: the same bytes as before
+    assert read_meta(str(tmp_path))["operators"] == BASE
+
+
+def test_each_executor_refuses_the_other_executors_checkpoint(tmp_path: Path) -> None:
+    write_meta(str(tmp_path), {"state_partitions": 2, "vectorize": False, "operators": BASE})
+    with pytest.raises(StateError, match="written by the foreachBatch executor"):
+        check_checkpoint(str(tmp_path), _plan())

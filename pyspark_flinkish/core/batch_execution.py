@@ -104,7 +104,7 @@ class BatchKeyedOperator(StreamOperator):
                 inner.process_element(record)
             inner.timers.fire_all()
             if self._last is not None and self._last.last is not None:
-                self.output.collect(StreamRecord(self._last.last.value, LONG_MAX))
+                self.output.collect(StreamRecord(self._last.last.value, LONG_MAX, self._last.last.subtask))
                 self._last.last = None
         self.firing_timer = None
         self.key_order = None

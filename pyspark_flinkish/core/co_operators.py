@@ -18,12 +18,12 @@ timers fire when the slower input passes them.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 from .broadcast_state import BroadcastState, BroadcastStateStore
 from .clock import Clock
 from .co_functions import BaseBroadcastProcessFunction, CoProcessFunction, KeyedCoProcessFunction
+from .coders import transported
 from .errors import InvalidTypeError
 from .functions import TimeDomain, TimerService
 from .operators import (
@@ -374,10 +374,12 @@ class _PerInstanceOutput:
         self.records.append((tag, record))
 
     def send(self, output: Output, copies: int) -> None:
-        """Each instance's outputs in turn (instance 0's, then 1's, ...); every instance has values of its own."""
+        """Each instance's outputs in turn (instance 0's, then 1's, ...); every instance has values of its own: the
+        others' copied as Flink's instances deserialize their input (:func:`~.coders.transported`: a pickle round
+        trip, so an object's own ``__deepcopy__`` never applies)."""
         for instance in range(copies):
             for tag, record in self.records:
-                value = record.value if instance == 0 else copy.deepcopy(record.value)
+                value = record.value if instance == 0 else transported(record.value, None)
                 if tag is None:
                     output.collect(StreamRecord(value, record.timestamp))
                 else:

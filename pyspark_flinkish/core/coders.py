@@ -33,9 +33,11 @@ Python workers keep state objects in their state cache).
 
 from __future__ import annotations
 
+import copy
 import datetime
 import decimal
 import math
+import pickle
 import re
 import struct
 from typing import Any, Callable, Dict, Optional
@@ -295,6 +297,22 @@ def from_java(value: Any, type_info: Any) -> Any:
     return [from_java(v, children[0]) for v in value]
 
 
+def transported(value: Any, type_info: Any) -> Any:
+    """``value`` as a Python operator decodes it on the other side of a network exchange (each parallel instance
+    after a ``broadcast()`` gets its own such copy): PyFlink's coder wrote it and the instance reads it back, so an
+    untyped value (``PICKLED_BYTE_ARRAY``) is a pickle round trip (``cloudpickle.dumps`` then ``loads``: an object's
+    own ``__reduce__`` applies, its ``__deepcopy__`` never does) and a value of a declared type is a new value as its
+    coder leaves it (:func:`coded`). A value ``pickle`` cannot write by reference (a lambda, a class defined in a
+    function), which PyFlink's ``cloudpickle`` writes by value, is copied with ``copy.deepcopy``."""
+    try:
+        copied = pickle.loads(pickle.dumps(value))  # the package's own bytes, just written
+    except (pickle.PicklingError, TypeError, AttributeError):
+        copied = copy.deepcopy(value)
+    if type_info is None or getattr(type_info, "name", None) == "PICKLED_BYTE_ARRAY":
+        return copied
+    return coded(copied, type_info)
+
+
 def _has_float(type_info: Any) -> bool:
     return type_info.name == "FLOAT" or any(_has_float(c) for c in type_info.children)
 
@@ -308,5 +326,6 @@ __all__ = [
     "float32_shortest",
     "from_java",
     "is_coded",
+    "transported",
     "type_name",
 ]

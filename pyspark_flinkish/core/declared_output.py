@@ -80,12 +80,12 @@ class DeclaredOutput:
 
     def collect(self, record: StreamRecord) -> None:
         value = self._declared(record.value, self.type_info, "output", self._convert)
-        self.inner.collect(StreamRecord(value, record.timestamp))
+        self.inner.collect(StreamRecord(value, record.timestamp, record.subtask))
 
     def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
         if changes_values(tag.type_info):
             value = self._declared(record.value, tag.type_info, f"side output {tag.tag_id!r}:")
-            record = StreamRecord(value, record.timestamp)
+            record = StreamRecord(value, record.timestamp, record.subtask)
         self.inner.collect_side(tag, record)
 
     def emit_watermark(self, watermark: int) -> None:

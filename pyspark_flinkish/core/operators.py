@@ -35,7 +35,7 @@ from .state_descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from .subtasks import Subtasks
+from .subtasks import Subtasks, SubtaskStamping
 from .timers import InternalTimerService
 from .typeinfo import TypeInformation
 
@@ -216,7 +216,7 @@ class MapOperator(StreamOperator):
 
     def process_element(self, record: StreamRecord) -> None:
         value = call_user(self.fn, lambda: f"{self.name}: map({short(record.value)})", record.value)
-        self.output.collect(StreamRecord(value, record.timestamp))
+        self.output.collect(StreamRecord(value, record.timestamp, record.subtask))
 
     def close(self) -> None:
         close_function(self.function_obj, self.name)
@@ -225,7 +225,7 @@ class MapOperator(StreamOperator):
 class FlatMapOperator(MapOperator):
     def process_element(self, record: StreamRecord) -> None:
         results = call_user(self.fn, lambda: f"{self.name}: flat_map({short(record.value)})", record.value)
-        emit_results(self.output, results, record.timestamp)
+        emit_results(self.output, results, record.timestamp, subtask=record.subtask)
 
 
 class FilterOperator(MapOperator):
@@ -290,7 +290,7 @@ class ProcessOperator(StreamOperator):
                 record.value,
                 self._ctx,
             )
-            emit_results(self.output, results, record.timestamp)
+            emit_results(self.output, results, record.timestamp, subtask=record.subtask)
         finally:
             self._record = None
 
@@ -335,6 +335,9 @@ class KeyedOperator(StreamOperator):
         self.firing_timer: Optional[int] = None  # timestamp of the timer being fired, if any
 
     def open(self, output: Output, clock: Clock) -> None:
+        if getattr(self, "stamps_subtask", False):  # a print sink after it numbers its lines by the key's subtask
+            task = f"{self.name} (a print() after it numbers its lines by the key's subtask)"
+            output = SubtaskStamping(output, lambda: self.subtasks.index_of(task, self.backend.get_current_key))
         super().open(output, clock)
         subtasks = getattr(self, "subtasks", None)
         self.backend = KeyedStateBackend(clock.now, getattr(subtasks, "key_type", None))

@@ -26,6 +26,7 @@ from abc import abstractmethod
 from typing import Any, Callable, Generic, Iterable, List, TypeVar
 
 from .clock import Clock
+from .coders import transported
 from .functions import Function, KeySelector, ProcessFunction
 from .operators import StreamOperator
 from .records import Output, OutputTag, StreamRecord
@@ -110,12 +111,14 @@ class BroadcastInstances(StreamOperator):
 
     ``instances[i]`` is instance ``i`` (its own copy of the functions; its runtime context's
     ``get_index_of_this_subtask()`` is ``i``). Each record goes to instance 0, then 1, ... (Flink does not order
-    the instances' outputs), every instance after the first with a copy of the value (Flink hands each instance its
-    own deserialized record). Watermarks and idleness reach every instance and leave once."""
+    the instances' outputs), every instance with its own copy of the value as Flink's instances deserialize it from
+    what the input's coder wrote (:func:`~.coders.transported` of the input's type ``input_type``: a pickle round trip
+    for an untyped stream). Watermarks and idleness reach every instance and leave once."""
 
-    def __init__(self, instances: List[StreamOperator]) -> None:
+    def __init__(self, instances: List[StreamOperator], input_type: Any = None) -> None:
         super().__init__(instances[0].name)
         self.instances = instances
+        self.input_type = input_type
 
     @staticmethod
     def of(operator: StreamOperator, parallelism: int) -> List[StreamOperator]:
@@ -128,8 +131,8 @@ class BroadcastInstances(StreamOperator):
             op.open(output if i == 0 else _RecordsOnly(output), clock)
 
     def process_element(self, record: StreamRecord) -> None:
-        copies = [StreamRecord(copy.deepcopy(record.value), record.timestamp) for _ in self.instances[1:]]
-        for op, own in zip(self.instances, [record, *copies]):  # copied before any instance can change the value
+        copies = [StreamRecord(transported(record.value, self.input_type), record.timestamp) for _ in self.instances]
+        for op, own in zip(self.instances, copies):  # copied before any instance can change the value
             op.process_element(own)
 
     def process_watermark(self, watermark: int) -> None:

@@ -11,10 +11,13 @@ from .typeinfo import TypeInformation
 
 @dataclass
 class StreamRecord:
-    """A value with its event timestamp (``None`` = no timestamp)."""
+    """A value with its event timestamp (``None`` = no timestamp); ``subtask``: the Flink subtask of the keyed operator
+    that emitted it (or the record a stateless operator after it made this one from), where a print sink after them
+    needs it (``core/print_lines.py``), else None."""
 
     value: Any
     timestamp: Optional[int] = None
+    subtask: Optional[int] = None
 
 
 class OutputTag:
@@ -53,12 +56,17 @@ class Output(Protocol):
 
 
 def emit_results(
-    output: Output, results: Optional[Iterable[Any]], timestamp: Optional[int], side_timestamp: Optional[int] = None
+    output: Output,
+    results: Optional[Iterable[Any]],
+    timestamp: Optional[int],
+    side_timestamp: Optional[int] = None,
+    subtask: Optional[int] = None,
 ) -> None:
     """Send what a user function returned or yielded: ``(OutputTag, value)`` pairs to side outputs.
 
     Side outputs carry ``side_timestamp`` when given (a processing-time timer's outputs have no timestamp,
-    but its side outputs carry the timer time, as in Flink), else ``timestamp``.
+    but its side outputs carry the timer time, as in Flink), else ``timestamp``. ``subtask``: the input record's
+    (a stateless operator's outputs carry the subtask of the keyed operator before it, :class:`StreamRecord`).
     """
     side_ts = timestamp if side_timestamp is None else side_timestamp
     if results is None:
@@ -71,9 +79,9 @@ def emit_results(
         raise InvalidTypeError(msg)
     for item in results:
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            output.collect_side(item[0], StreamRecord(item[1], side_ts))
+            output.collect_side(item[0], StreamRecord(item[1], side_ts, subtask))
         else:
-            output.collect(StreamRecord(item, timestamp))
+            output.collect(StreamRecord(item, timestamp, subtask))
 
 
 __all__ = [

@@ -28,6 +28,7 @@ from typing import Any, Callable, List, Optional
 from .coders import CoderError, coded
 from .errors import UnsupportedFeatureError
 from .key_order import pyflink_pickle
+from .records import Output, OutputTag, StreamRecord
 
 MAX_MAX_PARALLELISM = 32768
 """Flink's upper bound of the max parallelism (``KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM``)."""
@@ -220,8 +221,32 @@ class Subtasks:
         raise UnsupportedFeatureError(msg)
 
 
+class SubtaskStamping:
+    """A keyed operator's output that gives every record it emits the subtask that emits it in Flink: the owner of the
+    current key's key group (``index_of``: the operator's subtasks' ``index_of`` of its current key)."""
+
+    def __init__(self, output: Output, index_of: Callable[[], int]) -> None:
+        self.output = output
+        self.index_of = index_of
+
+    def collect(self, record: StreamRecord) -> None:
+        record.subtask = self.index_of()
+        self.output.collect(record)
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        record.subtask = self.index_of()
+        self.output.collect_side(tag, record)
+
+    def emit_watermark(self, watermark: int) -> None:
+        self.output.emit_watermark(watermark)
+
+    def emit_idle(self, idle: bool) -> None:
+        self.output.emit_idle(idle)
+
+
 __all__ = [
     "MAX_MAX_PARALLELISM",
+    "SubtaskStamping",
     "Subtasks",
     "default_max_parallelism",
     "java_key_hash",

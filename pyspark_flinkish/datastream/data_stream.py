@@ -40,6 +40,7 @@ from ..core.operators import (
     TimestampsAndWatermarksOperator,
 )
 from ..core.partitioning import CustomPartitioning, Partitioner
+from ..core.print_lines import PrintLines, PrintSettings
 from ..core.records import OutputTag
 from ..core.rows import Row
 from ..core.subtasks import MAX_MAX_PARALLELISM
@@ -59,6 +60,7 @@ from .plan import (
     ForeachBatchSpec,
     KeyedProcessSpec,
     NodeSpec,
+    PrintSinkSpec,
     SinkFunctionSpec,
     StatelessSpec,
     TimestampsSpec,
@@ -220,21 +222,21 @@ class DataStream(OperatorSettings):
         """Flink: each record goes to a uniformly random instance of the next operator. Here, as every
         partitioning: the same records reach the next operator, with the same results (see
         :mod:`pyspark_flinkish.core.partitioning`); Spark keeps its own distribution of the work over tasks."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "shuffle")
 
     def rebalance(self) -> DataStream:
         """Flink: records go round-robin to the instances of the next operator. Here: as :meth:`shuffle`."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "rebalance")
 
     def rescale(self) -> DataStream:
         """Flink: records go round-robin to a local subset of the next operator's instances. Here: as
         :meth:`shuffle`."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "rescale")
 
     def forward(self) -> DataStream:
         """Flink: each instance sends its records to the next operator's instance of the same index (equal
         parallelism). Here: as :meth:`shuffle`."""
-        return PartitionedStream(self._env, self._t)
+        return PartitionedStream(self._env, self._t, "forward")
 
     def partition_custom(self, partitioner: Union[Partitioner, Callable[[Any, int], int]], key_selector: Any) -> DataStream:  # type: ignore[type-arg]
         """Flink: each record goes to the instance ``partitioner(key_selector(record), n)`` of the next operator,
@@ -244,7 +246,7 @@ class DataStream(OperatorSettings):
         are Flink's. Spark does not place records by it (its tasks are not Flink's operator instances)."""
         fn = CustomPartitioning(partitioner, key_selector, self._env.get_parallelism())
         make = lambda: ProcessOperator("PartitionCustom", fn)  # noqa: E731
-        t = self._one_input("PartitionCustom", make, self._t.output_type, StatelessSpec("process"))
+        t = self._one_input("PartitionCustom", make, self._t.output_type, StatelessSpec("partition_custom"))
         return DataStream(self._env, t)
 
     def union(self, *streams: DataStream) -> DataStream:
@@ -376,12 +378,18 @@ class DataStream(OperatorSettings):
     def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
         """Write every element to stdout as PyFlink's ``print()`` does for the stream's type: ``+I[a,1]`` for a
         ``ROW``, ``(a,1)`` for a ``TUPLE``, Java's form of basic types (``true``, ``null``), ``str(value)`` when no
-        type was declared; prefixed with ``"<sink_identifier>> "`` when given."""
-        from ..core.display import print_string
-
-        prefix = f"{sink_identifier}> " if sink_identifier else ""
-        type_info = self._t.output_type
-        return self.add_sink(lambda v: print(f"{prefix}{print_string(v, type_info)}"))
+        type was declared; prefixed as Flink's ``PrintSinkOutputWriter`` does: ``"<sink_identifier>> "`` when given
+        and, at a sink parallelism above 1 (the environment's, or the sink's ``set_parallelism``), the 1-based number
+        of the sink subtask that printed the line (``2> ``, ``id:2> ``). That subtask is Flink's where Flink
+        decides it (after a keyed operator of the sink's parallelism, right after it or through ``map``/``flat_map``/
+        ``filter``/``process`` of that parallelism: the key's; after ``broadcast()``: every instance's); elsewhere the
+        job is refused when it starts (Flink's round robin from a random start): ``set_parallelism(1)`` on the sink
+        prints without it."""
+        settings = PrintSettings(sink_identifier, self._t.output_type, self._env.get_parallelism())
+        lines = self._one_input("Print", lambda: PrintLines("Print", settings), Types.STRING(), StatelessSpec("print"))
+        t = Transformation("sink", "Sink", [lines], sink=print, spec=PrintSinkSpec(print, settings))
+        self._env._add_sink(t)
+        return DataStreamSink(t, print_settings=settings)
 
     def execute_and_collect(
         self, job_execution_name: Optional[str] = None, limit: Optional[int] = None
@@ -401,6 +409,19 @@ class DataStream(OperatorSettings):
 class PartitionedStream(DataStream):
     """What ``shuffle``/``rebalance``/``rescale``/``forward`` return: the same stream, partitioned. In Flink it has
     no operator of its own, so PyFlink fails (a Py4J error) on every operator setting of it; so does this."""
+
+    def __init__(self, env: StreamExecutionEnvironment, t: Transformation, partitioning: Optional[str] = None) -> None:
+        super().__init__(env, t)
+        self._partitioning_call = partitioning
+
+    def _one_input(
+        self, name: str, factory: Callable[[], Any], output_type: Any, spec: NodeSpec, keyed: bool = False
+    ) -> Transformation:
+        """The next operator, which records the partitioning call between its input and it (``print()`` depends on
+        it: ``datastream/plan.py``)."""
+        t = super()._one_input(name, factory, output_type, spec, keyed)
+        t.input_partitioning = getattr(self, "_partitioning_call", None)
+        return t
 
     def _no_operator(self, call: str) -> Any:
         msg = (
@@ -481,6 +502,7 @@ class BroadcastPartitionedStream(PartitionedStream):
                 make = lambda: MapOperator(name, _identity)  # noqa: E731
                 t = DataStream._one_input(stream, name, make, stream._t.output_type, StatelessSpec("map"))
                 t.factory.broadcast_input = True  # type: ignore[union-attr]
+                t.factory.input_type = stream._t.output_type  # type: ignore[union-attr]
                 copies.append(t)
                 inputs.append(t)
             else:
@@ -497,6 +519,7 @@ class BroadcastPartitionedStream(PartitionedStream):
                                    "put a map after broadcast() and assign them after it")
         t = super()._one_input(name, factory, output_type, spec, keyed)
         t.factory.broadcast_input = True  # type: ignore[union-attr]
+        t.factory.input_type = self._t.output_type  # type: ignore[union-attr]
         return t
 
     def key_by(
@@ -520,13 +543,14 @@ class BroadcastPartitionedStream(PartitionedStream):
         return self._sink(lambda stream: stream.add_sink(sink_func))
 
     def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
-        """Every element once per instance of the print sink. PyFlink prints an untyped stream through a map to
-        strings, at the environment's parallelism, which the broadcast reaches instead: there the sink's own
-        ``set_parallelism`` does not change how often an element is printed."""
+        """Every element once per instance of the print sink, each line numbered by its instance at a parallelism
+        above 1. PyFlink prints an untyped stream through a map to strings, at the environment's parallelism, which
+        the broadcast reaches instead: there the sink's own ``set_parallelism`` does not change how often an element
+        is printed (and another sink parallelism than the map's is refused: Flink's round robin between them)."""
         sink = super().print(sink_identifier)
         output_type = self._t.output_type
-        if output_type is None or getattr(output_type, "name", None) == "PICKLED_BYTE_ARRAY":
-            sink._instances = []
+        if output_type is not None and getattr(output_type, "name", None) != "PICKLED_BYTE_ARRAY":
+            sink._instances = [sink._t.inputs[0]]  # the PrintLines instances: one per sink instance
         return sink
 
     def sink_to(self, sink: Any) -> DataStreamSink:
@@ -609,9 +633,15 @@ class DataStreamSink(SinkSettings):
     ``instances``: after ``broadcast()``, the operators that make the sink's per-instance copies (their parallelism
     is the sink's)."""
 
-    def __init__(self, transformation: Transformation, instances: Optional[List[Transformation]] = None) -> None:
+    def __init__(
+        self,
+        transformation: Transformation,
+        instances: Optional[List[Transformation]] = None,
+        print_settings: Optional[PrintSettings] = None,
+    ) -> None:
         self._t = transformation
         self._instances = instances or []
+        self._print_settings = print_settings
 
     def name(self, name: str) -> DataStreamSink:
         self._t.name = name
@@ -623,12 +653,14 @@ class DataStreamSink(SinkSettings):
 
     def set_parallelism(self, parallelism: int) -> DataStreamSink:
         """The sink's parallelism: recorded where it changes the output (after ``broadcast()``, every instance
-        writes every element), else a no-op."""
-        if self._instances and parallelism < 1:
+        writes every element; ``print()`` numbers its lines by subtask above 1), else a no-op."""
+        if (self._instances or self._print_settings is not None) and parallelism < 1:
             msg = f"parallelism must be >= 1; got {parallelism}"
             raise InvalidArgumentError(msg)
         for t in self._instances:
             t.set_parallelism(parallelism)
+        if self._print_settings is not None:
+            self._print_settings.parallelism = parallelism
         return self
 
 

@@ -22,7 +22,7 @@ from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTyp
 from .checkpointing_mode import CheckpointingMode
 from .configuration_keys import read_settings
 from .execution_mode import RuntimeExecutionMode
-from .plan import Transformation, topological
+from .plan import StatelessSpec, Transformation, topological
 from .runtime_mode import check_mode
 
 MAX_MAX_PARALLELISM = 1 << 15
@@ -217,13 +217,19 @@ class EnvironmentConfiguration:
         if not sinks:  # Flink: the stream graph of an empty environment
             raise InvalidPipelineError(NO_OPERATORS)
         nodes: List[Dict[str, Any]] = []
+        shown: Dict[int, int] = {}  # a print sink's lines operator is part of the sink, as in Flink: its input's id
         for t in topological(sinks):
+            if isinstance(t.spec, StatelessSpec) and t.spec.op == "print":
+                shown[t.id] = shown.get(t.inputs[0].id, t.inputs[0].id)
+                continue
             pact = {"source": "Data Source", "sink": "Data Sink"}.get(t.kind, "Operator")
             name = f"Source: {t.name}" if t.kind == "source" else (f"Sink: {t.name}" if t.kind == "sink" else t.name)
             node: Dict[str, Any] = {"id": t.id, "type": name, "pact": pact, "contents": name, "parallelism": 1}
             if t.inputs:
                 ship = "HASH" if t.keyed else "FORWARD"
-                node["predecessors"] = [{"id": i.id, "ship_strategy": ship, "side": "second"} for i in t.inputs]
+                node["predecessors"] = [
+                    {"id": shown.get(i.id, i.id), "ship_strategy": ship, "side": "second"} for i in t.inputs
+                ]
             nodes.append(node)
         return json.dumps({"nodes": nodes}, indent=2)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 from ..core.all_window_functions import NullByteKeySelector
-from ..core.errors import InvalidPipelineError
+from ..core.errors import InvalidPipelineError, UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.partitioning import BroadcastInstances
 from ..core.records import OutputTag
@@ -28,7 +28,10 @@ class NodeSpec:
 
 @dataclass(eq=False)
 class StatelessSpec(NodeSpec):
-    """``map``, ``flat_map``, ``filter`` or ``process``: a one-input operator without keyed state (``op``)."""
+    """``map``, ``flat_map``, ``filter``, ``process`` or ``partition_custom``: a one-input operator without keyed
+    state (``op``); ``print``:
+    the lines of a ``print()`` sink (:class:`~pyspark_flinkish.core.print_lines.PrintLines`), part of the sink in
+    Flink's plan."""
 
     op: str
 
@@ -116,6 +119,15 @@ class SinkFunctionSpec(NodeSpec):
 
 
 @dataclass(eq=False)
+class PrintSinkSpec(SinkFunctionSpec):
+    """``print()``: the sink writing the lines of the :class:`~pyspark_flinkish.core.print_lines.PrintLines` operator
+    before it (``function``: Python's ``print``); ``settings`` are the sink's (identifier, type, parallelism),
+    resolved when the job starts (:func:`resolve_parallelism`)."""
+
+    settings: Any = None
+
+
+@dataclass(eq=False)
 class ForeachBatchSpec(NodeSpec):
     """``foreach_batch(function)`` (Spark only): ``function(dataframe, batch_id)`` once per micro-batch."""
 
@@ -185,6 +197,9 @@ class Transformation:
     # operators whose parallelism is this one's (``follow_parallelism``): the per-instance copies of a broadcast
     # input of a union that this operator reads
     followers: List[Transformation] = field(default_factory=list)
+    # the partitioning call between the operator's input and it (``shuffle``, ``rebalance``, ``rescale``,
+    # ``forward``), None without one: the results do not depend on it, what ``print()`` writes does
+    input_partitioning: Optional[str] = None
     id: int = field(default_factory=lambda: next(_ids))
 
     def __post_init__(self) -> None:
@@ -246,6 +261,112 @@ def resolve_parallelism(sinks: List[Transformation], env_max_parallelism: int) -
                 "the job with this message too.)"
             )
             raise InvalidPipelineError(msg)
+    for t in topological(sinks):
+        if isinstance(t.spec, PrintSinkSpec):
+            _resolve_print(t)
+
+
+def _is_pickled(type_info: Any) -> bool:
+    return type_info is None or getattr(type_info, "name", None) == "PICKLED_BYTE_ARRAY"
+
+
+_FORWARDING = ("map", "flat_map", "filter", "process")
+
+
+def _forwards_subtask(t: Transformation, parallelism: int) -> bool:
+    """``t`` is a non-keyed one-input ``map``/``flat_map``/``filter``/``process`` of ``parallelism`` on one input:
+    Flink forwards its input to it (same parallelism), so its records are printed by the subtask of its input's, and
+    its outputs carry their input's subtask (``core/operators.py``)."""
+    factory = t.factory
+    return (
+        t.kind == "operator"
+        and not t.keyed
+        and type(t.spec) is StatelessSpec
+        and t.spec.op in _FORWARDING
+        and len(t.inputs) == 1
+        and isinstance(factory, ParallelOperatorFactory)
+        and not factory.broadcast_input
+        and factory.instances == parallelism
+        and not _spreads(t)
+    )
+
+
+def _spreads(t: Transformation) -> bool:
+    """A ``shuffle``/``rebalance``/``rescale`` call before ``t``: Flink chooses its subtask of each record at random
+    or round robin."""
+    return t.input_partitioning not in (None, "forward")
+
+
+def _resolve_print(sink: Transformation) -> None:
+    """Which subtask of a print sink of parallelism above 1 prints each record, as Flink's partitioning between the
+    sink and the operator before it decides: the instance that got it after a plain ``broadcast()`` (each instance
+    gets every record); the key's subtask after a keyed operator of the same parallelism, right after it or through
+    ``map``/``flat_map``/``filter``/``process`` operators of that parallelism (Flink forwards its records to the sink
+    subtask of the same index; the keyed operator then gives each record its key's subtask, which those operators'
+    outputs carry). An
+    untyped stream is printed by PyFlink through a map to strings at the environment's parallelism (the
+    ``PrintLines`` operator's), which must forward too. Anything else reaches the sink's subtasks round robin from a
+    random start (Flink's ``RebalancePartitioner``) or through a non-keyed operator whose subtask is not determined:
+    refused, naming why and the alternative."""
+    settings = sink.spec.settings  # type: ignore[union-attr]
+    settings.by_instance = False
+    parallelism = settings.parallelism
+    if parallelism <= 1:
+        return
+    lines = sink.inputs[0]
+    factory: ParallelOperatorFactory = lines.factory  # type: ignore[assignment]
+    typed = not _is_pickled(settings.type_info)
+    forwarded = typed or factory.instances == parallelism  # PyFlink's map to strings before an untyped stream's sink
+    if factory.broadcast_input:
+        if forwarded:
+            settings.by_instance = True
+            return
+        why = (
+            f"PyFlink prints an untyped stream through a map to strings at the environment's parallelism "
+            f"({factory.instances}), whose records reach the sink's {parallelism} subtasks round robin from a random "
+            "start (Flink's RebalancePartitioner)"
+        )
+    else:
+        source = lines if _spreads(lines) else lines.inputs[0]
+        while _forwards_subtask(source, parallelism):  # Flink forwards through it: the same subtask index
+            source = source.inputs[0]
+        keyed = source.kind == "operator" and source.keyed and not isinstance(source.spec, TwoInputSpec)
+        source_factory = source.factory if isinstance(source.factory, ParallelOperatorFactory) else None
+        if _spreads(source):
+            why = (
+                f"{source.input_partitioning}() before {source.name!r} gives each record to a subtask Flink chooses "
+                "at random or round robin"
+            )
+        elif keyed and source_factory is not None and source_factory.instances == parallelism and forwarded:
+            source_factory.stamps_subtask = True
+            return
+        elif keyed and source_factory is not None and forwarded:
+            why = (
+                f"the keyed operator {source.name!r} before it runs at parallelism {source_factory.instances}, so its "
+                f"records reach the sink's {parallelism} subtasks round robin from a random start (Flink's "
+                "RebalancePartitioner)"
+            )
+        elif keyed and source_factory is not None:
+            why = (
+                f"PyFlink prints an untyped stream through a map to strings at the environment's parallelism "
+                f"({factory.instances}), whose records reach the sink's {parallelism} subtasks round robin from a "
+                "random start (Flink's RebalancePartitioner)"
+            )
+        else:
+            why = (
+                f"its records come from {source.name!r}, which is not a one-input keyed operator: which of its "
+                "subtasks handles a record is Flink's round robin from a random start (RebalancePartitioner), so the "
+                "subtask that prints it is not determined (the package knows it after a keyed operator of the "
+                "sink's parallelism, by the key, right after it or through map/flat_map/filter/process operators of "
+                "that parallelism, and after broadcast())"
+            )
+    ident = f"({settings.sink_identifier!r}) " if settings.sink_identifier else ""
+    msg = (
+        f"print() {ident}at parallelism {parallelism}: Flink begins each line with the number of the sink subtask that "
+        f"printed it, and here {why}; set_parallelism(1) on the print sink (print().set_parallelism(1)), or print "
+        "after a keyed operator of the sink's parallelism"
+    )
+    raise UnsupportedFeatureError(msg)
 
 
 def _one_instance(factory: Callable[[], StreamOperator]) -> Callable[[int], StreamOperator]:
@@ -273,16 +394,23 @@ class ParallelOperatorFactory:
     """Its input is ``broadcast()``'s (Flink's ``BroadcastPartitioner``): every instance gets every record, so the
     operator is made as its ``instances`` copies, each with its own subtask index
     (:class:`~pyspark_flinkish.core.partitioning.BroadcastInstances`)."""
+    input_type: Any = None
+    """The type of a ``broadcast_input`` operator's input: how each instance gets its copy of a record."""
+    stamps_subtask: bool = False
+    """A keyed operator whose records a print sink numbers by the key's subtask: each record it emits carries it
+    (:class:`~pyspark_flinkish.core.subtasks.SubtaskStamping`)."""
 
     def __call__(self) -> StreamOperator:
         op = self.make(self.instances)
+        if self.stamps_subtask:
+            op.stamps_subtask = True  # type: ignore[attr-defined]
         if not self.broadcast_input or self.instances == 1:
             op.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type)
             return op
         copies = BroadcastInstances.of(op, self.instances)
         for index, copy in enumerate(copies):
             copy.subtasks = Subtasks(self.instances, self.max_parallelism, self.key_type, index)
-        return BroadcastInstances(copies)
+        return BroadcastInstances(copies, self.input_type)
 
 
 def node_uid(t: Transformation, position: int) -> str:
@@ -321,6 +449,7 @@ __all__ = [
     "KeyedProcessSpec",
     "NodeSpec",
     "ParallelOperatorFactory",
+    "PrintSinkSpec",
     "made_with_parallelism",
     "resolve_parallelism",
     "SinkFunctionSpec",

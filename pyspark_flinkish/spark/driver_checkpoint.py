@@ -30,7 +30,7 @@ from .checkpoint import (
     write_meta,
 )
 from .checkpoint_migration import migrate_pickled_checkpoint
-from .signatures import compare_signatures, state_signature
+from .signatures import check_operators, plan_signatures
 
 if TYPE_CHECKING:
     from ..datastream.plan import Transformation
@@ -84,6 +84,13 @@ class DriverCheckpoint:
             meta_exists = True
         if meta_exists:
             stored = read_meta(self.checkpoint)
+            if "state_partitions" not in stored:  # the applyInPandasWithState executor's (spark/stateful.py)
+                msg = (
+                    f"checkpoint {self.checkpoint} was written by backend={stored.get('backend')!r}, whose state is in "
+                    "Spark's state store: the foreachBatch executor cannot restore it; run the job with that backend, "
+                    "or start from a new checkpoint location"
+                )
+                raise StateError(msg)
             for name, value in wanted.items():
                 if stored[name] != value and name != "state_partitions":
                     _log.warning(
@@ -98,19 +105,9 @@ class DriverCheckpoint:
         """Refuse to start when a keyed operator's state was written by an incompatible operator (another window
         assigner, trigger, evictor, lateness, contents or aggregate class under the same uid): its state would be
         misread. The first run records the signatures."""
-        current = {}
-        for node in self.plan.nodes:
-            sig = state_signature(self.plan.transformations[node.index])
-            if sig is not None:
-                current[node.uid] = sig
+        current = plan_signatures((node.uid, self.plan.transformations[node.index]) for node in self.plan.nodes)
         stored = meta.get("operators")
-        problems, merged = compare_signatures(stored or {}, current)
-        if problems:
-            msg = (
-                f"checkpoint {self.checkpoint} holds state of operators that changed incompatibly: {'; '.join(problems)}. "
-                "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
-            )
-            raise StateError(msg)
+        merged = check_operators(self.checkpoint, stored, current)
         if merged != stored:
             write_meta(self.checkpoint, {**meta, "operators": merged})
 

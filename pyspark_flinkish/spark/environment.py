@@ -421,9 +421,10 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         self, job_name: str, sinks: List[Transformation], checkpoint: str, trigger: Optional[Dict[str, Any]]
     ) -> SparkJobHandle:
         """One stateful query for all sinks of the pipeline (they must share its source and keyed operator)."""
-        from .stateful import StatefulQueryBuilder
+        from .stateful import StatefulQueryBuilder, check_checkpoint
 
         builder = StatefulQueryBuilder(self, sinks=sinks)
+        check_checkpoint(checkpoint, builder.plan)  # as the foreachBatch executor checks its own (spark/signatures.py)
         df = builder.build(raw=True)
         by_dest = dict(zip(builder.targets, sinks))
         metrics_by_batch: Dict[int, Dict[str, Dict[str, int]]] = {}  # the sinks' counters, for the handle's progress

@@ -1,14 +1,16 @@
 """State signatures: what shapes a keyed operator's state, recorded in the checkpoint and compared on restart so
 that an incompatible operator under the same uid is refused up front (Flink checks state compatibility when it
-restores a savepoint; here the checkpoint's ``meta.json`` keeps the signatures).
+restores a savepoint; here the checkpoint's ``meta.json`` keeps the signatures). Both Spark executors check a
+checkpoint through :func:`check_operators` when a job starts on it.
 """
 
 from __future__ import annotations
 
 import pickle
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ..core.errors import StateError
 from ..datastream.plan import Transformation, WindowSpec
 from .chain import FixedClock
 
@@ -140,8 +142,47 @@ def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple
     return problems, merged
 
 
+def plan_signatures(nodes: Iterable[Tuple[str, Transformation]]) -> Dict[str, str]:
+    """``{uid: state_signature}`` of the keyed operators among ``nodes`` (``(uid, transformation)`` pairs)."""
+    current = {}
+    for uid, t in nodes:
+        sig = state_signature(t)
+        if sig is not None:
+            current[uid] = sig
+    return current
+
+
+def before_key_identity(current: Dict[str, str]) -> Dict[str, str]:
+    """The signatures ``current`` would have had before they recorded anything but their first part and the key
+    type: what stands for the unknown signatures of a checkpoint written before the executor kept them (its state
+    laid out by the same operators, its keys as Python held them), so that :func:`compare_signatures` refuses what
+    such a checkpoint cannot restore (keys of a declared ``FLOAT``/``DOUBLE`` type) and records the rest."""
+    legacy = {}
+    for uid, sig in current.items():
+        base, *rest = sig.split(" | ")
+        legacy[uid] = base + "".join(f" | {p}" for p in rest if p.startswith("key="))
+    return legacy
+
+
+def check_operators(checkpoint: str, stored: Optional[Dict[str, str]], current: Dict[str, str]) -> Dict[str, str]:
+    """Refuse to start on ``checkpoint`` when a keyed operator's state was written by an incompatible operator
+    (:func:`compare_signatures` of its ``stored`` signatures with the pipeline's ``current`` ones): its state would be
+    misread or not found. Returns the signatures to store from now on."""
+    problems, merged = compare_signatures(stored or {}, current)
+    if problems:
+        msg = (
+            f"checkpoint {checkpoint} holds state of operators that changed incompatibly: {'; '.join(problems)}. "
+            "Restore the old operator, or start from a new checkpoint location (the state is never reset silently)."
+        )
+        raise StateError(msg)
+    return merged
+
+
 __all__ = [
     "KEY_IDENTITY",
-    "state_signature",
+    "before_key_identity",
+    "check_operators",
     "compare_signatures",
+    "plan_signatures",
+    "state_signature",
 ]

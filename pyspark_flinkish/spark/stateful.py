@@ -54,11 +54,14 @@ from ..core.triggers import ContinuousProcessingTimeTrigger, ProcessingTimeoutTr
 from ..datastream.join import IntervalJoinSpec
 from ..datastream.plan import AsyncWaitSpec, TimestampsSpec, Transformation, WindowSpec
 from ..datastream.sources import MicroBatchSource
+from . import storage
 from .chain import ChainRunner, FixedClock, KeyedOutput
+from .checkpoint import meta_path, read_meta, write_meta
 from .error_transport import reported_to_driver
 from .keys import decode_key
 from .plan import ExecPlan, Node, refuse_per_event_generators
 from .rows import dumps, loads
+from .signatures import before_key_identity, check_operators, plan_signatures
 from .sink_frames import STEP_COLUMN, SinkFrame
 
 SHIFT = 2**40
@@ -486,6 +489,31 @@ class StatefulQueryBuilder:
         return self.spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(directory)
 
 
+def check_checkpoint(checkpoint: str, plan: ExecPlan) -> None:
+    """Refuse to start on ``checkpoint`` what its state cannot be restored into, as the foreachBatch executor does
+    (``spark/signatures.py``, the same check): a keyed operator changed incompatibly under its uid, or keys of a
+    declared ``FLOAT``/``DOUBLE`` type in state written before keys were held as Flink tells them apart. The
+    signatures are kept in ``<checkpoint>/flinkish/meta.json`` (with ``backend``); a checkpoint this executor wrote
+    before it kept them (Spark's commit log, no such document) stands for the same operators' state written before
+    Flink's key identity (:func:`~.signatures.before_key_identity`). A checkpoint of the other executor is refused."""
+    current = plan_signatures((node.uid, plan.transformations[node.index]) for node in plan.nodes)
+    exists = storage.exists(meta_path(checkpoint))
+    meta = read_meta(checkpoint) if exists else {"backend": BACKEND}
+    if meta.get("backend") != BACKEND:
+        msg = (
+            f"checkpoint {checkpoint} was written by the foreachBatch executor (the default backend); "
+            f"backend={BACKEND!r} keeps its state in Spark's state store and cannot restore it: run the job with the "
+            "default backend, or start from a new checkpoint location"
+        )
+        raise StateError(msg)
+    stored = meta.get("operators")
+    if stored is None and storage.list_names(storage.join(checkpoint, "spark", "commits")):
+        stored = before_key_identity(current)  # state written before this executor kept signatures
+    merged = check_operators(checkpoint, stored, current)
+    if not exists or merged != stored:
+        write_meta(checkpoint, {**meta, "operators": merged})
+
+
 def replay_files(t: Transformation) -> List[List[Tuple[Optional[bytes], Optional[int], List[int], bool]]]:
     """The rows ``(pickled element, timestamp, order, marker)`` of each replay file of the replay source ``t``: one
     file per batch (an empty batch has one marker row), then, for a bounded source, the end-of-input carrier and
@@ -547,4 +575,5 @@ __all__ = [
     "route",
     "keyed_function",
     "StatefulQueryBuilder",
+    "check_checkpoint",
 ]

@@ -9,8 +9,10 @@ import logging
 import os
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Dict
 
 import pyarrow as pa
@@ -29,6 +31,16 @@ from pyspark_flinkish.spark.state_cache import FILE_SCHEMA
 from pyspark_flinkish.spark.state_reader import committed_state
 
 pytestmark = pytest.mark.spark
+CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
+sys.path.insert(0, str(CASES_DIR))
+import print_subtask_cases  # noqa: E402
+
+sys.path.remove(str(CASES_DIR))
+
+from pyspark import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(print_subtask_cases)  # Spark's Python workers cannot import it
+API = SimpleNamespace(Types=Types)
 TOTAL = ValueStateDescriptor("total", Types.LONG())
 VALUES = ListStateDescriptor("values", Types.LONG())
 AT = MapStateDescriptor("at", Types.LONG(), Types.LONG())
@@ -50,6 +62,16 @@ def test_readme_example_runs_on_spark_with_only_the_environment_line_changed(spa
     # rows arrive in Flink's emission order; the late line is delivered with its batch
     rows = [ln for ln in printed.splitlines() if not ln.startswith("late:")]
     assert rows == [ln for ln in expected.splitlines() if not ln.startswith("late:")]
+
+    # print() at parallelism 3 (Spark's driver-side print), in one job: each line begins with the sink subtask that
+    # prints it in Flink (the key's, computed in the keyed tasks; every broadcast instance's), as PyFlink 2.3.0's
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    names = ["keyed p3 id", "window p3 id", "broadcast p3 id"]
+    for name in names:
+        print_subtask_cases.job(API, env.set_parallelism, name)  # set_parallelism returns the environment
+    env.execute("print-subtasks")
+    recorded = print_subtask_cases.recorded()
+    assert sorted(capsys.readouterr().out.splitlines()) == sorted(line for name in names for line in recorded[name])
 
 
 class Alert(KeyedProcessFunction):  # type: ignore[type-arg]

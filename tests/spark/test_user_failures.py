@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
-from pyspark_flinkish.core.errors import FlinkishError, UserFunctionError
+from pyspark_flinkish.core.errors import FlinkishError, StateError, UserFunctionError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.connectors.delta import DeltaSink
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction, ReduceFunction
@@ -151,6 +151,20 @@ def test_the_apply_in_pandas_with_state_executor_and_the_replay_source_name_the_
     first = str(info.value).splitlines()[0]
     assert first == f"operator 'alerts' (uid 'alerts'): KeyedProcess: process_element(('ann', 3, {POISON})) (key='ann') raised KeyError: 'ann'"
     assert "in process_element" in str(info.value) and "org.apache" not in str(info.value)
+
+    # a restart on that checkpoint is checked as the foreachBatch executor checks its own (spark/signatures.py):
+    # another operator under the uid, or (the checkpoint as this executor wrote it before it kept signatures) keys
+    # of a declared DOUBLE type, whose bytes changed with Flink's key identity, are refused before the query starts
+    def restart(keyed: Any) -> None:
+        env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
+        keyed(env.from_source(MicroBatchSource(batches), strategy, "events")).name("alerts").uid("alerts").add_sink(lambda _: None)
+        env.execute("stateful-failure", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True})
+
+    with pytest.raises(StateError, match=r"operator 'alerts': \[keyed_process:-\] -> \[window:TumblingEventTimeWindows"):
+        restart(lambda s: s.key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(Duration.of_millis(2))).reduce(Sum(buggy=False)))
+    (tmp_path / "ck" / "flinkish" / "meta.json").unlink()
+    with pytest.raises(StateError, match=r"operator 'alerts': its state holds keys of type DOUBLE as Python held them"):
+        restart(lambda s: s.key_by(lambda e: float(e[2]), key_type=Types.DOUBLE()).process(Alerts()))
 
     def assigner(e, _):  # type: ignore[no-untyped-def]
         return e[1] // (e[2] - POISON)

@@ -135,3 +135,28 @@ def test_a_key_whose_subtask_the_package_cannot_compute_fails_naming_the_print(c
     with pytest.raises(UnsupportedFeatureError, match=r"a print\(\) after it numbers its lines by the key's subtask"):
         env.execute()
     assert capsys.readouterr().out == ""
+
+
+def test_print_takes_no_position_in_the_uids_of_the_nodes_after_it() -> None:
+    """The lines node ``print()`` puts before its sink is not counted in the positions that name the nodes' state
+    (``node_uids``): a job's stateful nodes without ``.uid(...)`` keep the uids they had when ``print()`` was a plain
+    sink, so a checkpoint written then restores."""
+    from pyspark_flinkish.datastream.plan import StatelessSpec, node_uids, topological
+
+    def job(with_print: bool) -> Any:
+        env = environment(1)
+        ds = env.from_collection([1, 2, 3], type_info=Types.INT())
+        if with_print:
+            ds.print()
+        else:
+            ds.add_sink(print)
+        ds.key_by(lambda v: v % 2).reduce(lambda a, b: a + b).add_sink(lambda v: None)
+        order = topological(env._take_sinks())
+        return [u for t, u in zip(order, node_uids(order)) if not (isinstance(t.spec, StatelessSpec) and t.spec.op == "print")], [
+            u for t, u in zip(order, node_uids(order)) if isinstance(t.spec, StatelessSpec) and t.spec.op == "print"
+        ]
+
+    kept, lines = job(True)
+    plain, none = job(False)
+    assert kept == plain and not none
+    assert len(lines) == 1 and lines[0] not in kept

@@ -422,6 +422,21 @@ def node_uid(t: Transformation, position: int) -> str:
     return uid.replace("/", "_").replace(" ", "_").replace("(", "_").replace(")", "")
 
 
+def node_uids(order: List[Transformation]) -> List[str]:
+    """:func:`node_uid` of each node of a :func:`topological` order. The lines node a ``print()`` sink puts before
+    itself (part of the sink in Flink's plan) takes no position: the nodes after it keep the uids they had before
+    ``print()`` had that node, so checkpoints of jobs without explicit uids restore as before."""
+    uids: List[str] = []
+    position = 0
+    for t in order:
+        if isinstance(t.spec, StatelessSpec) and t.spec.op == "print" and not t.uid:
+            uids.append(node_uid(t, position).replace("-", "-print-", 1))
+            continue
+        uids.append(node_uid(t, position))
+        position += 1
+    return uids
+
+
 def topological(sinks: List[Transformation]) -> List[Transformation]:
     """All transformations the sinks depend on, inputs before consumers, in creation order."""
     seen: Dict[int, Transformation] = {}
@@ -459,5 +474,6 @@ __all__ = [
     "TwoInputSpec",
     "WindowSpec",
     "node_uid",
+    "node_uids",
     "topological",
 ]

@@ -22,7 +22,7 @@ from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, node_uid, topological
+from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, node_uids, topological
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import watermark_lag
 from .file_sink import LocalFileSinkWriter
@@ -249,11 +249,11 @@ class LocalExecutor:
         self.progress = progress
         self.order = topological(sinks)
         self.nodes: Dict[int, _Node] = {}
-        for i, t in enumerate(self.order):
+        for t, uid in zip(self.order, node_uids(self.order)):
             op = t.factory() if t.factory is not None else None
             if watermarks_only and op is not None and not isinstance(op, TimestampsAndWatermarksOperator):
                 op = StreamOperator(op.name)  # the Spark driver tracks watermarks only: forward them
-            self.nodes[t.id] = _Node(t, op, node_uid(t, i))
+            self.nodes[t.id] = _Node(t, op, uid)
         # FileSink: local part files, committed at the end of every micro-batch (the engine's checkpoint)
         self.file_writers: List[LocalFileSinkWriter] = []
         for t in self.order:

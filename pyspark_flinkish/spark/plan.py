@@ -20,7 +20,7 @@ from ..datastream.plan import (
     Transformation,
     TwoInputSpec,
     WindowSpec,
-    node_uid,
+    node_uids,
     topological,
 )
 from . import state_store
@@ -115,8 +115,7 @@ class ExecPlan:
         self.transformations = order
         index = {t.id: i for i, t in enumerate(order)}
         self.nodes: List[Node] = []
-        for i, t in enumerate(order):
-            uid = node_uid(t, i)
+        for i, (t, uid) in enumerate(zip(order, node_uids(order))):
             self.nodes.append(
                 Node(
                     index=i,

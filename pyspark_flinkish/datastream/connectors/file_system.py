@@ -261,8 +261,8 @@ class FileSourceBuilder:
         raise UnsupportedFeatureError(msg)
 
     def set_split_assigner(self, split_assigner: Any) -> FileSourceBuilder:
-        """Refused: one reader reads every file (there are no splits to assign)."""
-        msg = "FileSourceBuilder.set_split_assigner is not supported: one reader reads every file, in path order"
+        """Refused: each file is read whole by one reader (there are no splits to assign)."""
+        msg = "FileSourceBuilder.set_split_assigner is not supported: each file is read whole by one reader (no splits)"
         raise UnsupportedFeatureError(msg)
 
     def build(self) -> FileSource:

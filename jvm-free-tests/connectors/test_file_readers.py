@@ -156,3 +156,16 @@ def test_execute_and_collect_refuses_rowdata_as_pyflink_and_a_map_hands_on_rows(
     with pytest.raises(UnsupportedFeatureError, match="RowData, which PyFlink cannot collect"):
         ds.execute_and_collect()
     assert [r.as_dict() for r in ds.map(lambda r: r).execute_and_collect()] == [{"a": "p"}, {"a": "q"}]
+
+
+def test_csv_numbers_and_booleans_parse_as_javas_parsers() -> None:
+    from pyspark_flinkish.core.file_readers import ReaderFormat
+
+    reader = ReaderFormat("csv", (("f", "FLOAT"), ("d", "DOUBLE"), ("i", "TINYINT"), ("b", "BOOLEAN")))
+    rows = reader.read_bytes(b"3.5e38,1e400,-128,Yes\n0.1f, NaN ,+5,TRUE\n1.,.5,7,\n", "x.csv")
+    assert rows[0].as_dict() == {"f": float("inf"), "d": float("inf"), "i": -128, "b": False}
+    assert rows[1]["f"] == 0.10000000149011612 and rows[1]["d"] != rows[1]["d"] and rows[1]["i"] == 5 and rows[1]["b"]
+    assert rows[2].as_dict() == {"f": 1.0, "d": 0.5, "i": 7, "b": False}
+    for bad in (b"1,1,128,true\n", b"1,1_0,1,true\n", b"1,0x10,1,true\n"):  # out of a TINYINT's range, not Java's syntax
+        with pytest.raises(FileReadError, match="NumberFormatException"):
+            reader.read_bytes(bad, "x.csv")

@@ -15,6 +15,7 @@ A file's elements keep their order; the order of files is the reader's (Flink's 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -125,10 +126,13 @@ def _csv_value(text: str, quoted: bool, column: str, sql: str, null_value: Optio
         msg = f"CSV column {column!r} ({sql}): NumberFormatException: {why} (Flink fails the job on it too)"
         raise FileReadError(msg)
     number = float(value.rstrip("fFdD"))
-    if sql == "FLOAT":
+    if sql == "FLOAT":  # Java's Float.parseFloat: the nearest 32-bit float, beyond its range an infinity
         import struct
 
-        number = struct.unpack("f", struct.pack("f", number))[0] if abs(number) < 3.5e38 else number
+        try:
+            number = struct.unpack("f", struct.pack("f", number))[0]
+        except OverflowError:
+            number = math.copysign(math.inf, number)
     return number
 
 

@@ -181,15 +181,27 @@ def read_back(kind: str, path: Path) -> Dict[str, Any]:
     return {"text": path.read_text(encoding="utf-8")}
 
 
+def format_jars(jars_dir: str, hadoop_jars_dir: str) -> List[str]:
+    """The jars a format job adds (``env.add_jars``): Flink's format jars in ``jars_dir``
+    (``flink-sql-{parquet,orc,avro}-2.3.0.jar``, fetched with ``mvn dependency:copy``) and the Hadoop client jars in
+    ``hadoop_jars_dir`` (pyspark's ``jars`` folder)."""
+    jars = sorted(str(p.resolve()) for p in Path(jars_dir).glob("flink-sql-*.jar"))
+    return jars + sorted(str(p.resolve()) for p in Path(hadoop_jars_dir).glob("hadoop-client-*.jar"))
+
+
+def job_environ() -> Dict[str, str]:
+    """The environment of a format job's process: this interpreter's directory first on ``PATH``, ``TZ=UTC``."""
+    return dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""), TZ="UTC")
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--jars", required=True, help="folder with flink-sql-{parquet,orc,avro}-2.3.0.jar")
     parser.add_argument("--hadoop-jars", required=True, help="folder with hadoop-client-{api,runtime}-*.jar")
     args = parser.parse_args(argv)
-    jars = sorted(str(p.resolve()) for p in Path(args.jars).glob("flink-sql-*.jar"))
-    jars += sorted(str(p.resolve()) for p in Path(args.hadoop_jars).glob("hadoop-client-*.jar"))
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""), TZ="UTC")
+    jars = format_jars(args.jars, args.hadoop_jars)
+    env = job_environ()
     cases: Dict[str, Any] = {}
     for kind, job in JOBS.items():
         with tempfile.TemporaryDirectory() as tmp:

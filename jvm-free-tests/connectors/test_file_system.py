@@ -159,8 +159,10 @@ def test_what_is_not_offered_is_refused_by_name(tmp_path: Path) -> None:
     env.from_source(monitored, WatermarkStrategy.no_watermarks(), "files").print()  # refused when the job runs
     with pytest.raises(UnsupportedFeatureError, match=r"monitor_continuously.*unbounded.*Spark"):
         env.execute()
-    with pytest.raises(UnsupportedFeatureError, match="BulkFormat"):
-        BulkFormat()
+    with pytest.raises(InvalidTypeError, match="BulkFormat is made by a format"):
+        BulkFormat("parquet")  # the reader formats: test_file_readers.py
+    with pytest.raises(InvalidTypeError, match="for_bulk_file_format needs a BulkFormat"):
+        FileSource.for_bulk_file_format(StreamFormat.text_line_format(), str(tmp_path))
     with pytest.raises(InvalidTypeError, match="for_bulk_format needs a BulkWriterFactory"):
         FileSink.for_bulk_format(str(tmp_path), None)  # the bulk writers: test_bulk_formats.py
     with pytest.raises(UnsupportedFeatureError, match="compaction"):

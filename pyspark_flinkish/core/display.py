@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from .coders import float32_shortest, from_java
 from .rows import Row, RowKind
-from .typeinfo import TypeInformation
+from .typeinfo import RowDataTypeInfo, TypeInformation
 
 
 def java_double_string(x: float) -> str:
@@ -61,6 +61,8 @@ def java_string(value: Any, type_info: Optional[TypeInformation]) -> str:
     children = type_info.children if type_info is not None else ()
     if name == "ROW":
         kind = value.get_row_kind() if isinstance(value, Row) else RowKind.INSERT
+        if isinstance(type_info, RowDataTypeInfo):  # Flink's RowData: GenericRowData.toString
+            return f"{kind}({','.join(java_string(v, c) for v, c in zip(value, children))})"
         return f"{kind}[{', '.join(java_string(v, c) for v, c in zip(value, children))}]"
     if name == "TUPLE":
         return f"({','.join(java_string(v, c) for v, c in zip(value, children))})"
@@ -83,7 +85,8 @@ def print_string(value: Any, type_info: Optional[TypeInformation]) -> str:
     name = type_info.name if type_info is not None else "PICKLED_BYTE_ARRAY"
     if name == "PICKLED_BYTE_ARRAY":
         return value if isinstance(value, str) else str(value)
-    if name == "ROW" and isinstance(value, Row):  # formatted in Python, after the values came back from Java
+    if name == "ROW" and isinstance(value, Row) and not isinstance(type_info, RowDataTypeInfo):
+        # formatted in Python, after the values came back from Java
         return f"{value.get_row_kind()}[{','.join(str(v) for v in from_java(value, type_info))}]"
     return java_string(value, type_info)
 

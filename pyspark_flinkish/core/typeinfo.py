@@ -266,6 +266,17 @@ class RowTypeInfo(TypeInformation):
         return list(self.children)
 
 
+class RowDataTypeInfo(RowTypeInfo):
+    """The rows of a ``FileSource`` reading CSV or Parquet: Flink holds them as ``RowData`` (``InternalTypeInfo``),
+    whose ``print()``/``toString`` is ``+I(a,1,null)`` rather than a ``Row``'s ``+I[a, 1, null]``. Equal to the
+    ``Types.ROW_NAMED`` of the same fields for every other purpose."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"RowData{super().__repr__()}"
+
+
 class TupleTypeInfo(TypeInformation):
     """``Types.TUPLE([...])``: a Python tuple."""
 
@@ -389,6 +400,7 @@ __all__ = [
     "ObjectArrayTypeInfo",
     "PickledBytesTypeInfo",
     "PrimitiveArrayTypeInfo",
+    "RowDataTypeInfo",
     "RowTypeInfo",
     "SqlTimeTypeInfo",
     "TimeTypeInfo",

@@ -15,7 +15,7 @@ from ..core.assigners import GlobalWindows, WindowAssigner
 from ..core.coders import from_java
 from ..core.declared_output import declaring
 from ..core.durations import TimeLike, to_millis
-from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError
+from ..core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ..core.evictors import CountEvictor, Evictor
 from ..core.functions import (
     AggregateFunction,
@@ -45,7 +45,7 @@ from ..core.records import OutputTag
 from ..core.rows import Row
 from ..core.subtasks import MAX_MAX_PARALLELISM
 from ..core.triggers import CountTrigger, PurgingTrigger, Trigger
-from ..core.typeinfo import TypeInformation, Types
+from ..core.typeinfo import RowDataTypeInfo, TypeInformation, Types
 from ..core.watermarks import WatermarkStrategy
 from ..core.window_operator import (
     PassThroughWindowFunction,
@@ -400,6 +400,13 @@ class DataStream(OperatorSettings):
         manager), or with ``limit`` a list of the first ``limit``."""
         collected: List[Any] = []
         type_info = self._t.output_type
+        if isinstance(type_info, RowDataTypeInfo):
+            msg = (
+                f"execute_and_collect on {self._t.name!r}: a FileSource's CSV or Parquet records are Flink's RowData, "
+                "which PyFlink cannot collect (TypeError: the java type info ... is not supported in PyFlink); map them "
+                "first (ds.map(lambda row: row)), which hands a Python function Rows, as in Flink"
+            )
+            raise UnsupportedFeatureError(msg)
         add = collected.append if type_info is None else (lambda v: collected.append(from_java(v, type_info)))
         t = Transformation("sink", "Collect", [self._t], sink=add)
         self._env._execute(job_execution_name, extra_sinks=[t])

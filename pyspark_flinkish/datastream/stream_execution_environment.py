@@ -149,7 +149,8 @@ class StreamExecutionEnvironment(EnvironmentConfiguration):
                 "WatermarkStrategy.no_watermarks().with_timestamp_assigner(...) so that the two do not compete"
             )
             raise InvalidTypeError(msg)
-        t = Transformation("source", source_name, source=source, watermark_strategy=watermark_strategy)
+        output_type = getattr(source, "output_type", None)  # a FileSource of CSV or Parquet: its rows' type
+        t = Transformation("source", source_name, source=source, watermark_strategy=watermark_strategy, output_type=output_type)
         return DataStream(self, t)
 
     def from_micro_batches(

@@ -156,17 +156,20 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         return DataStream(self, t)
 
     def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str = "Source") -> DataStream:
-        """A stream from a ``MicroBatchSource`` (replayed through a file stream; a bounded ``FileSource`` is one), a
+        """A stream from a ``MicroBatchSource`` (replayed through a file stream; a bounded ``FileSource`` is one, its
+        files read by the executors: ``spark/file_source.py``), a
         :class:`~pyspark_flinkish.datastream.connectors.kafka.KafkaSource` (Spark's Kafka source, per-partition
         watermarks) or a monitored :class:`~pyspark_flinkish.datastream.connectors.file_system.FileSource` (Spark's
         file source)."""
         from ..datastream.connectors.file_system import FileSource
         from ..datastream.connectors.kafka import KafkaSource
 
-        if isinstance(source, FileSource) and source.monitored:
-            from .file_source import monitored_file_stream
+        if isinstance(source, FileSource):
+            from .file_source import monitored_file_stream, read_by_executors
 
-            return monitored_file_stream(self, source, watermark_strategy, source_name)
+            if source.monitored:
+                return monitored_file_stream(self, source, watermark_strategy, source_name)
+            source = read_by_executors(source)  # a bounded one: its files are read by the executors
         if isinstance(source, KafkaSource):
             if not isinstance(watermark_strategy, WatermarkStrategy):
                 msg = f"from_source needs a WatermarkStrategy; got {type(watermark_strategy).__name__}"

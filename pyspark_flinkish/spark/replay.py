@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Dict, List
 
-from ..core.errors import UnsupportedFeatureError
+from ..core.errors import StateError, UnsupportedFeatureError
 from ..datastream.plan import Transformation
 from . import storage
 from .plan import ExecPlan
@@ -51,8 +51,14 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
     if not storage.is_dir(directory):
         tmp = directory + ".tmp-" + uuid.uuid4().hex[:6]
         n = max(len(t.source.batches) for t in sources)
+        read = [(k, t) for k, t in enumerate(sources) if getattr(t.source, "executors_read", False)]
         for i in range(first, n + 1):
             rows = replay_rows(plan, sources, i)
+            path = storage.join(tmp, f"batch-{i:09d}.parquet")
+            if i == 0 and read:  # bounded FileSources: their records read and written by the executors
+                _write_on_executors(spark, plan, read, rows, tmp, path)
+                storage.set_modified(path, (1_000_000 + i) * 1000)
+                continue
             table = pa.table(
                 {
                     "src": pa.array(rows["src"], pa.string()),
@@ -64,11 +70,30 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
                     "marker": pa.array(rows["marker"], pa.bool_()),
                 }
             )
-            path = storage.join(tmp, f"batch-{i:09d}.parquet")
             storage.write_table(path, table)
             storage.set_modified(path, (1_000_000 + i) * 1000)  # Spark's file source takes files in this order
         storage.rename_dir(tmp, directory)
     return spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(spark_path(directory))
+
+
+def _write_on_executors(spark: Any, plan: ExecPlan, read: List[Any], rows: Dict[str, List[Any]], tmp: str, path: str) -> None:
+    """Replay file ``path``: the driver's ``rows`` (markers, other sources' elements) and the records of the bounded
+    ``FileSource`` transformations ``read`` (``(k, t)``), which a Spark job reads, parses and writes on the executors
+    into one file (one micro-batch of the replay stream)."""
+    from .file_source import executor_rows
+    from .session import spark_path
+
+    frame = spark.createDataFrame(list(zip(*rows.values())), SOURCE_DDL)
+    for k, t in read:
+        frame = frame.unionByName(executor_rows(spark, t, plan.nodes[plan.transformations.index(t)].uid, k))
+    written = storage.join(tmp, "executors-" + uuid.uuid4().hex[:8])
+    frame.coalesce(1).write.parquet(spark_path(written))
+    parts = [n for n in storage.list_names(written) if n.endswith(".parquet") and not n.startswith((".", "_"))]
+    if len(parts) != 1:
+        msg = f"the executors wrote {len(parts)} files for one replayed micro-batch under {written}; expected 1"
+        raise StateError(msg)
+    storage.replace_file(storage.join(written, parts[0]), path)
+    storage.delete_tree(written)
 
 
 __all__ = [

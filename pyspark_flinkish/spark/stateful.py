@@ -518,6 +518,13 @@ def replay_files(t: Transformation) -> List[List[Tuple[Optional[bytes], Optional
     """The rows ``(pickled element, timestamp, order, marker)`` of each replay file of the replay source ``t``: one
     file per batch (an empty batch has one marker row), then, for a bounded source, the end-of-input carrier and
     one more file whose batch fires the timeouts the end of input made due."""
+    if getattr(t.source, "executors_read", False):
+        msg = (
+            f"{t.name}: a bounded FileSource is read by the executors of the default foreachBatch executor; "
+            "backend='apply_in_pandas_with_state' replays its sources from the driver: use the default executor "
+            "(get_execution_environment(spark))"
+        )
+        raise UnsupportedFeatureError(msg)
     batches = t.source.batches
     files: List[List[Tuple[Optional[bytes], Optional[int], List[int], bool]]] = [
         [(dumps(v), t.watermark_strategy.extract_timestamp(v, None), [i, j], False) for j, v in enumerate(b.elements)]

@@ -4,8 +4,10 @@ test SIGKILLs.
 A ``FileSource`` monitoring ``--input`` (Spark's file source; the test adds files while the job runs) feeds
 ``map(upper-case)`` into a ``FileSink`` under ``--output`` (base-path buckets, 40-byte part files: several part files
 per micro-batch, so that a commit has several renames), and ``map((upper-case, length))`` into a bulk-format
-``FileSink`` writing Parquet under ``<--output>-parquet`` (a part file per writing task and micro-batch). The job
-stops itself once the committed part files of both hold ``--expect`` lines.
+``FileSink`` writing Parquet under ``<--output>-parquet`` (a part file per writing task and micro-batch). A second
+``FileSource`` monitors ``--csv-input`` with ``CsvReaderFormat`` (Spark's ``binaryFile`` source, each file parsed by
+the executors) and writes its rows, as Flink's ``RowData`` text, under ``<--output>-csv``. The job stops itself once
+the committed part files hold ``--expect`` lines (text, Parquet) and ``--expect-csv`` rows.
 
 Kill points (the driver SIGKILLs its JVM, then itself, as if its machine died: ``pyspark_flinkish.testing.sigkill``):
 
@@ -21,7 +23,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Optional
 
 from pyspark_flinkish.common import Duration, Encoder, Row, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -33,6 +35,7 @@ from pyspark_flinkish.datastream.connectors.file_system import (
     RollingPolicy,
     StreamFormat,
 )
+from pyspark_flinkish.datastream.formats.csv import CsvReaderFormat, CsvSchema
 from pyspark_flinkish.datastream.formats.parquet import ParquetBulkWriters
 from pyspark_flinkish.table import DataTypes
 from pyspark_flinkish.testing.sigkill import crash
@@ -40,8 +43,20 @@ from pyspark_flinkish.testing.sigkill import crash
 PART_SIZE = 40
 
 
-def build(env: Any, source: FileSource, output: str) -> None:
+CSV_FORMAT = CsvReaderFormat.for_schema(
+    CsvSchema.builder().add_number_column("id", number_type=DataTypes.INT()).add_string_column("text").build()
+)
+
+
+def build(env: Any, source: FileSource, output: str, csv_source: Optional[FileSource] = None) -> None:
     """The pipeline (the test runs it on the JVM-free engine too, over the same files, bounded)."""
+    if csv_source is not None:
+        env.from_source(csv_source, WatermarkStrategy.no_watermarks(), "csv-files").sink_to(
+            FileSink.for_row_format(csv_output(output), Encoder.simple_string_encoder())
+            .with_output_file_config(OutputFileConfig.builder().with_part_prefix("part").with_part_suffix(".txt").build())
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+            .build()
+        )
     lines = env.from_source(source, WatermarkStrategy.no_watermarks(), "files")
     lines.map(lambda line: line.upper(), output_type=Types.STRING()).sink_to(
         FileSink.for_row_format(output, Encoder.simple_string_encoder())
@@ -60,6 +75,11 @@ def build(env: Any, source: FileSource, output: str) -> None:
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
         .build()
     )
+
+
+def csv_output(output: str) -> str:
+    """Where the CSV source's records of the job writing ``output`` go."""
+    return output.rstrip("/") + "-csv"
 
 
 def bulk_output(output: str) -> str:
@@ -93,6 +113,8 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--output", required=True)
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--expect", type=int, required=True)
+    parser.add_argument("--csv-input", required=True)
+    parser.add_argument("--expect-csv", type=int, required=True)
     parser.add_argument("--kill-after-renames", type=int, default=None)
     parser.add_argument("--kill-before-precommit", type=int, default=None)
     args = parser.parse_args(argv)
@@ -128,7 +150,8 @@ def main(argv: List[str]) -> int:
         .monitor_continuously(Duration.of_millis(500))
         .build()
     )
-    build(env, source, args.output)
+    csv_source = FileSource.for_record_stream_format(CSV_FORMAT, args.csv_input).monitor_continuously(Duration.of_millis(500))
+    build(env, source, args.output, csv_source.build())
 
     def progress(p: Any) -> None:
         print(f"committed batch_id={p['batch_id']}", flush=True)
@@ -138,7 +161,9 @@ def main(argv: List[str]) -> int:
     )
     deadline = time.monotonic() + 120
     while (
-        len(visible_lines(args.output)) < args.expect or len(visible_rows(args.output)) < args.expect
+        len(visible_lines(args.output)) < args.expect
+        or len(visible_rows(args.output)) < args.expect
+        or len(visible_lines(csv_output(args.output))) < args.expect_csv
     ) and time.monotonic() < deadline:
         if not handle.is_active:
             handle.await_termination()  # raises the query's error

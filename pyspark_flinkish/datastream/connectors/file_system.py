@@ -1,5 +1,5 @@
-"""PyFlink's ``pyflink.datastream.connectors.file_system``: ``FileSource`` (text files, bounded or a monitored
-directory) and ``FileSink`` (row-encoded or bulk-format part files: Parquet, ORC, Avro, CSV; committed exactly once
+"""PyFlink's ``pyflink.datastream.connectors.file_system``: ``FileSource`` (text, CSV and Parquet files, bounded or a
+monitored directory) and ``FileSink`` (row-encoded or bulk-format part files: Parquet, ORC, Avro, CSV; committed exactly once
 per checkpoint).
 
 Flink's file examples run unchanged::
@@ -18,6 +18,7 @@ writes with :mod:`pyspark_flinkish.core.file_parts`, the Spark executors with ``
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
@@ -26,6 +27,7 @@ from ...common.serialization import BulkWriterFactory, Encoder, checked_charset
 from ...core.durations import to_millis
 from ...core.errors import InvalidArgumentError, InvalidPipelineError, InvalidTypeError, UnsupportedFeatureError
 from ...core.file_parts import PartFileSettings, check_date_time_pattern, is_hidden
+from ...core.file_readers import ReaderFormat
 from ...core.typeinfo import TypeInformation
 from ..plan import FileSinkSpec, Transformation
 from ..sources import MicroBatch, MicroBatchSource
@@ -38,11 +40,13 @@ _MiB = 1024 * 1024
 
 # ------------------------------------------------------------------------------------------------ source
 class StreamFormat:
-    """How a ``FileSource`` reads records from a file as a stream (PyFlink's ``StreamFormat``): only
-    :meth:`text_line_format` exists in PyFlink's Python API."""
+    """How a ``FileSource`` reads records from a file as a stream (PyFlink's ``StreamFormat``):
+    :meth:`text_line_format` here, ``CsvReaderFormat.for_schema`` in :mod:`pyspark_flinkish.datastream.formats.csv`.
+    The reading rule is :class:`~pyspark_flinkish.core.file_readers.ReaderFormat`, shared by both engines."""
 
     def __init__(self, charset_name: str = "UTF-8") -> None:
         self.charset_name = checked_charset(charset_name, "StreamFormat.text_line_format")
+        self.reader = ReaderFormat("text", charset=self.charset_name)
 
     @staticmethod
     def text_line_format(charset_name: str = "UTF-8") -> StreamFormat:
@@ -51,57 +55,67 @@ class StreamFormat:
         return StreamFormat(charset_name)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StreamFormat) and other.charset_name == self.charset_name
+        return isinstance(other, StreamFormat) and other.reader == self.reader
 
     def __hash__(self) -> int:
-        return hash(("StreamFormat", self.charset_name))
+        return hash(("StreamFormat", self.reader))
 
     def __repr__(self) -> str:
         return f"StreamFormat.text_line_format({self.charset_name!r})"
 
 
 class BulkFormat:
-    """PyFlink's ``BulkFormat`` (Parquet, ORC, Avro readers from ``pyflink.datastream.formats``): not offered here.
+    """How a ``FileSource`` reads a file in batches of records (PyFlink's ``BulkFormat``): made by
+    ``ParquetColumnarRowInputFormat`` (:mod:`pyspark_flinkish.datastream.formats.parquet`), PyFlink's only one."""
 
-    Spark reads those formats itself: give ``env.from_dataframe(spark.readStream.schema(...).parquet(path))`` on the
-    Spark environment instead.
-    """
+    def __init__(self, reader: ReaderFormat) -> None:
+        if not isinstance(reader, ReaderFormat):
+            msg = (
+                "BulkFormat is made by a format of pyspark_flinkish.datastream.formats (ParquetColumnarRowInputFormat); "
+                f"got {type(reader).__name__}"
+            )
+            raise InvalidTypeError(msg)
+        self.reader = reader
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        msg = (
-            "BulkFormat (Flink's Parquet/ORC/Avro file readers) is not offered: on Spark read the files as a "
-            "streaming DataFrame (env.from_dataframe(spark.readStream.schema(...).parquet(path))); text files: "
-            "FileSource.for_record_stream_format(StreamFormat.text_line_format(), path)"
-        )
-        raise UnsupportedFeatureError(msg)
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BulkFormat) and other.reader == self.reader
 
+    def __hash__(self) -> int:
+        return hash(("BulkFormat", self.reader))
 
-_LINES = re.compile(r"\r\n|\r|\n")
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.reader!r})"
 
 
 class FileSource(MicroBatchSource):
-    """Files as a source of text lines (PyFlink's ``FileSource``); built by :class:`FileSourceBuilder`.
+    """Files as a source (PyFlink's ``FileSource``) of text lines (``StreamFormat.text_line_format``), CSV records
+    (``CsvReaderFormat``) or Parquet rows (``ParquetColumnarRowInputFormat``); built by :class:`FileSourceBuilder`.
 
     Bounded (``process_static_file_set``, the default): every file under the paths (a file, or a directory read
-    recursively; names starting with ``.`` or ``_`` skipped, as Flink's default enumerator does), one after the other
-    in path order, each file's lines in order; then end of input. Read when the job first asks for them, as one
-    micro-batch; on Spark on the driver (local paths and ``file:`` URIs).
+    recursively; names starting with ``.`` or ``_`` skipped, as Flink's default enumerator does), then end of input.
+    On the JVM-free engine the local files are read one after the other in path order, as one micro-batch; on Spark
+    the executors read them (any Hadoop path), see ``docs/files.md``.
 
     Continuous (``monitor_continuously(interval)``): a directory watched for new files, which are read once each
     (Spark's file source, its checkpoint remembers the files read): Spark only.
 
-    Differences from Flink: Flink splits the files among the source's parallel readers; this source reads them in
-    one (the order of lines within a file is kept, as in Flink). The continuous mode discovers files at every
-    micro-batch trigger (the job's ``trigger``, else ``enable_checkpointing``'s interval), not every ``interval``.
+    Differences from Flink: Flink splits the files among the source's parallel readers; the order of records within
+    a file is kept, as in Flink, and the order of files is not defined (nor is it in Flink). The continuous mode
+    discovers files at every micro-batch trigger (the job's ``trigger``, else ``enable_checkpointing``'s interval),
+    not every ``interval``. The CSV and Parquet formats' records are ``Row``s of the declared columns, printed as Flink
+    prints its ``RowData`` (``+I(a,1)``); as in PyFlink 2.3.0, ``execute_and_collect`` refuses them (map them first).
     """
 
-    def __init__(self, stream_format: StreamFormat, paths: Sequence[str], monitor_interval_ms: Optional[int]) -> None:
+    def __init__(self, stream_format: Any, paths: Sequence[str], monitor_interval_ms: Optional[int]) -> None:
         self.stream_format = stream_format
+        self.reader: ReaderFormat = stream_format.reader
         self.paths: Tuple[str, ...] = tuple(paths)
         self.monitor_interval_ms = monitor_interval_ms
         self.end_of_input = True
         self.partitions: List[Any] = [0]
         self.explicit_watermarks = False
+        self.executors_read = False
+        """True on the copy whose files an executor reads (:meth:`read_elsewhere`)."""
         self._batches: Optional[List[MicroBatch]] = None
 
     @staticmethod
@@ -110,20 +124,24 @@ class FileSource(MicroBatchSource):
         if not isinstance(stream_format, StreamFormat):
             msg = f"FileSource.for_record_stream_format needs a StreamFormat; got {type(stream_format).__name__}"
             raise InvalidTypeError(msg)
-        if not paths:
-            msg = "FileSource.for_record_stream_format needs at least one path"
-            raise InvalidArgumentError(msg)
-        for p in paths:
-            if not isinstance(p, str) or not p:
-                msg = f"FileSource paths must be non-empty strings; got {p!r}"
-                raise InvalidTypeError(msg)
-        return FileSourceBuilder(stream_format, paths)
+        return FileSourceBuilder(stream_format, _checked_paths("for_record_stream_format", paths))
 
     @staticmethod
-    def for_bulk_file_format(bulk_format: Any, *paths: str) -> FileSourceBuilder:
-        """Refused: Flink's bulk formats are not offered (see :class:`BulkFormat`)."""
-        BulkFormat()
-        raise AssertionError  # pragma: no cover (BulkFormat() raises)
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str) -> FileSourceBuilder:
+        """A builder of a source reading ``paths`` (files or directories) with ``bulk_format``
+        (``ParquetColumnarRowInputFormat``)."""
+        if not isinstance(bulk_format, BulkFormat):
+            msg = (
+                "FileSource.for_bulk_file_format needs a BulkFormat (ParquetColumnarRowInputFormat); "
+                f"got {type(bulk_format).__name__}"
+            )
+            raise InvalidTypeError(msg)
+        return FileSourceBuilder(bulk_format, _checked_paths("for_bulk_file_format", paths))
+
+    @property
+    def output_type(self) -> Optional[TypeInformation]:
+        """The elements' type: ``Types.ROW_NAMED`` of the columns (CSV, Parquet); None for lines (``str``)."""
+        return None if self.reader.kind == "text" else self.reader.type_info()
 
     @property
     def monitored(self) -> bool:
@@ -132,7 +150,7 @@ class FileSource(MicroBatchSource):
 
     @property
     def batches(self) -> List[MicroBatch]:  # type: ignore[override]
-        """The bounded source's one micro-batch of lines, read at the first call."""
+        """The bounded source's one micro-batch of elements, read at the first call (JVM-free engine)."""
         if self.monitored:
             msg = (
                 f"FileSource({', '.join(self.paths)}).monitor_continuously(...) is unbounded: it needs the Spark "
@@ -141,11 +159,19 @@ class FileSource(MicroBatchSource):
             )
             raise UnsupportedFeatureError(msg)
         if self._batches is None:
-            self._batches = [MicroBatch(self.read_lines())]
+            self._batches = [MicroBatch(self.read_elements())]
         return self._batches
 
+    def read_elsewhere(self) -> FileSource:
+        """A copy of this bounded source whose files an executor reads itself (Spark's executors,
+        ``spark/file_source.py``): here one micro-batch without elements, then end of input; ``executors_read``."""
+        shape = copy.copy(self)
+        shape.executors_read = True
+        shape._batches = [MicroBatch(())]
+        return shape
+
     def files(self) -> List[str]:
-        """The files the bounded source reads, in order (directories recursively, hidden names skipped)."""
+        """The local files the bounded source reads, in order (directories recursively, hidden names skipped)."""
         out: List[str] = []
         for p in self.paths:
             path = _local_path(p)
@@ -160,17 +186,12 @@ class FileSource(MicroBatchSource):
                 raise InvalidArgumentError(msg)
         return out
 
-    def read_lines(self) -> List[str]:
-        """Every line of :meth:`files`, in order."""
-        lines: List[str] = []
+    def read_elements(self) -> List[Any]:
+        """Every element of :meth:`files`, in order (the format's rule: :mod:`pyspark_flinkish.core.file_readers`)."""
+        elements: List[Any] = []
         for f in self.files():
-            with open(f, encoding=self.stream_format.charset_name, newline="") as fh:
-                text = fh.read()
-            parts = _LINES.split(text)
-            if parts and parts[-1] == "":
-                parts.pop()
-            lines.extend(parts)
-        return lines
+            elements.extend(self.reader.read_file(f))
+        return elements
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FileSource) and (other.stream_format, other.paths, other.monitor_interval_ms) == (
@@ -187,14 +208,25 @@ class FileSource(MicroBatchSource):
         return f"FileSource({self.stream_format!r}, {list(self.paths)!r}, {mode})"
 
 
+def _checked_paths(where: str, paths: Sequence[Any]) -> Tuple[str, ...]:
+    if not paths:
+        msg = f"FileSource.{where} needs at least one path"
+        raise InvalidArgumentError(msg)
+    for p in paths:
+        if not isinstance(p, str) or not p:
+            msg = f"FileSource paths must be non-empty strings; got {p!r}"
+            raise InvalidTypeError(msg)
+    return tuple(paths)
+
+
 def _local_path(path: str) -> str:
     if path.startswith("file:"):
         rest = path[len("file:") :]
         return "/" + rest[2:].partition("/")[2] if rest.startswith("//") else rest
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path):
         msg = (
-            f"FileSource: a bounded source reads local files; got {path!r}. On Spark read other file systems with "
-            "monitor_continuously(...) (Spark's file source) or env.from_dataframe(spark.read.text(path))"
+            f"FileSource: the JVM-free engine reads local files; got {path!r}. Read other file systems on Spark "
+            "(StreamExecutionEnvironment.get_execution_environment(spark)), whose executors read any Hadoop path"
         )
         raise UnsupportedFeatureError(msg)
     return path
@@ -203,7 +235,7 @@ def _local_path(path: str) -> str:
 class FileSourceBuilder:
     """Configures a :class:`FileSource` (PyFlink's ``FileSourceBuilder``); each call returns the builder."""
 
-    def __init__(self, stream_format: StreamFormat, paths: Sequence[str]) -> None:
+    def __init__(self, stream_format: Any, paths: Sequence[str]) -> None:
         self._format = stream_format
         self._paths = tuple(paths)
         self._interval: Optional[int] = None
@@ -229,8 +261,8 @@ class FileSourceBuilder:
         raise UnsupportedFeatureError(msg)
 
     def set_split_assigner(self, split_assigner: Any) -> FileSourceBuilder:
-        """Refused: one reader reads every file (there are no splits to assign)."""
-        msg = "FileSourceBuilder.set_split_assigner is not supported: one reader reads every file, in path order"
+        """Refused: each file is read whole by one reader (there are no splits to assign)."""
+        msg = "FileSourceBuilder.set_split_assigner is not supported: each file is read whole by one reader (no splits)"
         raise UnsupportedFeatureError(msg)
 
     def build(self) -> FileSource:

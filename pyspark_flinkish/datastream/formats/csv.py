@@ -1,5 +1,6 @@
 """PyFlink's ``pyflink.datastream.formats.csv``: :class:`CsvSchema`, :class:`CsvSchemaBuilder` and
-:class:`CsvBulkWriters`, CSV part files for ``FileSink.for_bulk_format``.
+:class:`CsvBulkWriters`, CSV part files for ``FileSink.for_bulk_format``, and :class:`CsvReaderFormat`, CSV files
+read by a ``FileSource``.
 
 Example (as in PyFlink)::
 
@@ -14,21 +15,27 @@ effect on writing, as in Flink; array columns, an escape character and a header 
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ...common.serialization import BulkWriterFactory
 from ...core.bulk_writers import BulkEncoding, CsvOptions, column_type
 from ...core.data_types import DataType, DataTypes
 from ...core.errors import InvalidArgumentError, UnsupportedFeatureError
+from ...core.file_readers import ReaderFormat
+from ..connectors.file_system import StreamFormat
 
 
 class CsvSchema:
     """Columns and separators of CSV text (PyFlink's ``CsvSchema``, Jackson's ``CsvSchema``); made by
     :meth:`builder`."""
 
-    def __init__(self, columns: List[Tuple[str, DataType]], options: CsvOptions) -> None:
+    def __init__(
+        self, columns: List[Tuple[str, DataType]], options: CsvOptions, reading: Tuple[Tuple[str, bool], ...] = ()
+    ) -> None:
         self.columns = list(columns)
         self.options = options
+        self.reading = reading
+        """The reading-only options set (``set_allow_comments``, ``set_skip_first_data_row``, ...)."""
 
     @staticmethod
     def builder() -> CsvSchemaBuilder:
@@ -66,9 +73,11 @@ class CsvSchemaBuilder:
         self._quote: Optional[str] = '"'
         self._null = ""
         self._line = "\n"
+        self._reading: Dict[str, bool] = {}
 
     def build(self) -> CsvSchema:
-        return CsvSchema(self._columns, CsvOptions(self._separator, self._quote, self._null, self._line))
+        reading = tuple(sorted((k, v) for k, v in self._reading.items() if v))
+        return CsvSchema(self._columns, CsvOptions(self._separator, self._quote, self._null, self._line), reading)
 
     def add_array_column(self, name: str, separator: str = ";", element_type: Optional[DataType] = None) -> CsvSchemaBuilder:
         """Refused: array columns are not written here; write the elements joined into a string column."""
@@ -112,7 +121,8 @@ class CsvSchemaBuilder:
         return self
 
     def set_allow_comments(self, allow: bool = True) -> CsvSchemaBuilder:
-        """Reading only (lines starting with ``#``); no effect on writing."""
+        """Reading only: no effect on writing; ``CsvReaderFormat`` refuses it (named)."""
+        self._reading["set_allow_comments"] = bool(allow)
         return self
 
     def set_any_property_name(self, name: str) -> CsvSchemaBuilder:
@@ -168,17 +178,22 @@ class CsvSchemaBuilder:
         return self
 
     def set_skip_first_data_row(self, skip: bool = True) -> CsvSchemaBuilder:
-        """Reading only; no effect on writing."""
+        """Reading only: no effect on writing; ``CsvReaderFormat`` refuses it (named)."""
+        self._reading["set_skip_first_data_row"] = bool(skip)
         return self
 
     def set_strict_headers(self, strict: bool = True) -> CsvSchemaBuilder:
-        """Reading only; no effect on writing."""
+        """Reading only: no effect on writing; ``CsvReaderFormat`` refuses it (named)."""
+        self._reading["set_strict_headers"] = bool(strict)
         return self
 
     def set_use_header(self, use: bool = True) -> CsvSchemaBuilder:
-        """Refused when ``use``: a header line is not written here."""
+        """Refused when ``use``: a header line is not written or read here."""
         if use:
-            msg = "CsvSchemaBuilder.set_use_header(True): a header line is not written here; write the column names yourself"
+            msg = (
+                "CsvSchemaBuilder.set_use_header(True): a header line is not written or read here; write the column "
+                "names yourself, or remove the header line"
+            )
             raise UnsupportedFeatureError(msg)
         return self
 
@@ -205,4 +220,45 @@ class CsvBulkWriters:
         return BulkWriterFactory(BulkEncoding("csv", columns, csv=schema.options))
 
 
-__all__ = ["CsvBulkWriters", "CsvSchema", "CsvSchemaBuilder"]
+class CsvReaderFormat(StreamFormat):
+    """The CSV records of a file as ``Row``s of the schema's columns (PyFlink's ``CsvReaderFormat``), for
+    ``FileSource.for_record_stream_format``; the stream is ``Types.ROW_NAMED`` of the columns.
+
+    Fields as Flink's reader converts them: a number is Java's ``parseInt``/``parseLong``/``parseDouble`` of the
+    trimmed text (an empty or malformed one fails the job, as in Flink), a boolean ``true`` in any case is True and
+    anything else False, a string is kept as written; the schema's null value (``set_null_value``) is ``None``.
+
+    Refused, named: a header line (``set_use_header``), comments (``set_allow_comments``), skipping the first data
+    row, an escape character and array columns.
+    """
+
+    def __init__(self, reader: ReaderFormat) -> None:
+        self.charset_name = "UTF-8"
+        self.reader = reader
+
+    @staticmethod
+    def for_schema(schema: CsvSchema) -> CsvReaderFormat:
+        """A reader of CSV text with ``schema``'s columns, separator, quote character and null value."""
+        if not isinstance(schema, CsvSchema):
+            msg = f"CsvReaderFormat.for_schema needs a CsvSchema (CsvSchema.builder()...build()); got {type(schema).__name__}"
+            raise TypeError(msg)
+        if not schema.columns:
+            msg = "CsvReaderFormat.for_schema: the schema has no columns"
+            raise InvalidArgumentError(msg)
+        for option, _ in schema.reading:
+            if option != "set_strict_headers":  # strict headers concern a header line, which is refused
+                msg = (
+                    f"CsvReaderFormat.for_schema: CsvSchemaBuilder.{option}() is not supported when reading here; "
+                    "remove those lines from the files first, or read them as text (StreamFormat.text_line_format())"
+                )
+                raise UnsupportedFeatureError(msg)
+        columns = tuple(
+            (name, column_type(t.name, t.params, "CsvReaderFormat.for_schema", name)) for name, t in schema.columns
+        )
+        return CsvReaderFormat(ReaderFormat("csv", columns, csv=schema.options))
+
+    def __repr__(self) -> str:
+        return f"CsvReaderFormat({self.reader!r})"
+
+
+__all__ = ["CsvBulkWriters", "CsvReaderFormat", "CsvSchema", "CsvSchemaBuilder"]

@@ -29,6 +29,7 @@ import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..core.coders import float32
+from ..core.key_identity import distinct_key
 from ..core.rows import Row, RowKind
 
 _LEAVES: Dict[str, Tuple[str, str, Any]] = {
@@ -57,6 +58,8 @@ _SPARK_LEAVES = {  # a DataFrame column's Spark type name (``DataType.typeName()
 _DOUBLE = struct.Struct("<d")
 _NAN = _DOUBLE.pack(math.nan)  # the one NaN a column gives back: pandas hands Arrow every NaN as a null
 MAX_FIELDS = 63
+RECORD_PREFIX = "c"
+KEY_PREFIX = "k"
 """The most fields a record carried as columns has (its null mask is one ``bigint``)."""
 
 
@@ -93,14 +96,22 @@ class RecordColumns:
     declared type they come from (None for a ``from_dataframe`` row)."""
 
     def __init__(
-        self, dest: int, shape: str, leaves: Sequence[str], names: Sequence[str] = (), declared: Any = None
+        self,
+        dest: int,
+        shape: str,
+        leaves: Sequence[str],
+        names: Sequence[str] = (),
+        declared: Any = None,
+        prefix: str = RECORD_PREFIX,
     ) -> None:
         self.dest = dest
         self.declared = declared  # the declared type (None for a ``from_dataframe`` row)
         self.shape = shape
         self.leaves = tuple(leaves)
         self.names = tuple(names)
-        self.columns = [f"c{dest}_{i}" for i in range(len(self.leaves))] + [f"c{dest}_n"]
+        self.prefix = prefix  # ``c``: a record's columns; ``k``: its key's (:func:`key_columns`)
+        self.slot = "cols" if prefix == RECORD_PREFIX else "kcols"  # the stage row's entry of the encoded values
+        self.columns = [f"{prefix}{dest}_{i}" for i in range(len(self.leaves))] + [f"{prefix}{dest}_n"]
         self.ddl = ", ".join(
             [f"{c} {_LEAVES[t][0]}" for c, t in zip(self.columns, self.leaves)] + [f"{self.columns[-1]} bigint"]
         )
@@ -118,7 +129,7 @@ class RecordColumns:
         self._checks = [_leaf_check(t) for t in self.leaves]
 
     def __repr__(self) -> str:
-        return f"RecordColumns({self.dest}, {self.shape!r}, {list(self.leaves)}, {list(self.names)})"
+        return f"RecordColumns({self.dest}, {self.shape!r}, {list(self.leaves)}, {list(self.names)}, {self.prefix!r})"
 
     def _fields(self, value: Any) -> Optional[Sequence[Any]]:
         """The value's fields, when its shape is exactly the layout's (None: it is pickled)."""
@@ -189,22 +200,54 @@ class RecordColumns:
         return self.decoder()(values)
 
 
-def declared_columns(dest: int, type_info: Any) -> Optional[RecordColumns]:
+def declared_columns(dest: int, type_info: Any, prefix: str = RECORD_PREFIX) -> Optional[RecordColumns]:
     """The column layout of records declared as ``type_info`` going to ``dest`` (None: the type is not one carried
     as columns, its records are pickled): a ``ROW``/``TUPLE`` of basic types, or a basic type."""
     if type_info is None:
         return None
     name = type_info.name
     if name in _LEAVES:
-        return RecordColumns(dest, "scalar", [name], declared=type_info)
+        return RecordColumns(dest, "scalar", [name], declared=type_info, prefix=prefix)
     if name in ("ROW", "TUPLE") and 0 < len(type_info.children) <= MAX_FIELDS:
         leaves = [c.name for c in type_info.children]
         if not all(t in _LEAVES for t in leaves):
             return None
         if name == "TUPLE":
-            return RecordColumns(dest, "tuple", leaves, declared=type_info)
-        return RecordColumns(dest, "row", leaves, type_info.field_names, type_info)
+            return RecordColumns(dest, "tuple", leaves, declared=type_info, prefix=prefix)
+        return RecordColumns(dest, "row", leaves, type_info.field_names, type_info, prefix)
     return None
+
+
+def key_columns(dest: int, key_type: Any) -> Optional[RecordColumns]:
+    """The column layout of the keys of keyed operator ``dest`` declared as ``key_type`` (``key_by(..., key_type)``;
+    ``k<dest>_<i>`` and a null mask ``k<dest>_n``): a basic type, or a ``ROW``/``TUPLE`` of them. None: its keys
+    cross as their bytes (``key``), as every untyped key does. A key travels as the value ``distinct_key`` gives it
+    (``plain_key``: as Flink's coder leaves it, a ``FLOAT`` rounded), by the same exactness rule as a record: one
+    that would not come back exactly (a NaN with a payload, a value not of the type) crosses as its bytes."""
+    return declared_columns(dest, key_type, KEY_PREFIX)
+
+
+def frame_keys(pdf: Any, layout: Optional[RecordColumns], key_type: Any) -> List[Tuple[Optional[bytes], Any]]:
+    """The key of each row of a frame of stage rows (:mod:`.rows`) as ``(bytes, key)``: a row with ``key`` gives
+    its bytes and None (the key is decoded from them where it is needed); a ``rec`` row whose key crossed as the
+    ``layout``'s columns gives the key rebuilt from them and its bytes, made by the one key codec
+    (``keys.encode_key`` of ``core.key_identity.distinct_key``, so the same bytes, state partition and state as
+    the route's); other rows ``(None, None)``."""
+    from .keys import encode_key
+
+    kinds, raw = pdf["kind"].tolist(), pdf["key"].tolist()
+    out: List[Tuple[Optional[bytes], Any]] = [
+        (None if k is None else bytes(k), None) for k in raw
+    ]
+    if layout is None:
+        return out
+    decode = layout.decoder()
+    columns = zip(*[pdf[c].tolist() for c in layout.columns])
+    for i, (kind, k, cols) in enumerate(zip(kinds, raw, columns)):
+        if kind == "rec" and k is None:
+            key = decode(cols)
+            out[i] = (encode_key(distinct_key(key, key_type)), key)
+    return out
 
 
 def dataframe_columns(dest: int, fields: Sequence[Tuple[str, str]]) -> Optional[RecordColumns]:
@@ -247,6 +290,20 @@ def frame_values(pdf: Any, layout: Optional[RecordColumns]) -> List[Any]:
     return out
 
 
+def arrow_values(batch: Any, layout: Optional[RecordColumns]) -> List[Any]:
+    """The element of each row of an Arrow batch of a sink's rows (``value`` and the ``layout``'s columns, as
+    :meth:`~.sink_frames.SinkFrame.value_columns` selects them): unpickled from ``value``, or, when ``value`` is
+    null, rebuilt from the columns (the writer's task gets the record's typed columns, no pickle)."""
+    from .rows import loads
+
+    raw = batch.column("value").to_pylist()
+    if layout is None:
+        return [loads(v) for v in raw]
+    decode = layout.decoder()
+    columns = zip(*[batch.column(c).to_pylist() for c in layout.columns])
+    return [loads(v) if v is not None else decode(c) for v, c in zip(raw, columns)]
+
+
 def extra_ddl(layouts: Sequence[RecordColumns]) -> str:
     """The stage rows' columns for ``layouts`` (after :data:`.rows.ROW_DDL`)."""
     return "".join(f", {layout.ddl}" for layout in layouts)
@@ -255,9 +312,14 @@ def extra_ddl(layouts: Sequence[RecordColumns]) -> str:
 __all__ = [
     "MAX_FIELDS",
     "RecordColumns",
+    "arrow_values",
     "dataframe_columns",
     "declared_columns",
+    "KEY_PREFIX",
+    "RECORD_PREFIX",
     "extra_ddl",
+    "frame_keys",
     "frame_values",
     "input_columns",
+    "key_columns",
 ]

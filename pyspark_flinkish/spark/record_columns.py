@@ -6,7 +6,12 @@ the route (and from an earlier keyed level) as columns of the stage rows (:mod:`
 ``c<dest>_<i>``, and a null mask ``c<dest>_n`` (bit ``i`` set: field ``i`` is ``None``), with ``value`` left null.
 Spark moves them as Arrow columns; nothing is pickled or unpickled for them. A ``DeltaSink`` or ``foreach_batch``
 sink of a declared flat type gets its records so too: its frame (``spark/sink_frames.py``) selects the columns in
-Spark, with no Python pass at all.
+Spark, with no Python pass at all; a ``KafkaSink`` or ``FileSink`` writer's task rebuilds them from the columns
+(:func:`arrow_values`) for the user's serializer or encoder.
+
+A keyed operator with a declared ``key_type`` of such a type gets each record's key so too (:func:`key_columns`:
+``k<dest>_<i>`` and a mask, with ``key`` left null), by the same rule; the keyed task makes the key's bytes from the
+rebuilt key with the one key codec (:func:`frame_keys`), so the state is keyed exactly as when the bytes crossed.
 
 The rule is exact by construction: :meth:`RecordColumns.encode` takes a value only when
 :meth:`RecordColumns.decode` gives back what ``pickle`` would (the same class, field names, row kind and values,
@@ -58,9 +63,11 @@ _SPARK_LEAVES = {  # a DataFrame column's Spark type name (``DataType.typeName()
 _DOUBLE = struct.Struct("<d")
 _NAN = _DOUBLE.pack(math.nan)  # the one NaN a column gives back: pandas hands Arrow every NaN as a null
 MAX_FIELDS = 63
-RECORD_PREFIX = "c"
-KEY_PREFIX = "k"
 """The most fields a record carried as columns has (its null mask is one ``bigint``)."""
+RECORD_PREFIX = "c"
+"""The prefix of a record's columns (``c<dest>_<i>``)."""
+KEY_PREFIX = "k"
+"""The prefix of a key's columns (``k<dest>_<i>``, :func:`key_columns`)."""
 
 
 def _leaf_check(name: str) -> Callable[[Any], bool]:
@@ -236,9 +243,7 @@ def frame_keys(pdf: Any, layout: Optional[RecordColumns], key_type: Any) -> List
     from .keys import encode_key
 
     kinds, raw = pdf["kind"].tolist(), pdf["key"].tolist()
-    out: List[Tuple[Optional[bytes], Any]] = [
-        (None if k is None else bytes(k), None) for k in raw
-    ]
+    out: List[Tuple[Optional[bytes], Any]] = [(None if k is None else bytes(k), None) for k in raw]
     if layout is None:
         return out
     decode = layout.decoder()

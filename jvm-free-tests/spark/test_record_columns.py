@@ -201,7 +201,7 @@ def _layout_and_values(draw: Any) -> Any:
 def _columnar_round_trip(layout: RecordColumns, elements: List[Any], int_ext: bool) -> List[Any]:
     rows = []
     for i, element in enumerate(elements):
-        cols = layout.encode(element)
+        cols = layout.cell(element)  # what the route keeps: encode's values (a scalar's value itself)
         value = dumps(element) if cols is None else None
         rows.append({"kind": "rec", "dest": layout.dest, "sp": 0, "value": value, "ord": [1, i], "cols": cols})
     rows.append({"kind": "hb", "dest": layout.dest, "sp": 0})  # a row that is no record: placeholders
@@ -250,6 +250,9 @@ def test_the_property_can_fail(int_ext: bool) -> None:
         def encode(self, value: Any) -> Any:
             return (value, 0)
 
+        def cell(self, value: Any) -> Any:
+            return value  # a scalar's cell: unchecked
+
     lax = Lax(3, "scalar", ["FLOAT"])
     got = _columnar_round_trip(lax, [0.1], int_ext)
     assert not _same(loads(dumps(0.1)), got[0])
@@ -292,14 +295,14 @@ def test_a_keyed_job_gets_the_same_records_either_way(tmp_path: Path, monkeypatc
     columns (FLOAT rounded by the map's type, None fields, a NaN), and the keyed function sees exactly what it sees
     when every record is pickled, and what the local engine gives it."""
     encoded: List[bool] = []
-    encode = RecordColumns.encode
+    cell = RecordColumns.cell
 
     def counting(self: RecordColumns, value: Any) -> Any:
-        cols = encode(self, value)
+        cols = cell(self, value)
         encoded.append(cols is not None)
         return cols
 
-    monkeypatch.setattr(RecordColumns, "encode", counting)
+    monkeypatch.setattr(RecordColumns, "cell", counting)
     local: List[Any] = []
     local_outputs(enrichment(local))
     pickled: List[Any] = []
@@ -389,9 +392,9 @@ def _keys_round_trip(key_type: Any, keys: List[Any], int_ext: bool) -> List[Any]
     for i, key in enumerate(keys):
         dk = distinct_key(key, key_type)
         kb = encode_key(dk)
-        kcols = layout.encode(plain_key(dk))
+        kcols = layout.cell(plain_key(dk))
         sent.append((kb, kcols is not None))
-        rows.append({"kind": "rec", "dest": 4, "sp": 0, "key": None if kcols else kb, "value": dumps(i), "ord": [1, i],
+        rows.append({"kind": "rec", "dest": 4, "sp": 0, "key": kb if kcols is None else None, "value": dumps(i), "ord": [1, i],
                      "kcols": kcols})
     rows.append({"kind": "hb", "dest": 4, "sp": 0})  # no record: placeholders, no key
     frame = row_frame(rows, [layout])
@@ -492,15 +495,15 @@ def test_declared_keys_cross_as_columns_with_flinks_identity(tmp_path: Path, mon
     key as its bytes (``columnar_records=False``) goes on with keys as columns: the state is keyed by the same bytes,
     so no key's state splits."""
     crossed: List[bool] = []
-    encode = RecordColumns.encode
+    cell = RecordColumns.cell
 
     def counting(self: RecordColumns, value: Any) -> Any:
-        cols = encode(self, value)
+        cols = cell(self, value)
         if self.prefix == KEY_PREFIX:
             crossed.append(cols is not None)
         return cols
 
-    monkeypatch.setattr(RecordColumns, "encode", counting)
+    monkeypatch.setattr(RecordColumns, "cell", counting)
     local: List[Any] = []
     local_outputs(keyed_by_double(local))
     as_bytes: List[Any] = []

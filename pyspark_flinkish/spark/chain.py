@@ -160,7 +160,7 @@ class ChainRunner:
         if node.kind == "sink":
             self.sink_counts[index] = self.sink_counts.get(index, 0) + 1
             layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
-            cols = None if layout is None else layout.encode(record.value)
+            cols = None if layout is None else layout.cell(record.value)
             self.rows.append(
                 {
                     "kind": "rec",
@@ -182,9 +182,9 @@ class ChainRunner:
             dk = distinct_key(key, node.key_type)
             kb = encode_key(dk)
             layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
-            cols = None if layout is None else layout.encode(record.value)
+            cols = None if layout is None else layout.cell(record.value)
             key_layout = self.plan.key_columns.get(index)  # a declared key_type: the key crosses as columns
-            kcols = None if key_layout is None else key_layout.encode(plain_key(dk))
+            kcols = None if key_layout is None else key_layout.cell(plain_key(dk))
             self.rows.append(
                 {
                     "kind": "rec",

@@ -158,6 +158,8 @@ class RecordColumns:
     def encode(self, value: Any) -> Optional[Tuple[Any, ...]]:
         """The column values of ``value`` (its fields, then the null mask), or None when it does not come back
         exactly from them (it is then pickled)."""
+        if self.shape == "scalar":  # one value, the common key: no field list to build
+            return None if value is None or not self._checks[0](value) else (value, 0)
         fields = self._fields(value)
         if fields is None:
             return None
@@ -173,6 +175,15 @@ class RecordColumns:
                 return None
         out.append(mask)
         return tuple(out)
+
+    def cell(self, value: Any) -> Any:
+        """What a task keeps in a stage row (its ``slot``) for ``value``: :meth:`encode`'s values, or, for a
+        ``"scalar"`` layout, the value itself (no tuple per record: a task holds its rows until it ends, and one
+        more object per record costs the garbage collector). None: not as columns (pickled, or a key's bytes).
+        :func:`.rows.row_frame` turns the cells into the columns."""
+        if self.shape == "scalar":
+            return None if value is None or not self._checks[0](value) else value
+        return self.encode(value)
 
     def decoder(self) -> Callable[[Sequence[Any]], Any]:
         """The function from one record's column values (fields, then mask; Python scalars) to the record."""
@@ -246,12 +257,24 @@ def frame_keys(pdf: Any, layout: Optional[RecordColumns], key_type: Any) -> List
     out: List[Tuple[Optional[bytes], Any]] = [(None if k is None else bytes(k), None) for k in raw]
     if layout is None:
         return out
-    decode = layout.decoder()
-    columns = zip(*[pdf[c].tolist() for c in layout.columns])
-    for i, (kind, k, cols) in enumerate(zip(kinds, raw, columns)):
-        if kind == "rec" and k is None:
-            key = decode(cols)
-            out[i] = (encode_key(distinct_key(key, key_type)), key)
+    if layout.shape == "scalar":  # one column and its mask: no tuple per row to rebuild
+        values, masks = pdf[layout.columns[0]].tolist(), pdf[layout.columns[1]].tolist()
+        keys: Any = (None if m else v for v, m in zip(values, masks))
+    else:
+        decode = layout.decoder()
+        keys = (decode(cols) for cols in zip(*[pdf[c].tolist() for c in layout.columns]))
+    made: Dict[Any, bytes] = {}  # the bytes of int and str keys, made once per key of the partition
+    for i, (kind, k, key) in enumerate(zip(kinds, raw, keys)):
+        if kind != "rec" or k is not None:
+            continue
+        t = type(key)
+        if t is int or t is str:  # equal ints (or strs) are one value, so one result of the codec (bools excluded)
+            kb = made.get(key)
+            if kb is None:
+                kb = made[key] = encode_key(distinct_key(key, key_type))
+        else:
+            kb = encode_key(distinct_key(key, key_type))
+        out[i] = (kb, key)
     return out
 
 

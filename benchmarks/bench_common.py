@@ -338,8 +338,10 @@ def run_flinkish(
     count_trigger: int,
     backend: str = "foreach_batch",
     column_aggregate: bool = False,
+    key_type: str = "none",
 ) -> Tuple[Any, List[Window], float, int]:
-    """Returns (query, final windows, wall seconds, early firings)."""
+    """Returns (query, final windows, wall seconds, early firings); ``key_type`` ``long``: ``key_by`` declares
+    ``Types.LONG()`` (its keys cross the stages as a column)."""
     options = {} if backend == "foreach_batch" else {"backend": backend}
     env = StreamExecutionEnvironment.get_execution_environment(spark, **options)
     stream = env.from_dataframe(
@@ -348,7 +350,8 @@ def run_flinkish(
         timestamp_column="ts",
         order_columns=["seq"],
     )
-    windowed = stream.key_by(lambda r: r.key).window(TumblingEventTimeWindows.of(Duration.of_minutes(1)))
+    declared = Types.LONG() if key_type == "long" else None
+    windowed = stream.key_by(lambda r: r.key, key_type=declared).window(TumblingEventTimeWindows.of(Duration.of_minutes(1)))
     out: List[Any] = []
     if general:
         windowed.trigger(EarlyCountEventTimeTrigger(count_trigger)).process(
@@ -389,7 +392,8 @@ def run_engine(
     general = engine == "foreach_batch_general"
     column = engine == "foreach_batch"
     return run_flinkish(
-        spark, directory, args.disorder_ms, work, args.timeout_s, general, args.count_trigger, backend, column
+        spark, directory, args.disorder_ms, work, args.timeout_s, general, args.count_trigger, backend, column,
+        getattr(args, "key_type", "none"),
     )
 
 

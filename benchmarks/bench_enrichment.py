@@ -70,7 +70,7 @@ def expected_counts(directory: str) -> Dict[int, int]:
 
 
 # ------------------------------------------------------------------------------------------------------ engines
-def _flinkish(spark: Any, source: Any, out: str, work: str, columnar_records: bool = True) -> Any:
+def _flinkish(spark: Any, source: Any, out: str, work: str, columnar_records: bool = True, key_type: str = "none") -> Any:
     from pyspark_flinkish.common import Types, WatermarkStrategy
     from pyspark_flinkish.datastream import StreamExecutionEnvironment
     from pyspark_flinkish.datastream.connectors.delta import DeltaSink
@@ -90,7 +90,9 @@ def _flinkish(spark: Any, source: Any, out: str, work: str, columnar_records: bo
     # columnar_records=False: every record crosses the stages pickled (flinkish_pickled)
     env = StreamExecutionEnvironment.get_execution_environment(spark, columnar_records=columnar_records)
     stream = env.from_dataframe(source, WatermarkStrategy.no_watermarks(), order_columns=["seq"])
-    stream.key_by(lambda r: r.key).process(RunningCount(), output_type=out_type).sink_to(DeltaSink.for_path(out))
+    declared = Types.LONG() if key_type == "long" else None  # --key-type long: the key crosses as a column
+    keyed = stream.key_by(lambda r: r.key, key_type=declared)
+    keyed.process(RunningCount(), output_type=out_type).sink_to(DeltaSink.for_path(out))
     handle = env.execute("enrichment", checkpoint_location=os.path.join(work, "ck"), trigger={"availableNow": True})
     handle.await_termination()
     return handle.query
@@ -150,7 +152,7 @@ def _transform_with_state_in_pandas(spark: Any, source: Any, out: str, work: str
     return query
 
 
-def run_one(engine: str, input_dir: str, work: str, result: str, partitions: int) -> None:
+def run_one(engine: str, input_dir: str, work: str, result: str, partitions: int, key_type: str = "none") -> None:
     """One engine's run in this process (the driver): writes its figures as JSON to ``result``."""
     from pyspark_flinkish.spark import session
 
@@ -163,9 +165,10 @@ def run_one(engine: str, input_dir: str, work: str, result: str, partitions: int
     spark.sparkContext.setLogLevel("ERROR")
     source = spark.readStream.schema(INPUT_DDL).option("maxFilesPerTrigger", 1).parquet(input_dir)
     out = os.path.join(work, "out")
-    run = {"flinkish": _flinkish, "apply_in_pandas_with_state": _apply_in_pandas_with_state,
+    run = {"flinkish": lambda *a: _flinkish(*a, key_type=key_type),
+           "apply_in_pandas_with_state": _apply_in_pandas_with_state,
            "transform_with_state_in_pandas": _transform_with_state_in_pandas,
-           "flinkish_pickled": lambda *a: _flinkish(*a, columnar_records=False)}[engine]
+           "flinkish_pickled": lambda *a: _flinkish(*a, columnar_records=False, key_type=key_type)}[engine]
     sys.path.insert(0, HERE)
     from proc_cpu import tree_cpu
 
@@ -192,13 +195,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--partitions", type=int, default=2, help="shuffle / state partitions (default 2: one per core)")
     p.add_argument("--engines", default=",".join(ENGINES))
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--key-type", choices=("none", "long"), default="none",
+                   help="this package's key_by key_type (default none: untyped; long: Types.LONG(), keys as columns)")
     p.add_argument("--run", help=argparse.SUPPRESS)  # internal: one engine's run in this process
     p.add_argument("--input", help=argparse.SUPPRESS)
     p.add_argument("--work", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.run:
-        run_one(args.run, args.input, args.work, args.result, args.partitions)
+        run_one(args.run, args.input, args.work, args.result, args.partitions, args.key_type)
         return 0
 
     work = tempfile.mkdtemp(prefix="bench-enrichment-")
@@ -218,7 +223,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 os.makedirs(run_dir)
                 result = os.path.join(run_dir, "result.json")
                 cmd = [sys.executable, os.path.abspath(__file__), "--run", engine, "--input", input_dir,
-                       "--work", run_dir, "--result", result, "--partitions", str(args.partitions)]
+                       "--work", run_dir, "--result", result, "--partitions", str(args.partitions),
+                       "--key-type", args.key_type]
                 done = subprocess.run(cmd, capture_output=True, text=True)
                 if done.returncode != 0:
                     bad.append(f"{engine} (repeat {repeat}) failed:\n{done.stderr[-3000:]}")

@@ -191,6 +191,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--driver-memory", default="6g", help="spark.driver.memory (default 6g)")
     p.add_argument("--timeout-s", type=float, default=3600, help="give up on one query after this long (default 3600)")
+    p.add_argument("--key-type", choices=("none", "long"), default="none",
+                   help="this package's key_by key_type (default none: untyped; long: Types.LONG(), keys as columns)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--workdir", default=None, help="where to put input and checkpoints (default: a temp dir, removed)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT", help="write the results as JSON here")

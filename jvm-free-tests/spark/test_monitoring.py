@@ -85,6 +85,8 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
         "stateCacheRebuilds": 1,  # this executor had no cache of the partition
         "stateBytesWritten": sum(p.stat().st_size for p in tmp_path.rglob("*.parquet")),
         "statePartition": sp,
+        "numRecordsInAsColumns": 0,  # pickled records, keys as bytes (an undeclared type and key)
+        "numKeysInAsColumns": 0,
     }
     # the state's size: the bytes of the keys and values that make it up (b's open window)
     rows = manifest_rows(root, uid, sp, manifest)

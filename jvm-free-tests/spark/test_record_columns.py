@@ -43,15 +43,21 @@ from pyspark.sql.types import Row as SparkRow
 
 from pyspark_flinkish.common import Types
 from pyspark_flinkish.core.coders import float32
+from pyspark_flinkish.core.key_identity import distinct_key, plain_key
 from pyspark_flinkish.core.rows import Row, RowKind
 from pyspark_flinkish.datastream import MicroBatch
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.state import ValueStateDescriptor
+from pyspark_flinkish.spark.keys import decode_key, encode_key
 from pyspark_flinkish.spark.record_columns import (
+    KEY_PREFIX,
     RecordColumns,
+    arrow_values,
     dataframe_columns,
     declared_columns,
+    frame_keys,
     frame_values,
+    key_columns,
 )
 from pyspark_flinkish.spark.rows import ROW_DDL, dumps, loads, row_frame
 from pyspark_flinkish.spark.sink_frames import ORDER_COLUMN, STEP_COLUMN, decode_batches
@@ -195,7 +201,7 @@ def _layout_and_values(draw: Any) -> Any:
 def _columnar_round_trip(layout: RecordColumns, elements: List[Any], int_ext: bool) -> List[Any]:
     rows = []
     for i, element in enumerate(elements):
-        cols = layout.encode(element)
+        cols = layout.cell(element)  # what the route keeps: encode's values (a scalar's value itself)
         value = dumps(element) if cols is None else None
         rows.append({"kind": "rec", "dest": layout.dest, "sp": 0, "value": value, "ord": [1, i], "cols": cols})
     rows.append({"kind": "hb", "dest": layout.dest, "sp": 0})  # a row that is no record: placeholders
@@ -244,6 +250,9 @@ def test_the_property_can_fail(int_ext: bool) -> None:
         def encode(self, value: Any) -> Any:
             return (value, 0)
 
+        def cell(self, value: Any) -> Any:
+            return value  # a scalar's cell: unchecked
+
     lax = Lax(3, "scalar", ["FLOAT"])
     got = _columnar_round_trip(lax, [0.1], int_ext)
     assert not _same(loads(dumps(0.1)), got[0])
@@ -286,14 +295,14 @@ def test_a_keyed_job_gets_the_same_records_either_way(tmp_path: Path, monkeypatc
     columns (FLOAT rounded by the map's type, None fields, a NaN), and the keyed function sees exactly what it sees
     when every record is pickled, and what the local engine gives it."""
     encoded: List[bool] = []
-    encode = RecordColumns.encode
+    cell = RecordColumns.cell
 
     def counting(self: RecordColumns, value: Any) -> Any:
-        cols = encode(self, value)
+        cols = cell(self, value)
         encoded.append(cols is not None)
         return cols
 
-    monkeypatch.setattr(RecordColumns, "encode", counting)
+    monkeypatch.setattr(RecordColumns, "cell", counting)
     local: List[Any] = []
     local_outputs(enrichment(local))
     pickled: List[Any] = []
@@ -307,8 +316,9 @@ def test_a_keyed_job_gets_the_same_records_either_way(tmp_path: Path, monkeypatc
 
 
 def test_a_sink_frame_decodes_records_that_crossed_as_columns() -> None:
-    """``decode_batches`` (a sink frame's Python path) rebuilds a record that crossed as columns as it would have
-    unpickled it: the same Arrow output as when every record is pickled."""
+    """``decode_batches`` (a sink frame's Python path) and ``arrow_values`` (the tasks of the Kafka and file sinks'
+    writers) rebuild a record that crossed as columns as they would have unpickled it: the same elements, and the
+    same Arrow output as when every record is pickled."""
     layout = declared_columns(5, EVENT)
     assert layout is not None
     values = [Row(user="a", amount=float32(1.1), note=None, n=1), Row(user="b", amount=0.1, note="x", n=2)]
@@ -327,7 +337,188 @@ def test_a_sink_frame_decodes_records_that_crossed_as_columns() -> None:
             arrays[c] = pa.array([layout.placeholders[i] if e is None else e[i] for e in encoded])  # type: ignore[union-attr]
         return pa.RecordBatch.from_pydict(arrays)
 
+    # the writers' tasks (``KafkaSink``, ``FileSink``) get the elements as pickling gives them
+    rebuilt = arrow_values(batch(True), layout)
+    assert all(_same(got, loads(dumps(v))) for got, v in zip(rebuilt, values))
+    assert all(_same(got, v) for got, v in zip(arrow_values(batch(False), None), values))
     both = list(decode_batches([batch(True)], EVENT, schema, with_order=True, layout=layout))
     pickled = list(decode_batches([batch(False)], EVENT, schema, with_order=True))
     assert both[0].to_pylist() == pickled[0].to_pylist()
     assert both[0].to_pylist()[0] == {"user": "a", "amount": float32(1.1), "note": None, "n": 1, ORDER_COLUMN: [0, 1, 0]}
+
+
+# ------------------------------------------------------------------------------------------ keys as columns
+
+
+@st.composite
+def _key_type_and_keys(draw: Any) -> Any:
+    """A declared ``key_type`` (a basic type, a ``TUPLE``, a ``ROW``/``ROW_NAMED`` of them) and keys a selector may
+    return for it: of the type and near misses (other shapes, names, kinds, values)."""
+    shape = draw(st.sampled_from(["scalar", "tuple", "row", "row_positional"]))
+    leaves = [draw(_LEAF)] if shape == "scalar" else draw(st.lists(_LEAF, min_size=1, max_size=3))
+    names = [f"k{i}" for i in range(len(leaves))]
+    types = [_TYPES[t]() for t in leaves]
+    key_type = {
+        "scalar": lambda: types[0],
+        "tuple": lambda: Types.TUPLE(types),
+        "row": lambda: Types.ROW_NAMED(names, types),
+        "row_positional": lambda: Types.ROW(types),
+    }[shape]()
+    fields = st.tuples(*[_leaf_values(t) for t in leaves])
+
+    def make(values: Any, variant: int) -> Any:
+        if shape == "scalar":
+            return values[0]
+        if variant == 0:
+            return tuple(values)
+        row = Row(*values)
+        if variant >= 2:
+            row.set_field_names(list(names) if shape == "row" else [f"f{i}" for i in range(len(values))])
+        if variant == 3:
+            row.set_row_kind(RowKind.DELETE)
+        return row
+
+    keys = draw(st.lists(st.tuples(fields, st.sampled_from([0, 1, 2, 2, 3])), max_size=10))
+    return key_type, [make(v, variant) for v, variant in keys]
+
+
+def _keys_round_trip(key_type: Any, keys: List[Any], int_ext: bool) -> List[Any]:
+    """The keys as the route sends them (as columns where they come back exactly, else as their bytes), through
+    pyspark's worker conversions, as the keyed task reads them (``frame_keys``); and the route's bytes."""
+    layout = key_columns(4, key_type)
+    assert layout is not None
+    layout = pickle.loads(pickle.dumps(layout))  # shipped to the executors
+    rows, sent = [], []
+    for i, key in enumerate(keys):
+        dk = distinct_key(key, key_type)
+        kb = encode_key(dk)
+        kcols = layout.cell(plain_key(dk))
+        sent.append((kb, kcols is not None))
+        rows.append({"kind": "rec", "dest": 4, "sp": 0, "key": kb if kcols is None else None, "value": dumps(i), "ord": [1, i],
+                     "kcols": kcols})
+    rows.append({"kind": "hb", "dest": 4, "sp": 0})  # no record: placeholders, no key
+    frame = row_frame(rows, [layout])
+    read = _through_spark(frame, ROW_DDL + ", " + layout.ddl, int_ext)
+    got = frame_keys(read, layout, key_type)
+    assert got[-1] == (None, None)
+    return list(zip(sent, got[:-1]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_key_type_and_keys(), st.booleans())
+def test_keys_as_columns_keep_their_bytes_and_identity(case: Any, int_ext: bool) -> None:
+    """A declared key that crossed as columns gives the keyed task the same bytes (so the same state partition and
+    state) the route made, and the key those bytes decode to (class and values bit for bit): Flink's key identity
+    (``core/key_identity.py``) is untouched. A key that would not come back exactly crossed as its bytes."""
+    key_type, keys = case
+    for key, ((kb, as_columns), (got_bytes, rebuilt)) in zip(keys, _keys_round_trip(key_type, keys, int_ext)):
+        assert got_bytes == kb, (key, kb, got_bytes)
+        if as_columns:
+            assert _same(rebuilt, decode_key(kb)), (key, rebuilt, decode_key(kb))
+            assert distinct_key(rebuilt, key_type) == distinct_key(key, key_type)
+        else:
+            assert rebuilt is None
+
+
+def test_key_identity_edge_cases_cross_as_columns() -> None:
+    """Keys Flink tells apart stay apart, keys it holds as one stay one, whichever way they cross: ``-0.0`` and
+    ``0.0`` (two keys of a ``DOUBLE`` key_type), two ``FLOAT`` keys rounding to one 32-bit value (one key), ``True``
+    for an ``INT`` key_type (the key ``1``), a NaN (the plain one, as columns; one with a payload, as its bytes)."""
+
+    def crossed(key_type: Any, keys: List[Any]) -> List[Any]:
+        out = _keys_round_trip(key_type, keys, int_ext=False)
+        assert all(as_columns for (_, as_columns), _ in out[: len(keys) - 1])
+        return [got for _, got in out]
+
+    zero, minus_zero = crossed(Types.DOUBLE(), [0.0, -0.0, 0.0])[:2]
+    assert zero[0] != minus_zero[0]
+    assert struct.pack("<d", minus_zero[1]) == struct.pack("<d", -0.0)
+    a, b = crossed(Types.FLOAT(), [0.1, float32(0.1) + 1e-12, 0.1])[:2]  # both round to float32(0.1)
+    assert a == b and a[1] == float32(0.1)
+    one, true = crossed(Types.INT(), [1, True, 1])[:2]
+    assert one == true == (b"1", 1) and type(true[1]) is int
+    payload_nan = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
+    out = _keys_round_trip(Types.DOUBLE(), [math.nan, payload_nan], int_ext=False)
+    assert out[0][0][1] and math.isnan(out[0][1][1])  # the plain NaN as a column
+    assert not out[1][0][1] and out[1][1] == (out[1][0][0], None)  # a payload NaN as its bytes
+    assert key_columns(1, Types.PICKLED_BYTE_ARRAY()) is None and key_columns(1, None) is None  # untyped: bytes
+    assert key_columns(1, Types.TUPLE([Types.STRING(), Types.LIST(Types.INT())])) is None  # nested: bytes
+
+
+class KeySeen(KeyedProcessFunction):  # type: ignore[type-arg]
+    """Emits the current key (class and bits) and a running count in ValueState, and one timer's firing per key."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        if n == 1:
+            ctx.timer_service().register_event_time_timer(10_000)
+        key = ctx.get_current_key()
+        yield ("seen", type(key).__name__, struct.pack("<d", key).hex(), value[1], n)
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield ("timer", struct.pack("<d", ctx.get_current_key()).hex(), self.count.value())
+
+
+KEY_BATCHES = [
+    [(0.0, 1), (-0.0, 2), (math.nan, 3), (1.5, 4)],
+    [(-0.0, 5), (0.0, 6), (math.nan, 7), (1.5, 8), (2.5, 9)],
+    [(0.0, 10), (-0.0, 11), (1.5, 12)],
+]
+
+
+def keyed_by_double(out: List[Any]) -> Any:
+    from pyspark_flinkish.common import Duration, WatermarkStrategy
+    from pyspark_flinkish.datastream.sources import MicroBatchSource
+    from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
+
+    def build(env: Any) -> None:
+        source = MicroBatchSource([MicroBatch(b, processing_time=1_000 * (i + 1)) for i, b in enumerate(KEY_BATCHES)])
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1] * 1_000)
+        keyed = env.from_source(source, strategy, "events").key_by(lambda e: e[0], key_type=Types.DOUBLE())
+        keyed.process(KeySeen()).uid("seen").add_sink(out.append)
+        windows = keyed.window(TumblingEventTimeWindows.of(Duration.of_seconds(4)))
+        windows.reduce(lambda a, b: (a[0], a[1] + b[1])).uid("sums").map(
+            lambda e: ("sum", struct.pack("<d", e[0]).hex(), e[1])
+        ).add_sink(out.append)
+
+    return build
+
+
+def test_declared_keys_cross_as_columns_with_flinks_identity(tmp_path: Path, monkeypatch: Any) -> None:
+    """Through the foreachBatch executor's real bodies: the keys of a ``DOUBLE`` key_type (``0.0``, ``-0.0``, a NaN)
+    cross from the route to the keyed stage as columns, into a process function (state, timers) and a batch-wise
+    window, and give what the local engine gives and what crossing as bytes gives. A checkpoint written with every
+    key as its bytes (``columnar_records=False``) goes on with keys as columns: the state is keyed by the same bytes,
+    so no key's state splits."""
+    crossed: List[bool] = []
+    cell = RecordColumns.cell
+
+    def counting(self: RecordColumns, value: Any) -> Any:
+        cols = cell(self, value)
+        if self.prefix == KEY_PREFIX:
+            crossed.append(cols is not None)
+        return cols
+
+    monkeypatch.setattr(RecordColumns, "cell", counting)
+    local: List[Any] = []
+    local_outputs(keyed_by_double(local))
+    as_bytes: List[Any] = []
+    run_foreach_batch(keyed_by_double(as_bytes), str(tmp_path / "bytes"), vectorize=True, columnar_records=False)
+    assert crossed == []
+    as_columns: List[Any] = []
+    run_foreach_batch(keyed_by_double(as_columns), str(tmp_path / "columns"), vectorize=True)
+    assert crossed and all(crossed)  # every key of both operators crossed as columns
+    assert len(crossed) == 2 * sum(map(len, KEY_BATCHES))
+    assert sorted(map(repr, as_columns)) == sorted(map(repr, as_bytes)) == sorted(map(repr, local))
+    minus_zero = struct.pack("<d", -0.0).hex()
+    assert ("seen", "float", minus_zero, 11, 3) in as_columns  # -0.0's own count, apart from 0.0's
+    mixed: List[Any] = []
+    ck = str(tmp_path / "mixed")
+    n = len(KEY_BATCHES) + 1
+    run_foreach_batch(keyed_by_double(mixed), ck, vectorize=True, columnar_records=False, batches=range(0, 2))
+    run_foreach_batch(keyed_by_double(mixed), ck, vectorize=True, batches=range(2, n))
+    assert sorted(map(repr, mixed)) == sorted(map(repr, local))

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..core.async_operator import AsyncWaitOperator
 from ..core.errors import UserFunctionError
-from ..core.key_identity import distinct_key
+from ..core.key_identity import distinct_key, plain_key
 from ..core.operators import KeyedOperator, StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks
@@ -160,7 +160,7 @@ class ChainRunner:
         if node.kind == "sink":
             self.sink_counts[index] = self.sink_counts.get(index, 0) + 1
             layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
-            cols = None if layout is None else layout.encode(record.value)
+            cols = None if layout is None else layout.cell(record.value)
             self.rows.append(
                 {
                     "kind": "rec",
@@ -179,19 +179,23 @@ class ChainRunner:
             return
         if node.keyed:
             key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
-            kb = encode_key(distinct_key(key, node.key_type))
+            dk = distinct_key(key, node.key_type)
+            kb = encode_key(dk)
             layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
-            cols = None if layout is None else layout.encode(record.value)
+            cols = None if layout is None else layout.cell(record.value)
+            key_layout = self.plan.key_columns.get(index)  # a declared key_type: the key crosses as columns
+            kcols = None if key_layout is None else key_layout.cell(plain_key(dk))
             self.rows.append(
                 {
                     "kind": "rec",
                     "dest": index,
                     "sp": state_partition(kb, self.partitions),
-                    "key": kb,
+                    "key": kb if kcols is None else None,
                     "value": dumps(record.value) if cols is None else None,
                     "ts": record.timestamp,
                     "ord": order,
                     "cols": cols,
+                    "kcols": kcols,
                 }
             )
             return

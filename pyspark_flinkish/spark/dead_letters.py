@@ -93,7 +93,7 @@ class DeadLetterWriter:
         def row(record: MalformedRecord) -> tuple:  # type: ignore[type-arg]
             return dead_letter_row(record, source, batch_id, now, qid)  # on the executors
 
-        letters = SinkFrame(frame.rows, DEAD_LETTER_TYPE, frame.count, convert=row)
+        letters = SinkFrame(frame.rows, DEAD_LETTER_TYPE, frame.count, convert=row, layout=frame.layout)
         try:
             self.delta(spark, letters, batch_id, context)
         except Exception as exc:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from typing import Any, Dict, Iterable, Iterator, List, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..core.clock import Clock
 from ..core.errors import UnsupportedFeatureError
@@ -33,6 +33,7 @@ from ..core.file_parts import PartFileSettings, PartFileWriter
 from ..datastream.plan import FileSinkSpec, Transformation
 from . import storage
 from .delta_commits import app_id
+from .record_columns import RecordColumns, arrow_values
 from .sink_frames import STEP_COLUMN, SinkFrame
 
 _log = logging.getLogger("pyspark_flinkish.spark.file_sink")
@@ -45,22 +46,27 @@ def part_uid(app: str, batch_id: int, task: int) -> str:
 
 
 def write_task(
-    batches: Iterable[Any], settings: PartFileSettings, base: str, app: str, batch_id: int, bucket: str
+    batches: Iterable[Any],
+    settings: PartFileSettings,
+    base: str,
+    app: str,
+    batch_id: int,
+    bucket: str,
+    layout: Optional[RecordColumns] = None,
 ) -> Iterator[Any]:
-    """``mapInArrow`` body (one task): the task's records (pickled ``value`` column, in Flink's order) into hidden
-    in-progress part files under ``base``/``bucket``; yields the pending files as (``hidden``, ``final``) rows."""
+    """``mapInArrow`` body (one task): the task's records (in Flink's order: pickled ``value``, or the columns of
+    ``layout`` where they crossed as columns, ``spark/record_columns.py``) into hidden in-progress part files under
+    ``base``/``bucket``; yields the pending files as (``hidden``, ``final``) rows."""
     import pyarrow as pa
     from pyspark import TaskContext
-
-    from .rows import loads
 
     context = TaskContext.get()
     task = context.partitionId() if context is not None else 0
     uid = part_uid(app, batch_id, task)
     writer = PartFileWriter(settings, base, uid, str(uuid.uuid5(_NAMESPACE, uid)), storage.open_output)
     for batch in batches:
-        for value in batch.column("value").to_pylist():
-            writer.write(loads(value), bucket)
+        for element in arrow_values(batch, layout):
+            writer.write(element, bucket)
     pending = writer.finish()
     yield pa.RecordBatch.from_arrays(
         [pa.array([h for h, _ in pending], pa.string()), pa.array([f for _, f in pending], pa.string())],
@@ -129,13 +135,15 @@ class FileBatchWriter:
         settings = self.sink.part_file_settings(self.output_type)
         bucket = self.sink.bucket_assigner.bucket_id(self.clock.now())
         base = storage.abspath(self.sink.base_path)
-        rows = frame.rows.select("value", "ord", STEP_COLUMN)
+        columns = frame.value_columns()
+        layout = frame.layout
+        rows = frame.rows.select(*columns, "ord", STEP_COLUMN)
         if frame.count is not None:
             rows = rows.coalesce(frame.partitions())
-        rows = rows.sortWithinPartitions(STEP_COLUMN, "ord").select("value")
+        rows = rows.sortWithinPartitions(STEP_COLUMN, "ord").select(*columns)
 
         def write(batches: Iterable[Any]) -> Iterator[Any]:
-            return write_task(batches, settings, base, app, batch_id, bucket)
+            return write_task(batches, settings, base, app, batch_id, bucket, layout)
 
         files = [(r["hidden"], r["final"]) for r in rows.mapInArrow(write, "hidden string, final string").collect()]
         pending = {"committed": committed, "pending": {"batch": batch_id, "files": files}}

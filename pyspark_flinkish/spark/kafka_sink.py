@@ -1,7 +1,8 @@
 """Kafka on the Spark executors: the batch writer behind ``KafkaSink`` (both Spark executors).
 
-Per micro-batch the sink's records (a :class:`~.sink_frames.SinkFrame`, still on the executors) are serialized into
-Kafka records by the executors (``mapInArrow``: topic, key and value bytes, timestamp, place in Flink's order),
+Per micro-batch the sink's records (a :class:`~.sink_frames.SinkFrame`, still on the executors: pickled, or as typed
+columns where the stream's type is declared, ``spark/record_columns.py``) are serialized into Kafka records by the
+executors (``mapInArrow``: topic, key and value bytes, timestamp, place in Flink's order),
 hash-partitioned by ``(topic, key)`` into ``n = ceil(records / records per writer)`` writers (:data:`RECORDS_PER_WRITER_CONF`,
 at most ``spark.sql.shuffle.partitions``; a deterministic function of the batch's records, so a replayed batch puts the
 same records in the same writer — never ``coalesce``, whose grouping depends on locality), sorted in Flink's order
@@ -28,6 +29,7 @@ from ..datastream.connectors.kafka_producer import (
 )
 from ..datastream.plan import KafkaSinkSpec, Transformation
 from .delta_commits import app_id
+from .record_columns import RecordColumns, arrow_values
 from .sink_frames import ORDER_COLUMN, RECORDS_PER_TASK, STEP_COLUMN, SinkFrame
 
 _log = logging.getLogger("pyspark_flinkish.spark.kafka_sink")
@@ -51,21 +53,20 @@ def process_pool() -> ProducerPool:
     return _POOL
 
 
-def _serialize(sink: Any) -> Any:
-    """``mapInArrow`` body: sink rows (pickled element, order, step, timestamp) to Kafka records."""
+def _serialize(sink: Any, layout: Optional[RecordColumns] = None) -> Any:
+    """``mapInArrow`` body: sink rows (the element: pickled, or as the columns of ``layout``; order, step, timestamp)
+    to Kafka records."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
-
-        from .rows import loads
 
         schema = pa.schema([("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary()), ("ts", pa.int64()),
                             (ORDER_COLUMN, pa.list_(pa.int64()))])
         for batch in batches:
             out: Dict[str, List[Any]] = {name: [] for name in schema.names}
-            for value, order, step, ts in zip(batch.column("value").to_pylist(), batch.column("ord").to_pylist(),
-                                              batch.column(STEP_COLUMN).to_pylist(), batch.column("ts").to_pylist()):
-                topic, key, data = _serialize_one(sink, loads(value))
+            for element, order, step, ts in zip(arrow_values(batch, layout), batch.column("ord").to_pylist(),
+                                                batch.column(STEP_COLUMN).to_pylist(), batch.column("ts").to_pylist()):
+                topic, key, data = _serialize_one(sink, element)
                 out["topic"].append(topic)
                 out["key"].append(key)
                 out["value"].append(data)
@@ -172,7 +173,8 @@ class KafkaBatchWriter:
         sink_uid = str(context.get("sink_uid", "sink"))
         app = app_id(context.get("checkpoint", ""), sink_uid)
         n = self.writers(frame)
-        records = frame.rows.select("value", "ord", STEP_COLUMN, "ts").mapInArrow(_serialize(self.sink), _RECORD_DDL)
+        records = frame.rows.select(*frame.value_columns(), "ord", STEP_COLUMN, "ts")
+        records = records.mapInArrow(_serialize(self.sink, frame.layout), _RECORD_DDL)
         records = records.repartition(n, F.col("topic"), F.col("key")).sortWithinPartitions(ORDER_COLUMN)
         committed = self.committed(app, n)
         try:

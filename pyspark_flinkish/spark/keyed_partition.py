@@ -28,7 +28,7 @@ from .error_transport import reported_to_driver
 from .generators import mid_batch_order
 from .keys import decode_key, encode_key
 from .plan import ExecPlan
-from .record_columns import frame_values
+from .record_columns import frame_keys, frame_values
 from .rows import metric_row, row_frame
 from .state_cache import KeyState
 from .state_store import Manifest, PartitionStore
@@ -40,9 +40,17 @@ Manifests = Dict[str, Dict[int, Manifest]]
 """The manifests of the state partitions of every keyed operator (by uid, then partition) as of a batch."""
 
 
-def _record_keys(pdf: Any) -> List[bytes]:
-    """The encoded keys of the partition's records (a broadcast element has none)."""
-    return [bytes(k) for kind, k in zip(pdf["kind"], pdf["key"]) if kind == "rec" and k is not None]
+def _record_keys(pdf: Any, keys: List[Tuple[Optional[bytes], Any]]) -> List[bytes]:
+    """The encoded keys of the partition's records (``keys``: :func:`~.record_columns.frame_keys` of ``pdf``; a
+    broadcast element has none)."""
+    return [kb for kind, (kb, _) in zip(pdf["kind"], keys) if kind == "rec" and kb is not None]
+
+
+def _crossed_as_columns(pdf: Any, keys: List[Tuple[Optional[bytes], Any]]) -> Dict[str, int]:
+    """How many of the partition's records crossed into it as typed columns rather than pickled
+    (``numRecordsInAsColumns``), and how many keys rather than as their bytes (``numKeysInAsColumns``)."""
+    records = sum(1 for kind, v in zip(pdf["kind"], pdf["value"]) if kind == "rec" and v is None)
+    return {"numRecordsInAsColumns": records, "numKeysInAsColumns": sum(1 for _, key in keys if key is not None)}
 
 
 def store_metrics(
@@ -86,13 +94,16 @@ def run_keyed_partition(
     op.open(out, FixedClock(now))
     store = PartitionStore(state_root, node.uid, sp, manifests.get(node.uid, {}).get(sp))
     layout = plan.record_columns.get(index)  # its records may cross as columns (``spark/record_columns.py``)
+    keys = frame_keys(pdf, plan.key_columns.get(index), node.key_type)  # and its keys
     if node.batched:
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
-        metrics = _run_batched(op, out, pdf, frame_values(pdf, layout), wm_prev, wm_new, now, store, batch_id)
+        elements = frame_values(pdf, layout)
+        metrics = _run_batched(op, out, pdf, elements, keys, wm_prev, wm_new, now, store, batch_id)
+        metrics.update(_crossed_as_columns(pdf, keys))
         runner.finish()
         return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
     broadcast = hasattr(op, "snapshot_broadcast_state")
-    wanted = _record_keys(pdf) + ([OPERATOR_STATE_KEY] if broadcast else [])
+    wanted = _record_keys(pdf, keys) + ([OPERATOR_STATE_KEY] if broadcast else [])
     for key_bytes, state in store.load(wanted, watermarks_new[index], now).items():
         snapshot = decode_snapshot(state.rows[0][1])
         if broadcast and key_bytes == OPERATOR_STATE_KEY:
@@ -152,6 +163,7 @@ def run_keyed_partition(
     received = sum(1 for r in records if r[1] == "rec")
     metrics = partition_metrics(op, received, out.emitted, started)
     metrics = store_metrics(metrics, store, manifest, windows, 1 if broadcast else 0)
+    metrics.update(_crossed_as_columns(pdf, keys))
     return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
 
 
@@ -160,6 +172,7 @@ def _run_batched(
     out: KeyedOutput,
     pdf: Any,
     elements: List[Any],
+    keys: List[Tuple[Optional[bytes], Any]],
     wm_prev: int,
     wm_new: int,
     now: int,
@@ -167,21 +180,21 @@ def _run_batched(
     batch_id: int,
 ) -> Dict[str, Any]:
     """The keyed stage of a window that :class:`BatchWindowOperator` runs: one accumulator per (key, window)
-    in the store instead of keyed snapshots (``elements``: the element of each ``rec`` row of ``pdf``). Returns the
-    partition's metrics."""
+    in the store instead of keyed snapshots (``elements``: the element of each ``rec`` row of ``pdf``; ``keys``:
+    their keys, :func:`~.record_columns.frame_keys`). Returns the partition's metrics."""
     started = time.perf_counter()
-    batch = restore_window_table(op, store, _record_keys(pdf), wm_prev, wm_new, now)
+    batch = restore_window_table(op, store, _record_keys(pdf, keys), wm_prev, wm_new, now)
     records = sorted(
         (
             ([int(x) for x in o], kind, k, v, None if t is None or t != t else int(t))
-            for kind, o, k, v, t in zip(pdf["kind"], pdf["ord"], pdf["key"], elements, pdf["ts"])
+            for kind, o, k, v, t in zip(pdf["kind"], pdf["ord"], keys, elements, pdf["ts"])
             if kind in ("rec", "wm")
         ),
         key=lambda r: r[0],
     )
-    keys: Dict[bytes, Any] = {}
+    decoded: Dict[bytes, Any] = {}
     received = 0
-    for order, kind, kb, value, ts in records:
+    for order, kind, (kb, rebuilt), value, ts in records:
         out.base, out.n, out.phase = order, 0, None
         if kind == "wm":  # a custom generator's mid-batch watermark (``spark/generators.py``)
             if ts > op.current_watermark:
@@ -189,9 +202,9 @@ def _run_batched(
                 out.runner.forward_watermark(out.index, ts, mid_batch_order(order))
             continue
         received += 1
-        key = keys.get(kb)
-        if key is None:
-            key = keys[kb] = decode_key(kb)
+        key = decoded.get(kb)  # type: ignore[arg-type]
+        if key is None:  # a key that crossed as columns is the one its bytes decode to
+            key = decoded[kb] = decode_key(kb) if rebuilt is None else rebuilt  # type: ignore[index]
         batch.process_element(key, value, ts)
     out.phase = 2
     batch.advance_watermark(wm_new)

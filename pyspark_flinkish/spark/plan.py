@@ -14,7 +14,7 @@ from ..core.errors import UnsupportedFeatureError
 from ..core.operators import StreamOperator
 from ..core.records import OutputTag
 from ..datastream.plan import (
-    DeltaSinkSpec,
+    BatchWriterSinkSpec,
     ForeachBatchSpec,
     TimestampsSpec,
     Transformation,
@@ -24,7 +24,7 @@ from ..datastream.plan import (
     topological,
 )
 from . import state_store
-from .record_columns import RecordColumns, declared_columns, extra_ddl, input_columns
+from .record_columns import RecordColumns, declared_columns, extra_ddl, input_columns, key_columns
 from .rows import ROW_DDL
 
 
@@ -169,25 +169,34 @@ class ExecPlan:
         # keyed operators whose records cross stages as columns (``spark/record_columns.py``; see
         # :meth:`carry_columns`), by node
         self.record_columns: Dict[int, RecordColumns] = {}
+        # keyed operators whose declared keys cross from the route as columns (``record_columns.key_columns``)
+        self.key_columns: Dict[int, RecordColumns] = {}
 
     def carry_columns(self) -> None:
-        """Let the records of every one-input keyed operator, ``DeltaSink`` and ``foreach_batch`` sink whose input type
-        is declared cross stages as columns (``spark/record_columns.py``) instead of pickles; needs the plan's
+        """Let the records of every one-input keyed operator and every sink written from a ``SinkFrame`` whose input
+        type is declared cross stages as columns (``spark/record_columns.py``) instead of pickles, and the keys of every
+        one-input keyed operator with a declared ``key_type`` instead of their bytes; needs the plan's
         transformations (on the driver)."""
         for i, t in enumerate(self.transformations):
             node = self.nodes[i]
             layout = None
             if node.keyed and not node.two_input:
                 layout = input_columns(i, t.inputs)
-            elif node.kind == "sink" and isinstance(t.spec, (DeltaSinkSpec, ForeachBatchSpec)):
-                # sinks that read their records only as a typed frame (``SinkFrame.typed``), never as ``value``
+            elif node.kind == "sink" and isinstance(t.spec, (BatchWriterSinkSpec, ForeachBatchSpec)):
+                # sinks written from a ``SinkFrame`` (``DeltaSink``, ``KafkaSink``, ``FileSink``, dead letters,
+                # ``foreach_batch``): its typed frame or its writers' tasks read the columns, never the driver
                 layout = declared_columns(i, t.inputs[0].output_type)
             if layout is not None:
                 self.record_columns[i] = layout
+            if node.keyed and not node.two_input:
+                keys = key_columns(i, node.key_type)
+                if keys is not None:
+                    self.key_columns[i] = keys
 
     def typed_columns(self) -> List[RecordColumns]:
-        """The column layouts of the stage rows, in the order of their columns."""
-        return [self.record_columns[i] for i in sorted(self.record_columns)]
+        """The column layouts of the stage rows, in the order of their columns: records', then keys'."""
+        records = [self.record_columns[i] for i in sorted(self.record_columns)]
+        return records + [self.key_columns[i] for i in sorted(self.key_columns)]
 
     def row_ddl(self) -> str:
         """The schema of the stage rows: :data:`.rows.ROW_DDL`, then the columns of :meth:`typed_columns`."""

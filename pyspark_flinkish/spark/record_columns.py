@@ -6,7 +6,12 @@ the route (and from an earlier keyed level) as columns of the stage rows (:mod:`
 ``c<dest>_<i>``, and a null mask ``c<dest>_n`` (bit ``i`` set: field ``i`` is ``None``), with ``value`` left null.
 Spark moves them as Arrow columns; nothing is pickled or unpickled for them. A ``DeltaSink`` or ``foreach_batch``
 sink of a declared flat type gets its records so too: its frame (``spark/sink_frames.py``) selects the columns in
-Spark, with no Python pass at all.
+Spark, with no Python pass at all; a ``KafkaSink`` or ``FileSink`` writer's task rebuilds them from the columns
+(:func:`arrow_values`) for the user's serializer or encoder.
+
+A keyed operator with a declared ``key_type`` of such a type gets each record's key so too (:func:`key_columns`:
+``k<dest>_<i>`` and a mask, with ``key`` left null), by the same rule; the keyed task makes the key's bytes from the
+rebuilt key with the one key codec (:func:`frame_keys`), so the state is keyed exactly as when the bytes crossed.
 
 The rule is exact by construction: :meth:`RecordColumns.encode` takes a value only when
 :meth:`RecordColumns.decode` gives back what ``pickle`` would (the same class, field names, row kind and values,
@@ -29,6 +34,7 @@ import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..core.coders import float32
+from ..core.key_identity import distinct_key
 from ..core.rows import Row, RowKind
 
 _LEAVES: Dict[str, Tuple[str, str, Any]] = {
@@ -58,6 +64,10 @@ _DOUBLE = struct.Struct("<d")
 _NAN = _DOUBLE.pack(math.nan)  # the one NaN a column gives back: pandas hands Arrow every NaN as a null
 MAX_FIELDS = 63
 """The most fields a record carried as columns has (its null mask is one ``bigint``)."""
+RECORD_PREFIX = "c"
+"""The prefix of a record's columns (``c<dest>_<i>``)."""
+KEY_PREFIX = "k"
+"""The prefix of a key's columns (``k<dest>_<i>``, :func:`key_columns`)."""
 
 
 def _leaf_check(name: str) -> Callable[[Any], bool]:
@@ -93,14 +103,22 @@ class RecordColumns:
     declared type they come from (None for a ``from_dataframe`` row)."""
 
     def __init__(
-        self, dest: int, shape: str, leaves: Sequence[str], names: Sequence[str] = (), declared: Any = None
+        self,
+        dest: int,
+        shape: str,
+        leaves: Sequence[str],
+        names: Sequence[str] = (),
+        declared: Any = None,
+        prefix: str = RECORD_PREFIX,
     ) -> None:
         self.dest = dest
         self.declared = declared  # the declared type (None for a ``from_dataframe`` row)
         self.shape = shape
         self.leaves = tuple(leaves)
         self.names = tuple(names)
-        self.columns = [f"c{dest}_{i}" for i in range(len(self.leaves))] + [f"c{dest}_n"]
+        self.prefix = prefix  # ``c``: a record's columns; ``k``: its key's (:func:`key_columns`)
+        self.slot = "cols" if prefix == RECORD_PREFIX else "kcols"  # the stage row's entry of the encoded values
+        self.columns = [f"{prefix}{dest}_{i}" for i in range(len(self.leaves))] + [f"{prefix}{dest}_n"]
         self.ddl = ", ".join(
             [f"{c} {_LEAVES[t][0]}" for c, t in zip(self.columns, self.leaves)] + [f"{self.columns[-1]} bigint"]
         )
@@ -118,7 +136,7 @@ class RecordColumns:
         self._checks = [_leaf_check(t) for t in self.leaves]
 
     def __repr__(self) -> str:
-        return f"RecordColumns({self.dest}, {self.shape!r}, {list(self.leaves)}, {list(self.names)})"
+        return f"RecordColumns({self.dest}, {self.shape!r}, {list(self.leaves)}, {list(self.names)}, {self.prefix!r})"
 
     def _fields(self, value: Any) -> Optional[Sequence[Any]]:
         """The value's fields, when its shape is exactly the layout's (None: it is pickled)."""
@@ -140,6 +158,8 @@ class RecordColumns:
     def encode(self, value: Any) -> Optional[Tuple[Any, ...]]:
         """The column values of ``value`` (its fields, then the null mask), or None when it does not come back
         exactly from them (it is then pickled)."""
+        if self.shape == "scalar":  # one value, the common key: no field list to build
+            return None if value is None or not self._checks[0](value) else (value, 0)
         fields = self._fields(value)
         if fields is None:
             return None
@@ -155,6 +175,15 @@ class RecordColumns:
                 return None
         out.append(mask)
         return tuple(out)
+
+    def cell(self, value: Any) -> Any:
+        """What a task keeps in a stage row (its ``slot``) for ``value``: :meth:`encode`'s values, or, for a
+        ``"scalar"`` layout, the value itself (no tuple per record: a task holds its rows until it ends, and one
+        more object per record costs the garbage collector). None: not as columns (pickled, or a key's bytes).
+        :func:`.rows.row_frame` turns the cells into the columns."""
+        if self.shape == "scalar":
+            return None if value is None or not self._checks[0](value) else value
+        return self.encode(value)
 
     def decoder(self) -> Callable[[Sequence[Any]], Any]:
         """The function from one record's column values (fields, then mask; Python scalars) to the record."""
@@ -189,22 +218,64 @@ class RecordColumns:
         return self.decoder()(values)
 
 
-def declared_columns(dest: int, type_info: Any) -> Optional[RecordColumns]:
+def declared_columns(dest: int, type_info: Any, prefix: str = RECORD_PREFIX) -> Optional[RecordColumns]:
     """The column layout of records declared as ``type_info`` going to ``dest`` (None: the type is not one carried
     as columns, its records are pickled): a ``ROW``/``TUPLE`` of basic types, or a basic type."""
     if type_info is None:
         return None
     name = type_info.name
     if name in _LEAVES:
-        return RecordColumns(dest, "scalar", [name], declared=type_info)
+        return RecordColumns(dest, "scalar", [name], declared=type_info, prefix=prefix)
     if name in ("ROW", "TUPLE") and 0 < len(type_info.children) <= MAX_FIELDS:
         leaves = [c.name for c in type_info.children]
         if not all(t in _LEAVES for t in leaves):
             return None
         if name == "TUPLE":
-            return RecordColumns(dest, "tuple", leaves, declared=type_info)
-        return RecordColumns(dest, "row", leaves, type_info.field_names, type_info)
+            return RecordColumns(dest, "tuple", leaves, declared=type_info, prefix=prefix)
+        return RecordColumns(dest, "row", leaves, type_info.field_names, type_info, prefix)
     return None
+
+
+def key_columns(dest: int, key_type: Any) -> Optional[RecordColumns]:
+    """The column layout of the keys of keyed operator ``dest`` declared as ``key_type`` (``key_by(..., key_type)``;
+    ``k<dest>_<i>`` and a null mask ``k<dest>_n``): a basic type, or a ``ROW``/``TUPLE`` of them. None: its keys
+    cross as their bytes (``key``), as every untyped key does. A key travels as the value ``distinct_key`` gives it
+    (``plain_key``: as Flink's coder leaves it, a ``FLOAT`` rounded), by the same exactness rule as a record: one
+    that would not come back exactly (a NaN with a payload, a value not of the type) crosses as its bytes."""
+    return declared_columns(dest, key_type, KEY_PREFIX)
+
+
+def frame_keys(pdf: Any, layout: Optional[RecordColumns], key_type: Any) -> List[Tuple[Optional[bytes], Any]]:
+    """The key of each row of a frame of stage rows (:mod:`.rows`) as ``(bytes, key)``: a row with ``key`` gives
+    its bytes and None (the key is decoded from them where it is needed); a ``rec`` row whose key crossed as the
+    ``layout``'s columns gives the key rebuilt from them and its bytes, made by the one key codec
+    (``keys.encode_key`` of ``core.key_identity.distinct_key``, so the same bytes, state partition and state as
+    the route's); other rows ``(None, None)``."""
+    from .keys import encode_key
+
+    kinds, raw = pdf["kind"].tolist(), pdf["key"].tolist()
+    out: List[Tuple[Optional[bytes], Any]] = [(None if k is None else bytes(k), None) for k in raw]
+    if layout is None:
+        return out
+    if layout.shape == "scalar":  # one column and its mask: no tuple per row to rebuild
+        values, masks = pdf[layout.columns[0]].tolist(), pdf[layout.columns[1]].tolist()
+        keys: Any = (None if m else v for v, m in zip(values, masks))
+    else:
+        decode = layout.decoder()
+        keys = (decode(cols) for cols in zip(*[pdf[c].tolist() for c in layout.columns]))
+    made: Dict[Any, bytes] = {}  # the bytes of int and str keys, made once per key of the partition
+    for i, (kind, k, key) in enumerate(zip(kinds, raw, keys)):
+        if kind != "rec" or k is not None:
+            continue
+        t = type(key)
+        if t is int or t is str:  # equal ints (or strs) are one value, so one result of the codec (bools excluded)
+            kb = made.get(key)
+            if kb is None:
+                kb = made[key] = encode_key(distinct_key(key, key_type))
+        else:
+            kb = encode_key(distinct_key(key, key_type))
+        out[i] = (kb, key)
+    return out
 
 
 def dataframe_columns(dest: int, fields: Sequence[Tuple[str, str]]) -> Optional[RecordColumns]:
@@ -247,6 +318,20 @@ def frame_values(pdf: Any, layout: Optional[RecordColumns]) -> List[Any]:
     return out
 
 
+def arrow_values(batch: Any, layout: Optional[RecordColumns]) -> List[Any]:
+    """The element of each row of an Arrow batch of a sink's rows (``value`` and the ``layout``'s columns, as
+    :meth:`~.sink_frames.SinkFrame.value_columns` selects them): unpickled from ``value``, or, when ``value`` is
+    null, rebuilt from the columns (the writer's task gets the record's typed columns, no pickle)."""
+    from .rows import loads
+
+    raw = batch.column("value").to_pylist()
+    if layout is None:
+        return [loads(v) for v in raw]
+    decode = layout.decoder()
+    columns = zip(*[batch.column(c).to_pylist() for c in layout.columns])
+    return [loads(v) if v is not None else decode(c) for v, c in zip(raw, columns)]
+
+
 def extra_ddl(layouts: Sequence[RecordColumns]) -> str:
     """The stage rows' columns for ``layouts`` (after :data:`.rows.ROW_DDL`)."""
     return "".join(f", {layout.ddl}" for layout in layouts)
@@ -255,9 +340,14 @@ def extra_ddl(layouts: Sequence[RecordColumns]) -> str:
 __all__ = [
     "MAX_FIELDS",
     "RecordColumns",
+    "arrow_values",
     "dataframe_columns",
     "declared_columns",
+    "KEY_PREFIX",
+    "RECORD_PREFIX",
     "extra_ddl",
+    "frame_keys",
     "frame_values",
     "input_columns",
+    "key_columns",
 ]

@@ -9,7 +9,8 @@ tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_
   see :mod:`pyspark_flinkish.monitoring`) or ``count`` (one per task and sink ``dest`` it sent records to:
   how many in ``stat_count``, so that the driver knows a sink's size without reading its records);
 * ``dest``: the plan node the record goes to (a keyed operator or a sink); ``sp``: the state partition;
-* ``key``: the encoded key (keyed destinations, :mod:`.keys`); ``value``: the pickled element (null when the
+* ``key``: the encoded key (keyed destinations, :mod:`.keys`; null when a declared key travels as columns:
+  ``k<dest>_<i>`` after these, :func:`.record_columns.key_columns`); ``value``: the pickled element (null when the
   record travels as columns: ``c<dest>_<i>`` after these, :mod:`.record_columns`); ``ts``: its timestamp;
 * ``ord``: the record's position in Flink's processing order within the batch (compared as a list; see
   :mod:`.chain`);
@@ -77,8 +78,8 @@ def loads(data: bytes) -> Any:
 
 def row_frame(rows: List[Dict[str, Any]], typed: Sequence[Any] = ()) -> Any:
     """The rows as a pandas frame of :data:`ROW_COLUMNS`, then the columns of each layout in ``typed``
-    (:class:`~.record_columns.RecordColumns`): a record row for a layout's ``dest`` with ``cols`` (its encoded
-    column values) fills them, every other row the layout's placeholders."""
+    (:class:`~.record_columns.RecordColumns`): a record row for a layout's ``dest`` with ``cols`` (its cell,
+    ``RecordColumns.cell``; ``kcols`` for a key's layout) fills them, every other row the layout's placeholders."""
     import pandas as pd
 
     columns = {}
@@ -93,7 +94,14 @@ def row_frame(rows: List[Dict[str, Any]], typed: Sequence[Any] = ()) -> Any:
     names = list(ROW_COLUMNS)
     for layout in typed:
         dest = layout.dest
-        encoded = [r.get("cols") if r.get("dest") == dest else None for r in rows]
+        slot = layout.slot  # a record's columns (``cols``) or its key's (``kcols``): ``RecordColumns.cell``
+        encoded = [r.get(slot) if r.get("dest") == dest else None for r in rows]
+        if layout.shape == "scalar":  # the cell is the value itself (never None: a None value is not a cell)
+            value, mask = layout.columns
+            columns[value] = pd.Series([layout.placeholders[0] if e is None else e for e in encoded], dtype=layout.dtypes[0])
+            columns[mask] = pd.Series([0] * len(rows), dtype="int64")
+            names += [value, mask]
+            continue
         for i, (name, dtype, empty) in enumerate(zip(layout.columns, layout.dtypes, layout.placeholders)):
             columns[name] = pd.Series([empty if e is None else e[i] for e in encoded], dtype=dtype)
             names.append(name)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
-from .record_columns import RecordColumns
-from .rows import loads
+from .record_columns import RecordColumns, arrow_values
 
 RECORDS_PER_TASK = 200_000
 """How many of a sink's records one task decodes and writes: a frame has ``ceil(count / RECORDS_PER_TASK)`` partitions,
@@ -59,13 +58,8 @@ def decode_batches(
 
     target = arrow_schema(schema)
     names = [f.name for f in schema.fields]
-    rebuild = None if layout is None else layout.decoder()
     for batch in batches:
-        values = [loads(v) for v in batch.column("value").to_pylist() if v is not None]
-        if rebuild is not None and len(values) < batch.num_rows:
-            cols = zip(*[batch.column(c).to_pylist() for c in layout.columns])  # type: ignore[union-attr]
-            raw = batch.column("value").to_pylist()
-            values = [loads(v) if v is not None else rebuild(c) for v, c in zip(raw, cols)]
+        values = arrow_values(batch, layout)
         if convert is not None:
             values = [convert(v) for v in values]
         rows = to_rows(values, output_type)
@@ -104,6 +98,11 @@ class SinkFrame:
         self.count = count
         self.convert = convert
         self.layout = layout
+
+    def value_columns(self) -> List[str]:
+        """The columns a writer's task reads its records from (``record_columns.arrow_values``): ``value``, and the
+        columns of the records that crossed as columns."""
+        return ["value", *(self.layout.columns if self.layout is not None else [])]
 
     @property
     def session(self) -> Any:

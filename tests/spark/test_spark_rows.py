@@ -45,6 +45,19 @@ def test_rows_rolling_aggregations_and_keyed_functions_on_foreach_batch_match_py
     handle.await_termination()
     for case in ORACLE["cases"]:
         assert [rows_cases.encode(v) for v in got[case["name"]]] == case["values"], case["name"]
+    # declared and undeclared side by side (``spark/record_columns.py``): per keyed operator, its records and keys
+    # crossed as typed columns or pickled / as bytes, and every case still matches PyFlink
+    totals: Dict[str, List[int]] = {}
+    for p in handle.recent_progress():
+        for uid, o in p["operators"].items():
+            if o.get("keyed") and o["numRecordsIn"]:
+                t = totals.setdefault(uid, [0, 0, 0])
+                t[0] += o["numRecordsIn"]
+                t[1] += o["numRecordsInAsColumns"]
+                t[2] += o["numKeysInAsColumns"]
+    assert any(n == records == keys for n, records, keys in totals.values())  # a declared type and key_type
+    assert any(n == records and keys == 0 for n, records, keys in totals.values())  # a declared type, untyped key
+    assert any(records == keys == 0 for n, records, keys in totals.values())  # undeclared: pickled, key bytes
 
 
 def test_rows_reach_foreach_batch_as_a_typed_dataframe(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -53,7 +66,7 @@ def test_rows_reach_foreach_batch_as_a_typed_dataframe(spark, tmp_path) -> None:
     named = Types.ROW_NAMED(["key", "v", "seq"], [Types.STRING(), Types.INT(), Types.INT()])
     (
         env.from_collection(list(rows_cases.TRIPLES), type_info=named)
-        .key_by(lambda r: r.key)
+        .key_by(lambda r: r.key, key_type=Types.STRING())
         .max_by("v")
         .foreach_batch(lambda df, batch_id: frames.extend(r.asDict() for r in df.collect()))
     )
@@ -62,6 +75,18 @@ def test_rows_reach_foreach_batch_as_a_typed_dataframe(spark, tmp_path) -> None:
     case = next(c for c in ORACLE["cases"] if c["name"] == "max_by_row_by_name")
     expected = [dict(zip(v["Row"][1], v["Row"][2])) for v in case["values"]]
     assert sorted(frames, key=lambda d: (d["key"], d["seq"], d["v"])) == sorted(expected, key=lambda d: (d["key"], d["seq"], d["v"]))
+    # the declared type and key_type crossed Spark as typed columns: the stage rows' schema has them (the record's
+    # and the key's, and the sink's), and every record and key reached the keyed stage so, none pickled
+    plan = handle.driver.exec_plan
+    keyed = next(n.index for n in plan.nodes if n.keyed)
+    sink = plan.sinks[0]
+    schema = plan.row_ddl()
+    for column in (f"c{keyed}_0 string, c{keyed}_1 int, c{keyed}_2 int", f"k{keyed}_0 string", f"c{sink}_0 string"):
+        assert column in schema, (column, schema)
+    operators = [o for p in handle.recent_progress() for o in p["operators"].values() if o.get("keyed")]
+    n = sum(o["numRecordsIn"] or 0 for o in operators)
+    assert n == len(rows_cases.TRIPLES)
+    assert sum(o["numRecordsInAsColumns"] for o in operators) == sum(o["numKeysInAsColumns"] for o in operators) == n
 
 
 @pytest.mark.parametrize("name", ["sum_row_by_name", "min_by_row_by_position", "keyed_map_state"])

@@ -39,11 +39,14 @@ OPERATOR_COUNTERS = (
     "numKeysLoaded",
     "stateBytesWritten",
     "stateCacheRebuilds",
+    "stateServedFromFiles",
 )
 """Per keyed operator and micro-batch, summed over its state partitions (``busyTimeMs``: the executors' time in
 the operator's Python function, all tasks together; ``numKeysLoaded``: keys read from the state because a record
 touched them or a timer or TTL expiry was due; ``stateBytesWritten``: bytes of the state files the batch wrote;
-``stateCacheRebuilds``: state partitions whose executor-local cache had to be rebuilt from the files)."""
+``stateCacheRebuilds``: state partitions whose executor-local cache had to be rebuilt from the files;
+``stateServedFromFiles``: state partitions whose batch ran on the files, the executor's cache holding another
+version)."""
 
 OPERATOR_GAUGES = ("openWindows", "numKeys", "stateSizeBytes")
 """Per keyed operator after the micro-batch, summed over its state partitions (``openWindows``: windows operators

@@ -17,7 +17,7 @@ from pyspark_flinkish.core.errors import StateError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
 from pyspark_flinkish.spark import state_store, storage
 from pyspark_flinkish.spark.checkpoint import spark_offsets, write_meta
-from pyspark_flinkish.spark.keys import encode_key, state_partition
+from pyspark_flinkish.spark.keys import encode_key, state_partition, state_partitions
 from pyspark_flinkish.spark.savepoint import (
     METADATA_FILE,
     SAVEPOINT_FORMAT,
@@ -303,3 +303,21 @@ def test_a_split_partition_holds_the_keys_the_route_places_there_and_one_copy_of
         _rows(rows).to_pylist(), key=lambda r: (r["key"], r["window_start"] or 0)
     )
     assert all(len(p) > 30 for p in parts)  # 60 keys, 3 rows each: every partition got some
+
+
+def test_the_splits_vectorised_crc32_places_every_key_as_the_route_does() -> None:
+    """``keys.state_partitions`` (the split's CRC-32 over all keys at once) against ``keys.state_partition`` (the
+    route's rule, zlib's CRC-32) on random bytes of every length up to 40 (the empty key too), on a slice of an
+    array and on a chunked one, at several numbers of partitions."""
+    import random
+
+    rng = random.Random(3)
+    keys = [bytes(rng.randrange(256) for _ in range(rng.randrange(41))) for _ in range(5_000)] + [b""]
+    keys += [encode_key(k) for k in (0, -1, 2**63 - 1, "a", "ü", (1, "x"))]
+    array = pa.array(keys, pa.binary())
+    for n in (1, 2, 3, 7, 128, 1_000_003):
+        assert state_partitions(array, n).tolist() == [state_partition(k, n) for k in keys], n
+    assert state_partitions(array.slice(100, 500), 5).tolist() == [state_partition(k, 5) for k in keys[100:600]]
+    chunked = pa.chunked_array([array.slice(0, 10), array.slice(10)])
+    assert state_partitions(chunked, 3).tolist() == [state_partition(k, 3) for k in keys]
+    assert state_partitions(pa.array([], pa.binary()), 3).tolist() == []

@@ -424,19 +424,19 @@ def split_state(
 def split_rows(tables: List[Any], sp: int, partitions: int) -> Any:
     """The rows of ``tables`` (one operator's full snapshots, ``FILE_SCHEMA``'s columns) that state partition ``sp``
     of ``partitions`` holds, as one snapshot (``live_rows``): those whose key's bytes the route's rule
-    (``keys.state_partition``, ``crc32(key) % partitions``) places there, and broadcast state (the empty key, the
+    (``keys.state_partition``, ``crc32(key) % partitions``, here ``keys.state_partitions`` on all keys at once)
+    places there, and broadcast state (the empty key, the
     same in every partition it was taken from, as each got every broadcast element) from the first table holding
     it: one copy into every partition."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .keys import state_partition
+    from .keys import state_partitions
 
     mine, broadcast = [], None
     for table in tables:
-        keys = table.column("key").to_pylist()
-        mask = pa.array([len(k) > 0 and state_partition(k, partitions) == sp for k in keys], pa.bool_())
-        mine.append(table.filter(mask))
+        placed = pa.array(state_partitions(table["key"], partitions) == sp)
+        mine.append(table.filter(pc.and_(placed, pc.greater(pc.binary_length(table["key"]), 0))))
         if broadcast is None:
             found = table.filter(pc.equal(pc.binary_length(table["key"]), 0))
             broadcast = found if len(found) else None

@@ -90,11 +90,6 @@ class FileState:
         self.files = files
         self._latest: Optional[pa.Table] = None
 
-    @property
-    def rows_read(self) -> int:
-        """The rows of the files."""
-        return sum(len(t) for _, t in self.files)
-
     def latest(self) -> pa.Table:
         """Every key's rows from the newest file holding it, deletions included (``latest_rows``), computed once."""
         if self._latest is None:

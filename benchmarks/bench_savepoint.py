@@ -345,7 +345,7 @@ def _package_read(spark: Any, inp: bsg.GrowthInput, path: str) -> Tuple[float, L
 
 def _package_restore(spark: Any, inp: bsg.GrowthInput, run: str, path: str, restore_partitions: int,
                      batches: List[List[Dict[str, int]]], i: int) -> Tuple[float, List[str]]:
-    """Restore into a new checkpoint (so every executor's cache is rebuilt, as after a real restore) and run the
+    """Restore into a new checkpoint (so no executor's cache holds its partitions, as after a real restore) and run the
     small batches; returns the wall seconds from ``execute`` to the end of the first small batch."""
     from pyspark_flinkish.spark import driver as driver_module
 

@@ -39,6 +39,7 @@ OPERATOR_COUNTERS = (
     "numKeysLoaded",
     "stateBytesWritten",
     "stateCacheRebuilds",
+    "stateServedFromFiles",
     "numRecordsInAsColumns",
     "numKeysInAsColumns",
 )
@@ -46,8 +47,10 @@ OPERATOR_COUNTERS = (
 the operator's Python function, all tasks together; ``numKeysLoaded``: keys read from the state because a record
 touched them or a timer or TTL expiry was due; ``stateBytesWritten``: bytes of the state files the batch wrote;
 ``stateCacheRebuilds``: state partitions whose executor-local cache had to be rebuilt from the files;
-``numRecordsInAsColumns`` / ``numKeysInAsColumns``: records of ``numRecordsIn`` that crossed into the keyed stage as
-typed Arrow columns rather than pickled / whose key did rather than as its bytes, ``spark/record_columns.py``)."""
+``stateServedFromFiles``: state partitions whose batch ran on the files, the executor's cache holding another
+version; ``numRecordsInAsColumns`` / ``numKeysInAsColumns``: records of ``numRecordsIn`` that crossed into the keyed
+stage as typed Arrow columns rather than pickled / whose key did rather than as its bytes,
+``spark/record_columns.py``)."""
 
 OPERATOR_GAUGES = ("openWindows", "numKeys", "stateSizeBytes")
 """Per keyed operator after the micro-batch, summed over its state partitions (``openWindows``: windows operators

@@ -82,7 +82,8 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
         "numKeys": 1,
         "nextProcessingTimer": None,  # an event-time window registers no processing-time timers
         "numKeysLoaded": 0,  # both keys are new
-        "stateCacheRebuilds": 1,  # this executor had no cache of the partition
+        "stateCacheRebuilds": 1,  # this executor had no cache of the partition (and the partition no files)
+        "stateServedFromFiles": 0,
         "stateBytesWritten": sum(p.stat().st_size for p in tmp_path.rglob("*.parquet")),
         "statePartition": sp,
         "numRecordsInAsColumns": 0,  # pickled records, keys as bytes (an undeclared type and key)
@@ -98,7 +99,8 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
     m = _metrics(out)
     manifest = m["stateManifest"]
     assert (m["numRecordsIn"], m["numWindowsFired"], m["openWindows"], m["numKeys"]) == (2, 0, 1, 1)
-    assert (m["numKeysLoaded"], m["stateCacheRebuilds"]) == (1, 0)  # b (a holds nothing); the cache was current
+    # b (a holds nothing); the cache was current
+    assert (m["numKeysLoaded"], m["stateCacheRebuilds"], m["stateServedFromFiles"]) == (1, 0, 0)
     assert (m["numLateRecordsToSideOutput"], m["numLateRecordsDropped"]) == ((1, 0) if late_tag else (0, 1))
     assert m["numRecordsOut"] == (1 if late_tag else 0)  # the side output's record
     # batch 2, no records (a heartbeat): the end of input fires [10,20) of b and empties the state

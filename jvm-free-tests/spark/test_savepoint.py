@@ -17,6 +17,7 @@ from pyspark_flinkish.core.errors import StateError, UnsupportedFeatureError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
 from pyspark_flinkish.spark import state_store, storage
 from pyspark_flinkish.spark.checkpoint import spark_offsets, write_meta
+from pyspark_flinkish.spark.keys import encode_key, state_partition, state_partitions
 from pyspark_flinkish.spark.savepoint import (
     METADATA_FILE,
     SAVEPOINT_FORMAT,
@@ -26,6 +27,7 @@ from pyspark_flinkish.spark.savepoint import (
     read_savepoint,
     restore_savepoint,
     source_positions,
+    split_rows,
 )
 from pyspark_flinkish.spark.source_logs import SEEDED_FILE, SPARK_LOG, carry, changed, seed
 from pyspark_flinkish.spark.source_rows import DataFrameSource, SourceRestart
@@ -276,3 +278,46 @@ def test_a_savepoint_is_restored_only_into_a_new_checkpoint(tmp_path) -> None:  
     storage.write_bytes(storage.join(spark_only, "spark", "offsets", "0"), b"v1\n{}\n")
     with pytest.raises(StateError, match="holds a Spark query's offsets"):
         restore_savepoint(None, savepoint, spark_only, [], 2)
+
+
+def test_a_split_partition_holds_the_keys_the_route_places_there_and_one_copy_of_broadcast_state() -> None:
+    """``split_rows``: two partitions' snapshots (keys with window rows, broadcast state in both) split into 3: every
+    key's rows land, in order, in the one partition ``keys.state_partition`` (the route's rule) names, and each
+    partition holds one copy of the broadcast state."""
+    keys = [encode_key(f"k{i}") for i in range(60)]
+    rows = [
+        {"key": k, "window_start": start, "value": b"v%d" % i, "windows": 2, "event_due": 5 * i}
+        for i, k in enumerate(keys)
+        for start in (None, 1_000, 2_000)
+    ]
+    broadcast = {"key": b"", "value": b"rules"}
+    old = [live_rows(_rows([r for r in rows if state_partition(r["key"], 2) == sp] + [broadcast])) for sp in (0, 1)]
+    parts = [split_rows(old, sp, 3) for sp in range(3)]
+    for sp, part in enumerate(parts):
+        assert part.equals(live_rows(part))  # a snapshot: ordered by key and window start
+        got = part.to_pylist()
+        assert [r for r in got if r["key"] == b""] == _rows([broadcast]).to_pylist()
+        assert {state_partition(r["key"], 3) for r in got if r["key"]} == {sp}
+    every = [r for part in parts for r in part.to_pylist() if r["key"]]
+    assert sorted(every, key=lambda r: (r["key"], r["window_start"] or 0)) == sorted(
+        _rows(rows).to_pylist(), key=lambda r: (r["key"], r["window_start"] or 0)
+    )
+    assert all(len(p) > 30 for p in parts)  # 60 keys, 3 rows each: every partition got some
+
+
+def test_the_splits_vectorised_crc32_places_every_key_as_the_route_does() -> None:
+    """``keys.state_partitions`` (the split's CRC-32 over all keys at once) against ``keys.state_partition`` (the
+    route's rule, zlib's CRC-32) on random bytes of every length up to 40 (the empty key too), on a slice of an
+    array and on a chunked one, at several numbers of partitions."""
+    import random
+
+    rng = random.Random(3)
+    keys = [bytes(rng.randrange(256) for _ in range(rng.randrange(41))) for _ in range(5_000)] + [b""]
+    keys += [encode_key(k) for k in (0, -1, 2**63 - 1, "a", "ü", (1, "x"))]
+    array = pa.array(keys, pa.binary())
+    for n in (1, 2, 3, 7, 128, 1_000_003):
+        assert state_partitions(array, n).tolist() == [state_partition(k, n) for k in keys], n
+    assert state_partitions(array.slice(100, 500), 5).tolist() == [state_partition(k, 5) for k in keys[100:600]]
+    chunked = pa.chunked_array([array.slice(0, 10), array.slice(10)])
+    assert state_partitions(chunked, 3).tolist() == [state_partition(k, 3) for k in keys]
+    assert state_partitions(pa.array([], pa.binary()), 3).tolist() == []

@@ -112,18 +112,25 @@ def test_nothing_is_written_when_nothing_changed(tmp_path: Path) -> None:
     assert again == manifest and sorted(p.name for p in tmp_path.rglob("*.parquet")) == files
 
 
-def test_a_stale_deleted_or_damaged_cache_is_rebuilt_from_the_files_with_the_same_state(tmp_path: Path) -> None:
+@pytest.mark.parametrize("served", ["files", "rebuilt-cache"])
+def test_a_stale_deleted_or_damaged_cache_is_never_read_the_batch_gets_the_files_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str
+) -> None:
+    """A cache holding another version (a replay), deleted or damaged: the batch runs on the files (or, once
+    ``SERVE_FROM_FILES_BATCHES`` batches did so, on the cache rebuilt from them) with the files' state."""
+    if served == "rebuilt-cache":
+        monkeypatch.setattr(state_store, "SERVE_FROM_FILES_BATCHES", 0)
     root = str(tmp_path)
     m0, _ = _commit(root, None, 0, {b"k%02d" % i: _state(i, due=100 * i) for i in range(20)})
     m1, store = _commit(root, m0, 1, {b"k01": _state(50), b"k02": None})
-    assert not store.rebuilt  # the same executor ran batch 0
+    assert not store.rebuilt and store.files is None  # the same executor ran batch 0: its cache is current
     # a replay of batch 1 (its attempt above reported m1, but the driver never committed it): from m0 again
     replay = state_store.PartitionStore(root, "op", 0, m0)
-    assert replay.rebuilt
+    assert (replay.files is not None, replay.rebuilt) == ((True, False) if served == "files" else (False, True))
     assert replay.load([b"k01", b"k02"], LONG_MIN, LONG_MIN) == {b"k01": _state(1, 100), b"k02": _state(2, 200)}
     m1b = replay.commit(1, {b"k01": _state(60), b"k02": _state(2, 200)})
     assert m1b["token"] != m1["token"]
-    # due keys come from the cache's index: timers at or before the watermark
+    # due keys: timers at or before the watermark
     for damage in ("delete", "garbage"):
         cache = StateCache(state_store.partition_dir(root, "op", 0))
         cache.close()
@@ -134,10 +141,86 @@ def test_a_stale_deleted_or_damaged_cache_is_rebuilt_from_the_files_with_the_sam
             for suffix in ("-wal", "-shm"):
                 Path(cache.path + suffix).unlink(missing_ok=True)
         store = state_store.PartitionStore(root, "op", 0, m1b)
-        assert store.rebuilt
+        assert (store.files is not None, store.rebuilt) == ((True, False) if served == "files" else (False, True))
         loaded = store.load([], 350, LONG_MIN)
         assert loaded == {b"k00": _state(0, 0), b"k02": _state(2, 200), b"k03": _state(3, 300)}  # due at 350
         store.cache.close()
+
+
+def test_a_partition_runs_on_its_files_until_the_cache_is_worth_rebuilding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stale cache is rebuilt only after ``SERVE_FROM_FILES_BATCHES`` batches in a row ran on the files on that
+    executor; from then on the batches use the cache again."""
+    monkeypatch.setattr(state_store, "SERVE_FROM_FILES_BATCHES", 3)
+    monkeypatch.setenv("PYSPARK_FLINKISH_STATE_CACHE", str(tmp_path / "first-executor"))
+    root = str(tmp_path / "state")
+    manifest, _ = _commit(root, None, 0, {b"k%02d" % i: _state(i) for i in range(20)})
+    monkeypatch.setenv("PYSPARK_FLINKISH_STATE_CACHE", str(tmp_path / "second-executor"))
+    _commit(root, None, 0, {b"other": _state(1)})  # this executor's cache holds another version
+    served = []
+    for version in range(1, 7):
+        manifest, store = _commit(root, manifest, version, {b"k%02d" % version: _state(100 + version)})
+        served.append("files" if store.files is not None else "rebuilt" if store.rebuilt else "cache")
+    assert served == ["files", "files", "files", "rebuilt", "cache", "cache"]
+    assert _contents(root, manifest) == {b"k%02d" % i: b"s%d" % (100 + i if 1 <= i <= 6 else i) for i in range(20)}
+
+
+def _random_state(rng: random.Random, version: int) -> KeyState:
+    """A key's state with 0-2 open windows and random due times (some null)."""
+    windows = sorted(rng.sample(range(0, 10_000, 1_000), rng.randint(0, 2)))
+    rows = ((None, b"s%d-%d" % (version, rng.randrange(1000))), *((w, b"w%d" % w) for w in windows))
+
+    def due() -> Optional[int]:
+        return rng.randrange(2_000) if rng.random() < 0.3 else None
+
+    return KeyState(rows, due(), due(), due(), len(windows) or None)
+
+
+def test_a_batch_on_the_files_loads_and_writes_what_a_batch_on_the_cache_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two copies of a partition take the same 150 random batches (upserts with window rows, deletions, due
+    timers and TTL expiries at random watermarks and times), one always on its executor's current cache, the other
+    always on its files (its executor's cache never current): they load the same keys, write the same files
+    (snapshot or delta, the same rows in the same order), the same totals and the same next processing-time
+    timer."""
+    import pyarrow.parquet as pq
+
+    rng = random.Random(11)
+    roots = {"cache": str(tmp_path / "cache-run"), "files": str(tmp_path / "files-run")}
+    manifests: Dict[str, Optional[Dict[str, Any]]] = {"cache": None, "files": None}
+    held: set = set()  # type: ignore[type-arg]
+    served = 0
+    for version in range(150):
+        keys = [b"k%03d" % rng.randrange(400) for _ in range(rng.choice([1, 5, 40, 200] if version else [300]))]
+        watermark, now = rng.randrange(-100, 2_000), rng.randrange(-100, 2_000)
+        got = {}
+        for run in ("cache", "files"):
+            cache_dir = "cache" if run == "cache" else f"files-{version}"  # a new executor every batch
+            monkeypatch.setenv("PYSPARK_FLINKISH_STATE_CACHE", str(tmp_path / cache_dir))
+            store = state_store.PartitionStore(roots[run], "op", 0, manifests[run])
+            loaded = store.load(keys, watermark, now)
+            assert list(loaded) == sorted(loaded)  # key order
+            state = random.Random(version)  # the same new states in both runs
+            states: Dict[bytes, Optional[KeyState]] = dict.fromkeys(loaded)
+            for k in sorted(set(keys) | set(loaded)):
+                states[k] = None if state.random() < 0.15 else _random_state(state, version)
+            for k in list(states)[: len(states) // 3]:  # some keys written back unchanged
+                if k in loaded:
+                    states[k] = loaded[k]
+            manifest = store.commit(version, states)
+            served += store.files is not None
+            newest = manifest["files"][-1] if manifest["files"] else None
+            table = pq.read_table(Path(state_store.partition_dir(roots[run], "op", 0)) / newest["name"]) if newest else None
+            got[run] = (loaded, manifest, table, store.next_processing_timer)
+            manifests[run] = manifest
+        (l_c, m_c, t_c, n_c), (l_f, m_f, t_f, n_f) = got["cache"], got["files"]
+        assert l_f == l_c, version
+        assert {k: m_f[k] for k in ("keys", "windows", "bytes", "next_seq")} == {k: m_c[k] for k in ("keys", "windows", "bytes", "next_seq")}
+        strip = [{k: v for k, v in f.items() if k != "name"} for f in m_c["files"]]
+        assert [{k: v for k, v in f.items() if k != "name"} for f in m_f["files"]] == strip, version
+        assert (t_f is None) == (t_c is None) and (t_f is None or t_f.equals(t_c)), version
+        assert n_f == n_c, version
+        held = set(_contents(roots["cache"], m_c))
+    assert served >= 149 and len(held) > 100
+    assert _contents(roots["files"], manifests["files"]) == _contents(roots["cache"], manifests["cache"])
 
 
 def test_a_rebuild_from_rows_in_no_order_holds_what_the_files_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,13 +57,15 @@ def store_metrics(
     metrics: Dict[str, Any], store: PartitionStore, manifest: Manifest, windows: bool, keys_offset: int = 0
 ) -> Dict[str, Any]:
     """Add the partition's state gauges (keys, open windows, bytes: the totals of its whole state, not only of the
-    keys loaded), its new manifest (``stateManifest``, for the driver) and whether its cache was rebuilt."""
+    keys loaded), its new manifest (``stateManifest``, for the driver), whether its cache was rebuilt and whether the batch ran on
+    the partition's files instead of the cache."""
     metrics["numKeys"] = manifest["keys"] - keys_offset
     metrics["openWindows"] = manifest["windows"] if windows else None
     metrics["stateSizeBytes"] = manifest["bytes"]
     metrics["numKeysLoaded"] = len(store.loaded)
     metrics["stateBytesWritten"] = store.bytes_written
     metrics["stateCacheRebuilds"] = int(store.rebuilt)
+    metrics["stateServedFromFiles"] = int(store.files is not None)
     metrics["stateManifest"] = manifest
     metrics["statePartition"] = store.sp
     metrics["nextProcessingTimer"] = store.next_processing_timer

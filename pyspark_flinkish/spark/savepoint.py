@@ -20,15 +20,15 @@ Restoring (``execute(..., from_savepoint=...)``) fills a **new** checkpoint loca
 signatures are compared with the job's (an incompatible operator is refused, naming it and the change; state of an
 operator the job no longer has is refused unless ``allow_non_restored_state``), every row is assigned to its state
 partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
-computed by Spark as ``pmod(crc32(key), partitions)``; an operator's broadcast state, the empty key, is the same in
-every partition, and one copy of it goes to every partition; a window on Spark's columnar path by Spark's hash of
-its key columns, :class:`HashedKeys`), and each partition is written as one snapshot (Spark jobs; the state never
-passes through the driver). The manifests go to ``flinkish/driver/restored.json``, which the driver reads as the
-state before the query's first batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta
-sources' positions as committed batch 0: ``source_logs.seed``, when the query starts); the checkpoint's
-``meta.json`` is written last, so an interrupted restore is simply done again. As in Flink, timers and state are
-restored and **watermarks are not** (every operator starts at ``MIN``, spec section 4.5); processing-time timers
-that are due fire in the first batch.
+``keys.state_partition``; an operator's broadcast state, the empty key, is the same in every partition, and one copy
+of it goes to every partition; a window on Spark's columnar path by Spark's hash of its key columns,
+:class:`HashedKeys`), and each partition is written as one snapshot (Spark jobs, one task per new partition reading
+the savepoint's files; the state never passes through the driver). The manifests go to
+``flinkish/driver/restored.json``, which the driver reads as the state before the query's first batch (batch 0, or
+1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed batch 0:
+``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an interrupted
+restore is simply done again. As in Flink, timers and state are restored and **watermarks are not** (every operator
+starts at ``MIN``, spec section 4.5); processing-time timers that are due fire in the first batch.
 """
 
 from __future__ import annotations
@@ -408,39 +408,118 @@ def split_state(
     hashed: Optional[HashedKeys] = None,
 ) -> Dict[str, Dict[str, Any]]:
     """Write each operator's rows of full snapshots (``state``: manifests under ``path``, a savepoint's layout) into
-    the checkpoint's state, one snapshot of ``batch`` per state partition of ``partitions`` (a Spark job: Spark
-    assigns the rows, the executors write the files); returns the manifests. ``hashed``: the window on Spark's
-    columnar path, whose rows are placed by Spark's hash of their key columns (decoded from the key's bytes)."""
-    from pyspark.sql import functions as F
-
+    the checkpoint's state, one snapshot of ``batch`` per state partition of ``partitions``; returns the manifests.
+    Spark jobs, the executors read and write the files: one task per (operator, new partition), which keeps the
+    rows whose key's bytes the route's rule places there (:func:`split_rows`); ``hashed``: the window on Spark's
+    columnar path, whose rows Spark places by its hash of their key columns (decoded from the key's bytes)."""
     out: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in state.items()}
-    frames = []
+    by_bytes = {uid: op for uid, op in state.items() if hashed is None or uid != hashed.uid}
+    if by_bytes:
+        _split_by_key_bytes(spark, path, checkpoint, by_bytes, partitions, batch, out)
+    if hashed is not None and hashed.uid in state:
+        _split_hashed(spark, path, checkpoint, {hashed.uid: state[hashed.uid]}, partitions, batch, hashed, out)
+    return out
+
+
+def split_rows(tables: List[Any], sp: int, partitions: int) -> Any:
+    """The rows of ``tables`` (one operator's full snapshots, ``FILE_SCHEMA``'s columns) that state partition ``sp``
+    of ``partitions`` holds, as one snapshot (``live_rows``): those whose key's bytes the route's rule
+    (``keys.state_partition``, ``crc32(key) % partitions``, here ``keys.state_partitions`` on all keys at once)
+    places there, and broadcast state (the empty key, the
+    same in every partition it was taken from, as each got every broadcast element) from the first table holding
+    it: one copy into every partition."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .keys import state_partitions
+
+    mine, broadcast = [], None
+    for table in tables:
+        placed = pa.array(state_partitions(table["key"], partitions) == sp)
+        mine.append(table.filter(pc.and_(placed, pc.greater(pc.binary_length(table["key"]), 0))))
+        if broadcast is None:
+            found = table.filter(pc.equal(pc.binary_length(table["key"]), 0))
+            broadcast = found if len(found) else None
+    if broadcast is not None:
+        mine.append(broadcast)
+    if not mine:
+        return live_rows(FILE_SCHEMA.empty_table())
+    return live_rows(pa.concat_tables(mine))
+
+
+def _split_by_key_bytes(
+    spark: Any,
+    path: str,
+    checkpoint: str,
+    state: Dict[str, Dict[str, Any]],
+    partitions: int,
+    batch: int,
+    out: Dict[str, Dict[str, Any]],
+) -> None:
+    """:func:`split_state` for operators placed by their key's bytes: a task per (operator, new partition) reads the
+    operator's snapshots and writes the rows :func:`split_rows` keeps (no shuffle: every task reads the whole,
+    small, snapshots; the rows are never sorted by Spark)."""
+    tasks = []
     for uid, op in state.items():
         files = [
-            spark_path(file_path)
-            for sp, m in op["partitions"].items()
-            for file_path, _ in state_store.file_paths(path, uid, int(sp), m)
+            (file_path, entry)
+            for sp, m in sorted(op["partitions"].items(), key=lambda item: int(item[0]))
+            for file_path, entry in state_store.file_paths(path, uid, int(sp), m)
         ]
         if files:
-            frames.append(spark.read.schema(FILE_DDL).parquet(*files).withColumn("uid", F.lit(uid)))
-    if not frames:
-        return out
-    rows = frames[0]
-    for f in frames[1:]:
-        rows = rows.unionByName(f)
-    # the route's rule (keys.state_partition: crc32 of the key's bytes); broadcast state (the empty key), the same in
-    # every partition it was taken from (each got every broadcast element), once into every partition
-    broadcast = F.length("key") == 0
-    rows = rows.where(~broadcast).unionByName(rows.where(broadcast).dropDuplicates(["uid"]))
-    every = F.sequence(F.lit(0), F.lit(partitions - 1))
-    one = F.array(F.pmod(F.crc32(F.col("key")), F.lit(partitions)).cast("int"))
-    if hashed is not None and hashed.uid in state:
-        columnar = _hashed_partitions(rows.where(F.col("uid") == hashed.uid), hashed, partitions)
-        rows = rows.where(F.col("uid") != hashed.uid)
-        rows = rows.withColumn("sp", F.explode(F.when(F.length("key") == 0, every).otherwise(one)))
-        rows = rows.unionByName(columnar)
-    else:
-        rows = rows.withColumn("sp", F.explode(F.when(F.length("key") == 0, every).otherwise(one)))
+            tasks.extend((uid, sp, json.dumps(files)) for sp in range(partitions))  # (path, entry) of each file
+    if not tasks:
+        return
+    root = storage.join(checkpoint, "flinkish", "state")
+    options = storage.current_options()
+
+    def write_partitions(batches: Any) -> Any:
+        import pyarrow as pa
+
+        storage.configure(options)
+        for b in batches:
+            written = []
+            for uid, sp, files in zip(*(b.column(c).to_pylist() for c in ("uid", "sp", "files"))):
+                tables = [state_store.read_file(file_path, entry) for file_path, entry in json.loads(files)]
+                rows = split_rows(tables, sp, partitions)
+                written.append((uid, sp, json.dumps(state_store.write_snapshot(root, uid, sp, batch, rows))))
+            yield pa.RecordBatch.from_pylist(
+                [{"uid": u, "sp": s, "manifest": m} for u, s, m in written],
+                schema=pa.schema([("uid", pa.string()), ("sp", pa.int32()), ("manifest", pa.string())]),
+            )
+
+    frame = spark.createDataFrame(tasks, "uid string, sp int, files string").repartition(len(tasks))
+    for row in frame.mapInArrow(write_partitions, _RESULT_DDL).collect():
+        manifest = json.loads(row["manifest"])
+        if manifest is not None:
+            out[row["uid"]]["partitions"][str(row["sp"])] = manifest
+
+
+def _split_hashed(
+    spark: Any,
+    path: str,
+    checkpoint: str,
+    state: Dict[str, Dict[str, Any]],
+    partitions: int,
+    batch: int,
+    hashed: HashedKeys,
+    out: Dict[str, Dict[str, Any]],
+) -> None:
+    """:func:`split_state` for the window on Spark's columnar path: Spark reads its rows, places them by its hash of
+    the key columns (:func:`_hashed_partitions`; broadcast state has no such operator) and the executors write one
+    snapshot per group."""
+    from pyspark.sql import functions as F
+
+    files = [
+        spark_path(file_path)
+        for uid, op in state.items()
+        for sp, m in op["partitions"].items()
+        for file_path, _ in state_store.file_paths(path, uid, int(sp), m)
+    ]
+    if not files:
+        return
+    rows = spark.read.schema(FILE_DDL).parquet(*files).withColumn("uid", F.lit(hashed.uid))
+    rows = _hashed_partitions(rows, hashed, partitions)
     root = storage.join(checkpoint, "flinkish", "state")
     options = storage.current_options()
 
@@ -456,7 +535,6 @@ def split_state(
         written = json.loads(row["manifest"])
         if written is not None:
             out[row["uid"]]["partitions"][str(row["sp"])] = written
-    return out
 
 
 def key_columns_as_text(keys: List[bytes], hashed: HashedKeys) -> List[List[Optional[str]]]:
@@ -514,6 +592,7 @@ __all__ = [
     "restored_state",
     "snapshot_state",
     "source_positions",
+    "split_rows",
     "split_state",
     "take_savepoint",
 ]

@@ -134,6 +134,21 @@ def totals_of(live: pa.Table) -> Tuple[int, int, int]:
     return len(per_key), int(windows), int(size)
 
 
+def changed_totals(
+    totals: Tuple[int, int, int], changes: Dict[bytes, Optional[KeyState]], previous: Dict[bytes, KeyState]
+) -> Tuple[int, int, int]:
+    """A partition's totals (keys, open windows, bytes) after ``changes`` (a key's new state, or None: deleted),
+    from its totals before and ``previous``: the states of the changed keys it held."""
+    keys, windows, size = totals
+    for k, s in changes.items():
+        old = previous.get(k)
+        if old is not None:
+            keys, windows, size = keys - 1, windows - (old.windows or 0), size - len(k) - old.size
+        if s is not None:
+            keys, windows, size = keys + 1, windows + (s.windows or 0), size + len(k) + s.size
+    return keys, windows, size
+
+
 class StateCache:
     """One state partition's cache (see the module docstring). Changes are made in a transaction that
     :meth:`commit` ends, after the durable file was written: a task that fails leaves the cache as it was."""
@@ -178,6 +193,7 @@ class StateCache:
 
     def commit(self, token: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES ('token', ?)", (token,))
+        self.db.execute("DELETE FROM meta WHERE name = 'served_from_files'")
         self.db.execute("COMMIT")
 
     def rollback(self) -> None:
@@ -228,6 +244,16 @@ class StateCache:
             self.rollback()
             raise
 
+    def served_from_files(self) -> int:
+        """Batches run on the partition's files (``spark/state_files.py``) since this cache last held a current
+        version (the version it holds is another)."""
+        row = self.db.execute("SELECT value FROM meta WHERE name = 'served_from_files'").fetchone()
+        return 0 if row is None else int(row[0])
+
+    def note_served_from_files(self) -> None:
+        """Count one more batch run on the files (outside any transaction; a rebuild resets the count)."""
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('served_from_files', ?)", (self.served_from_files() + 1,))
+
     def due_keys(self, watermark: int, now: int) -> List[bytes]:
         """Keys with an event-time timer at or before ``watermark``, or a processing-time timer or TTL expiry at or
         before ``now``."""
@@ -268,14 +294,7 @@ class StateCache:
         transaction (:meth:`begin`). ``previous``: the states :meth:`load` gave, which hold every changed key the
         partition held (a batch changes only keys it loaded, or new ones)."""
         db = self.db
-        keys, windows, size = self.totals()
-        for k, s in changes.items():
-            old = previous.get(k)
-            if old is not None:
-                keys, windows, size = keys - 1, windows - (old.windows or 0), size - len(k) - old.size
-            if s is not None:
-                keys, windows, size = keys + 1, windows + (s.windows or 0), size + len(k) + s.size
-        self._set_totals(keys, windows, size)
+        self._set_totals(*changed_totals(self.totals(), changes, previous))
         db.executemany("DELETE FROM rows WHERE key = ?", ((k,) for k in changes))
         db.executemany(
             "INSERT INTO rows VALUES (?, ?, ?)",
@@ -324,4 +343,14 @@ class StateCache:
         self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", (("keys", keys), ("windows", windows), ("bytes", size)))
 
 
-__all__ = ["CACHE_DIR_ENV", "FILE_SCHEMA", "KeyState", "StateCache", "cache_root", "latest_rows", "live_rows", "totals_of"]
+__all__ = [
+    "CACHE_DIR_ENV",
+    "FILE_SCHEMA",
+    "KeyState",
+    "StateCache",
+    "cache_root",
+    "changed_totals",
+    "latest_rows",
+    "live_rows",
+    "totals_of",
+]

@@ -16,8 +16,12 @@ manifest, so it is never read, and the driver deletes it (stores without an atom
 
 A micro-batch, per (keyed operator, state partition) (:class:`PartitionStore`):
 
-1. brings the executor's cache (``spark/state_cache.py``) to the manifest of the batch before, rebuilding it from
-   the files when it holds another version;
+1. uses the executor's cache (``spark/state_cache.py``) when it holds the manifest of the batch before; when it
+   holds another version (a restore, a rescaling, a replay, the partition ran elsewhere), the batch runs on the
+   manifest's files instead (``spark/state_files.py``: read with Arrow, the batch's keys filtered out of them), and
+   the cache is rebuilt from the files only once :data:`SERVE_FROM_FILES_BATCHES` batches in a row ran so on the
+   executor (or at once when the files are of the earlier layout): a restore's first batches do not wait for a
+   copy of every key;
 2. loads the keys the batch's records touch and the keys that are *due*: an event-time timer at or before the new
    watermark, a processing-time timer or a TTL expiry at or before the batch's processing time
    (``KeyedOperator.due_times``, ``BatchWindowOperator.pending_timer``): every key a timer or the TTL cleanup would
@@ -35,14 +39,15 @@ per partition and batch, ``v=<batch>.parquet`` or ``w=<batch>.parquet``) are rea
 from __future__ import annotations
 
 import uuid
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import pyarrow as pa
 
 from ..core.errors import StateError
 from ..core.javamath import LONG_MIN
 from . import storage
-from .state_cache import FILE_SCHEMA, KeyState, StateCache, latest_rows, totals_of
+from .state_cache import FILE_SCHEMA, KeyState, StateCache, changed_totals, latest_rows, totals_of
+from .state_files import FileState
 
 Manifest = Dict[str, Any]
 """``{"token": str, "next_seq": int, "files": [{"kind", "name", "from", "seq", "keys"}, ...], "keys": int,
@@ -53,6 +58,12 @@ counted); and the partition's totals."""
 
 MAX_DELTAS = 64
 """A partition never has more deltas than this after its snapshot (the merging keeps far fewer)."""
+
+SERVE_FROM_FILES_BATCHES = 32
+"""A partition whose executor cache holds another version runs on its files for at most this many batches in a row
+on one executor, then the cache is rebuilt. A batch on the files reads the partition's files whole with Arrow
+(about 1/100 of the time that copying their rows into the cache takes): the copy is made once the batches on the
+files have cost about a third of it, and a partition that moves on after a few batches is never copied."""
 
 LAYOUT_SNAPSHOTS = "snapshots"
 """An operator whose keys hold keyed snapshots (one row per key)."""
@@ -143,19 +154,30 @@ class PartitionStore:
         self.cache = StateCache(self.dir)
         self.rebuilt = False
         """Whether the cache had to be rebuilt from the files (a metric: ``stateCacheRebuilds``)."""
+        self.files: Optional[FileState] = None
+        """The manifest's files, when this batch runs on them instead of the cache (a metric:
+        ``stateServedFromFiles``)."""
         self.loaded: Dict[bytes, KeyState] = {}
         self.bytes_written = 0
         """Bytes of the files :meth:`commit` wrote."""
         self.next_processing_timer: Optional[int] = None
         """After :meth:`commit`: the partition's earliest processing-time timer (of all its keys)."""
         if self.cache.token != self.manifest["token"]:
-            self.cache.rebuild(self.manifest["token"], manifest_rows(root, op_uid, sp, self.manifest))
-            self.rebuilt = True
+            entries = file_paths(root, op_uid, sp, self.manifest)
+            current = all(e["kind"] in ("snapshot", "delta") for _, e in entries)
+            if entries and current and self.cache.served_from_files() < SERVE_FROM_FILES_BATCHES:
+                self.files = FileState([(e["seq"], read_file(path, e)) for path, e in entries])
+            else:
+                self.cache.rebuild(self.manifest["token"], manifest_rows(root, op_uid, sp, self.manifest))
+                self.rebuilt = True
 
     def load(self, keys: Iterable[bytes], watermark: int, now: int) -> Dict[bytes, KeyState]:
         """The states of ``keys`` and of the keys due at ``watermark`` / ``now`` that the partition holds, in key
         order (the order the earlier layout restored keys in: timer ties fire in it)."""
         wanted: Set[bytes] = set(keys)
+        if self.files is not None:
+            self.loaded = self.files.load(wanted, watermark, now)
+            return self.loaded
         wanted.update(self.cache.due_keys(watermark, now))
         self.loaded = self.cache.load(wanted)
         return self.loaded
@@ -166,6 +188,10 @@ class PartitionStore:
         not written; with no change at all nothing is."""
         changes = {k: s for k, s in states.items() if self.loaded.get(k) != s}
         try:
+            if self.files is not None:
+                manifest = self._commit_from_files(version, changes)
+                self.cache.note_served_from_files()
+                return manifest
             if not changes:
                 self.next_processing_timer = self.cache.next_processing_timer()
                 return self.manifest
@@ -175,27 +201,9 @@ class PartitionStore:
             try:
                 cache.apply(seq, changes, self.loaded)
                 keys, windows, size = cache.totals()
-                files = list(m["files"])
-                base = files[:1] if files and files[0]["kind"] != "delta" else []
-                deltas = files[len(base) :]
-                if 2 * (sum(d["keys"] for d in deltas) + len(changes)) > keys or len(deltas) >= MAX_DELTAS:
-                    files = []
-                    if keys:
-                        name = f"s={version:012d}-{token}.parquet"
-                        self.bytes_written += storage.write_table(storage.join(self.dir, name), cache.live_table())
-                        files = [{"kind": "snapshot", "name": name, "from": seq, "seq": seq, "keys": keys}]
+                files = self._write(version, seq, token, keys, len(changes), cache.live_table, cache.table_since)
+                if not files or files[-1]["kind"] == "snapshot":
                     cache.forget_deletions()
-                else:
-                    start, weight = seq, len(changes)
-                    while deltas and _size_class(deltas[-1]["weight"]) <= _size_class(weight):
-                        merged = deltas.pop()
-                        start, weight = merged["from"], weight + merged["weight"]
-                    table = cache.table_since(start)
-                    name = f"d={version:012d}-{token}.parquet"
-                    self.bytes_written += storage.write_table(storage.join(self.dir, name), table)
-                    n = len(set(table.column("key").to_pylist()))
-                    entry = {"kind": "delta", "name": name, "from": start, "seq": seq, "keys": n, "weight": weight}
-                    files = [*base, *deltas, entry]
                 self.manifest = {
                     "token": token, "next_seq": seq + 1, "files": files, "keys": keys, "windows": windows, "bytes": size,
                 }
@@ -207,6 +215,57 @@ class PartitionStore:
             return self.manifest
         finally:
             self.cache.close()
+
+    def _commit_from_files(self, version: int, changes: Dict[bytes, Optional[KeyState]]) -> Manifest:
+        """:meth:`commit` on the manifest's files (:attr:`files`): the same files, the cache left as it is."""
+        f, m = self.files, self.manifest
+        assert f is not None
+        if not changes:
+            self.next_processing_timer = f.next_processing_timer({})
+            return m
+        seq, token = int(m["next_seq"]), uuid.uuid4().hex[:16]
+        keys, windows, size = changed_totals((int(m["keys"]), int(m["windows"]), int(m["bytes"])), changes, self.loaded)
+        files = self._write(
+            version, seq, token, keys, len(changes), lambda: f.live_table(seq, changes),
+            lambda start: f.table_since(start, seq, changes),
+        )
+        self.manifest = {"token": token, "next_seq": seq + 1, "files": files, "keys": keys, "windows": windows, "bytes": size}
+        self.next_processing_timer = f.next_processing_timer(changes)
+        return self.manifest
+
+    def _write(
+        self,
+        version: int,
+        seq: int,
+        token: str,
+        keys: int,
+        changed: int,
+        live_table: Callable[[], pa.Table],
+        table_since: Callable[[int], pa.Table],
+    ) -> List[Dict[str, Any]]:
+        """Write the batch's file (state file ``seq``, ``changed`` keys changed, ``keys`` held after it): a delta
+        merging the trailing deltas of its size class or below (``table_since(first seq)``: their keys' state
+        after the batch), or, once the deltas would hold more keys than half the state, a full snapshot
+        (``live_table()``; none for an empty state). Returns the manifest's new list of files."""
+        files = list(self.manifest["files"])
+        base = files[:1] if files and files[0]["kind"] != "delta" else []
+        deltas = files[len(base) :]
+        if 2 * (sum(d["keys"] for d in deltas) + changed) > keys or len(deltas) >= MAX_DELTAS:
+            if not keys:
+                return []
+            name = f"s={version:012d}-{token}.parquet"
+            self.bytes_written += storage.write_table(storage.join(self.dir, name), live_table())
+            return [{"kind": "snapshot", "name": name, "from": seq, "seq": seq, "keys": keys}]
+        start, weight = seq, changed
+        while deltas and _size_class(deltas[-1]["weight"]) <= _size_class(weight):
+            merged = deltas.pop()
+            start, weight = merged["from"], weight + merged["weight"]
+        table = table_since(start)
+        name = f"d={version:012d}-{token}.parquet"
+        self.bytes_written += storage.write_table(storage.join(self.dir, name), table)
+        n = len(set(table.column("key").to_pylist()))
+        entry = {"kind": "delta", "name": name, "from": start, "seq": seq, "keys": n, "weight": weight}
+        return [*base, *deltas, entry]
 
 
 # ------------------------------------------------------------------------------------------- the driver's side
@@ -308,6 +367,7 @@ __all__ = [
     "MAX_DELTAS",
     "Manifest",
     "PartitionStore",
+    "SERVE_FROM_FILES_BATCHES",
     "empty_manifest",
     "file_paths",
     "has_state",

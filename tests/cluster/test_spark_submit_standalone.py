@@ -13,8 +13,9 @@ records which file its tasks imported.
 
 Results must equal the JVM-free engine's for the same input; the workers' executor logs must show tasks. The job's
 checkpoint is on a real HDFS (``hdfs_cluster``) and each worker has local directories of its own, so the workers
-share nothing of the checkpoint: a state partition whose task moves to the other executor rebuilds that executor's
-copy of its state from the files on HDFS (``stateCacheRebuilds`` in the progress the driver keeps there).
+share nothing of the checkpoint: each state partition starts a copy of its state on some executor
+(``stateCacheRebuilds`` in the progress the driver keeps there), and one whose task moves to the other executor
+runs on its files on HDFS there (``stateServedFromFiles``).
 """
 
 from __future__ import annotations
@@ -529,4 +530,6 @@ def test_spark_submit_on_standalone_cluster_with_the_wheel(standalone_cluster: C
     window = [o for p in progress for o in p["operators"].values() if o.get("numKeysLoaded") is not None]
     rebuilds = sum(o["stateCacheRebuilds"] for o in window)
     assert rebuilds >= 4  # each of the 4 state partitions started a copy on some executor
-    print(f"state partitions' cache rebuilds over {N_FILES} batches: {rebuilds} (4 partitions, 2 executors)")
+    on_files = sum(o["stateServedFromFiles"] for o in window)
+    print(f"over {N_FILES} batches: {rebuilds} cache rebuilds, {on_files} partitions run on the files (4 partitions, "
+          "2 executors)")

@@ -15,7 +15,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import pytest
 
@@ -147,6 +147,11 @@ def test_a_file_stream_job_restored_from_a_savepoint_reads_every_file_once(spark
     handle.process_all_available()
     handle.stop()
     check(ids2, sums2, expected)
+    # its batches ran on the restored files, not on a copy of them in the executor's cache (only partitions that
+    # got no key have none: their empty caches are "rebuilt"): a key those batches missed or got wrong would be
+    # missing or wrong in the sums checked above
+    on_files, _ = state_served(str(tmp_path / "ck3"))
+    assert on_files[0] >= 1 and on_files[-1] >= 1, on_files
 
 
 def test_a_savepoint_of_an_unsupported_stream_is_refused_before_the_job_stops(spark: Any, tmp_path: Path) -> None:
@@ -242,6 +247,21 @@ def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cl
     check(ids, sums, jvm_free(FILES))
     assert read_meta(f"{root}/ck2")["state_partitions"] == 2
     assert not storage.exists(f"{root}/ck2/flinkish/rescale")
+    on_files, _ = state_served(f"{root}/ck2")  # the restored and the rescaled state, read on HDFS by the batches
+    assert on_files[0] >= 1 and on_files[-1] >= 1, on_files
+
+
+def state_served(checkpoint: str) -> Tuple[List[int], List[int]]:
+    """Per batch of ``checkpoint``'s progress: the state partitions whose batch ran on the state files (the
+    executor's cache held another version, ``stateServedFromFiles``), and those whose cache was rebuilt (from
+    files, or none: a partition without state)."""
+    from pyspark_flinkish.spark.progress_files import read_progress
+
+    progress = [p["operators"].values() for p in read_progress(checkpoint)]
+    return (
+        [sum(o.get("stateServedFromFiles") or 0 for o in ops) for ops in progress],
+        [sum(o.get("stateCacheRebuilds") or 0 for o in ops) for ops in progress],
+    )
 
 
 def newest_state(checkpoint: Any) -> Dict[str, Any]:

@@ -5,6 +5,9 @@ The oracle ``pyflink_examples.json`` was recorded with PyFlink 2.3.0 by ``benchm
 example's source, its stdout, and with ``--output`` the finished part files (names with the uuid and the date-time
 bucket replaced; lines as a sorted multiset). The vendored copies in ``examples/flink_datastream/`` are those sources
 with ``from pyflink.`` replaced by ``from pyspark_flinkish.``, and nothing else.
+
+Each run is a process of its own, as ``python example.py`` would be, but forked (``RUNNER``) from one interpreter per
+test worker that has already imported the package: the import, most of a run's time, is paid once per module.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 
@@ -22,11 +25,29 @@ ROOT = Path(__file__).resolve().parents[2]
 VENDORED = ROOT / "examples" / "flink_datastream"
 ORACLE = json.loads(Path(__file__).with_name("pyflink_examples.json").read_text())
 EXAMPLES: Dict[str, Any] = ORACLE["examples"]
-# as the recorder ran them: logging to stderr first, so that an example's basicConfig(stream=sys.stdout) does nothing
-WRAPPER = (
-    "import logging, runpy, sys; logging.basicConfig(stream=sys.stderr, level=logging.INFO); "
-    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
-)
+# As the recorder ran them: logging to stderr first, so that an example's basicConfig(stream=sys.stdout) does nothing.
+# Then one line of JSON per run on stdin ({"argv": [...], "stdout": file, "stderr": file}): a forked child runs the
+# example as __main__ (its stdin /dev/null, stdout and stderr into the files, killed by SIGALRM after 120 s) and ends
+# as `python example.py` would (an exception: its traceback and exit code 1; atexit handlers run); the runner writes
+# the child's exit code as a line on stdout.
+RUNNER = """
+import json, logging, os, runpy, signal, sys
+logging.basicConfig(stream=sys.stderr, level=logging.INFO)
+import pyspark_flinkish.datastream
+for line in sys.stdin:
+    job = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, job["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                                (2, job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+            os.dup2(os.open(path, flags, 0o644), fd)
+        signal.alarm(120)
+        sys.argv = job["argv"]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        sys.exit(0)
+    sys.stdout.write(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])) + "\\n")
+    sys.stdout.flush()
+"""
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from pyflink_examples import part_files, word_count_lines  # noqa: E402 (the recorder's own normalisation)
 
@@ -39,13 +60,29 @@ def rewrite(source: str) -> str:
     )
 
 
-def run(name: str, *args: str) -> List[str]:
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., List[str]]]:
+    """``run(name, *args)``: the example's printed lines, from a process of its own (``RUNNER``)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run(
-        [sys.executable, "-c", WRAPPER, str(VENDORED / name), *args], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.splitlines()
+    runner = subprocess.Popen([sys.executable, "-c", RUNNER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    logs = tmp_path_factory.mktemp("example-runs")
+
+    def run_one(name: str, *args: str) -> List[str]:
+        out, err = logs / "stdout", logs / "stderr"
+        job = {"argv": [str(VENDORED / name), *args], "stdout": str(out), "stderr": str(err)}
+        assert runner.stdin is not None and runner.stdout is not None
+        runner.stdin.write(json.dumps(job) + "\n")
+        runner.stdin.flush()
+        reply = runner.stdout.readline()
+        assert reply, f"the example runner ended (exit code {runner.poll()})"
+        assert json.loads(reply) == 0, err.read_text()[-3000:]
+        return out.read_text().splitlines()
+
+    yield run_one
+    assert runner.stdin is not None and runner.stdout is not None
+    runner.stdin.close()
+    assert runner.wait(timeout=60) == 0
+    runner.stdout.close()
 
 
 def test_the_oracle_is_pyflink_2_3_0_and_covers_the_ten_examples() -> None:
@@ -72,14 +109,14 @@ def test_the_vendored_example_is_flinks_with_only_its_imports_changed(name: str)
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_the_example_prints_what_pyflink_printed(name: str) -> None:
+def test_the_example_prints_what_pyflink_printed(run: Callable[..., List[str]], name: str) -> None:
     """In the order PyFlink printed: word_count runs in BATCH mode, where Flink processes the keys in the order of
     their serialized bytes (its untyped words pickled: the shortest pickle first, core/key_order.py), as here."""
     assert run(name) == EXAMPLES[name]["printed"]
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXAMPLES if "output" in EXAMPLES[n]))
-def test_the_example_writes_the_part_files_pyflink_wrote(name: str, tmp_path: Path) -> None:
+def test_the_example_writes_the_part_files_pyflink_wrote(run: Callable[..., List[str]], name: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run(name, "--output", str(out)) == EXAMPLES[name]["printed_with_output"]
     assert part_files(out) == EXAMPLES[name]["output"]
@@ -87,7 +124,7 @@ def test_the_example_writes_the_part_files_pyflink_wrote(name: str, tmp_path: Pa
     assert hidden == [], f"in-progress files left: {hidden}"
 
 
-def test_word_count_reads_a_file_source_and_writes_what_pyflink_wrote(tmp_path: Path) -> None:
+def test_word_count_reads_a_file_source_and_writes_what_pyflink_wrote(run: Callable[..., List[str]], tmp_path: Path) -> None:
     case = EXAMPLES["word_count.py"]
     text = tmp_path / "input.txt"
     text.write_text("\n".join(word_count_lines(case["source"])) + "\n")

@@ -11,6 +11,10 @@ no ``java`` executable is reachable on ``PATH``.
 It also provides the ``golden`` fixture: documents this package writes (state codec, checkpoint files) compared
 with the checked-in files under ``jvm-free-tests/golden/`` (see :class:`Golden` for regenerating them).
 
+Property tests (Hypothesis) draw new examples on every run, except under ``CI=true``: there the ``ci`` profile
+derandomizes them, so that a CI run is reproducible and a failure it finds is one a developer finds again (and a
+random example found elsewhere becomes a fixed ``@example``).
+
 Note: this imports ``pyspark`` into the test process; a test proving that a module does not
 import pyspark must block it (``sys.modules``) or use a subprocess.
 """
@@ -26,6 +30,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI") == "true":
+    settings.load_profile("ci")
 
 GUARD_MESSAGE = (
     "jvm-free-tests must not start a JVM: the Py4J gateway launcher is disabled here; "

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from foreach_batch_harness import local_outputs, run_foreach_batch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.conversion import ArrowBatchTransformer
 from pyspark.sql.pandas.serializers import ArrowStreamPandasUDFSerializer
@@ -406,6 +406,11 @@ def _keys_round_trip(key_type: Any, keys: List[Any], int_ext: bool) -> List[Any]
 
 @settings(max_examples=150, deadline=None)
 @given(_key_type_and_keys(), st.booleans())
+@example(  # found by a random run: a NaN in a key Flink cannot serialize (a null TUPLE field)
+    (Types.TUPLE([Types.BYTE(), Types.DOUBLE(), Types.BOOLEAN()]),
+     [Row(f0=-8, f1=float("-inf"), f2=False), (None, 0.0, False), (None, float("nan"), None)]),
+    True,
+)  # fmt: skip
 def test_keys_as_columns_keep_their_bytes_and_identity(case: Any, int_ext: bool) -> None:
     """A declared key that crossed as columns gives the keyed task the same bytes (so the same state partition and
     state) the route made, and the key those bytes decode to (class and values bit for bit): Flink's key identity
@@ -415,7 +420,10 @@ def test_keys_as_columns_keep_their_bytes_and_identity(case: Any, int_ext: bool)
         assert got_bytes == kb, (key, kb, got_bytes)
         if as_columns:
             assert _same(rebuilt, decode_key(kb)), (key, rebuilt, decode_key(kb))
-            assert distinct_key(rebuilt, key_type) == distinct_key(key, key_type)
+            # a key Flink's serializer cannot write (a null field of a TUPLE) is its own distinct key, and a NaN in
+            # it is not equal to itself as another object: compare it as the keyed task sees it
+            got, want = distinct_key(rebuilt, key_type), distinct_key(key, key_type)
+            assert got == want or _same(got, want), (key, got, want)
         else:
             assert rebuilt is None
 

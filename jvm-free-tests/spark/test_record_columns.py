@@ -345,6 +345,12 @@ def test_a_sink_frame_decodes_records_that_crossed_as_columns() -> None:
     pickled = list(decode_batches([batch(False)], EVENT, schema, with_order=True))
     assert both[0].to_pylist() == pickled[0].to_pylist()
     assert both[0].to_pylist()[0] == {"user": "a", "amount": float32(1.1), "note": None, "n": 1, ORDER_COLUMN: [0, 1, 0]}
+    # the pickled records of a frame whose columnar ones Spark selects itself (``SinkFrame.typed``'s fast path) come
+    # without the layout's columns: decoded from ``value`` alone, with or without the layout
+    only_pickled = batch(False).select(["value", "ord", STEP_COLUMN])
+    for lay in (layout, None):
+        again = list(decode_batches([only_pickled], EVENT, schema, with_order=True, layout=lay))
+        assert again[0].to_pylist() == pickled[0].to_pylist()
 
 
 # ------------------------------------------------------------------------------------------ keys as columns

@@ -325,7 +325,7 @@ def arrow_values(batch: Any, layout: Optional[RecordColumns]) -> List[Any]:
     from .rows import loads
 
     raw = batch.column("value").to_pylist()
-    if layout is None:
+    if layout is None or batch.column("value").null_count == 0:  # every record pickled: no layout column is read
         return [loads(v) for v in raw]
     decode = layout.decoder()
     columns = zip(*[batch.column(c).to_pylist() for c in layout.columns])

@@ -126,8 +126,8 @@ class SinkFrame:
         convert = self.convert
         layout = self.layout
 
-        def decode(batches: Iterable[Any]) -> Iterator[Any]:
-            return decode_batches(batches, output_type, schema, convert, with_order, layout)
+        def decoder(layout: Optional[RecordColumns]) -> Callable[[Iterable[Any]], Iterator[Any]]:
+            return lambda batches: decode_batches(batches, output_type, schema, convert, with_order, layout)
 
         if layout is None or convert is not None or layout.declared != output_type:
             if layout is not None:  # records that crossed as columns are rebuilt from them in Python
@@ -135,11 +135,12 @@ class SinkFrame:
             rows = self.rows.select(*columns)
             if self.count is not None:  # a known size: as few tasks as it needs (else the rows keep their partitions)
                 rows = rows.coalesce(self.partitions())
-            return rows.mapInArrow(decode, out_schema)
-        # the records that crossed as columns are selected in Spark; only the pickled ones are decoded in Python
+            return rows.mapInArrow(decoder(layout), out_schema)
+        # the records that crossed as columns are selected in Spark; only the pickled ones are decoded in Python (their
+        # rows carry no layout columns)
         from pyspark.sql import functions as F
 
-        pickled = self.rows.filter(F.col("value").isNotNull()).select(*columns).mapInArrow(decode, out_schema)
+        pickled = self.rows.filter(F.col("value").isNotNull()).select(*columns).mapInArrow(decoder(None), out_schema)
         mask = F.col(layout.columns[-1])
         fields = [
             F.when(mask.bitwiseAND(F.lit(1 << i)) != 0, F.lit(None))

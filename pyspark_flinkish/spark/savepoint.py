@@ -38,7 +38,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..core.codec import dump_document, load_document
 from ..core.errors import StateError, UnsupportedFeatureError
@@ -196,29 +196,14 @@ def snapshot_state(
         if m["files"]
     ]
     state: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in operators.items()}
-    if tasks:
-        options = storage.current_options()
 
-        def copy_partitions(batches: Any) -> Any:
-            import pyarrow as pa
+    def copy_partition(uid: str, sp: int, manifest: str) -> Any:
+        return state_store.write_snapshot(
+            path, uid, sp, batch, live_rows(state_store.manifest_rows(state_root, uid, sp, json.loads(manifest)))
+        )
 
-            storage.configure(options)
-            for b in batches:
-                out = []
-                for uid, sp, manifest in zip(*(b.column(c).to_pylist() for c in ("uid", "sp", "manifest"))):
-                    live = live_rows(state_store.manifest_rows(state_root, uid, sp, json.loads(manifest)))
-                    written = state_store.write_snapshot(path, uid, sp, batch, live)
-                    out.append((uid, sp, json.dumps(written)))
-                yield pa.RecordBatch.from_pylist(
-                    [{"uid": u, "sp": s, "manifest": m} for u, s, m in out],
-                    schema=pa.schema([("uid", pa.string()), ("sp", pa.int32()), ("manifest", pa.string())]),
-                )
-
-        frame = spark.createDataFrame(tasks, _RESULT_DDL).repartition(len(tasks))
-        for row in frame.mapInArrow(copy_partitions, _RESULT_DDL).collect():
-            written = json.loads(row["manifest"])
-            if written is not None:
-                state[row["uid"]]["partitions"][str(row["sp"])] = written
+    for uid, sp, written in _write_per_task(spark, tasks, copy_partition):
+        state[uid]["partitions"][str(sp)] = written
     return state
 
 
@@ -468,31 +453,45 @@ def _split_by_key_bytes(
         ]
         if files:
             tasks.extend((uid, sp, json.dumps(files)) for sp in range(partitions))  # (path, entry) of each file
+    root = storage.join(checkpoint, "flinkish", "state")
+
+    def write_partition(uid: str, sp: int, files: str) -> Any:
+        tables = [state_store.read_file(file_path, entry) for file_path, entry in json.loads(files)]
+        return state_store.write_snapshot(root, uid, sp, batch, split_rows(tables, sp, partitions))
+
+    for uid, sp, manifest in _write_per_task(spark, tasks, write_partition):
+        out[uid]["partitions"][str(sp)] = manifest
+
+
+def _write_per_task(
+    spark: Any, tasks: List[Tuple[str, int, str]], write: Callable[[str, int, str], Any]
+) -> Iterator[Tuple[str, int, Any]]:
+    """One Spark task per ``(uid, state partition, payload)`` of ``tasks``: ``write`` runs on the executor (with the
+    driver's storage options) and returns the partition's new manifest; yields ``(uid, sp, manifest)`` for each
+    manifest that is not None."""
     if not tasks:
         return
-    root = storage.join(checkpoint, "flinkish", "state")
     options = storage.current_options()
 
-    def write_partitions(batches: Any) -> Any:
+    def run(batches: Any) -> Any:
         import pyarrow as pa
 
         storage.configure(options)
         for b in batches:
-            written = []
-            for uid, sp, files in zip(*(b.column(c).to_pylist() for c in ("uid", "sp", "files"))):
-                tables = [state_store.read_file(file_path, entry) for file_path, entry in json.loads(files)]
-                rows = split_rows(tables, sp, partitions)
-                written.append((uid, sp, json.dumps(state_store.write_snapshot(root, uid, sp, batch, rows))))
+            out = [
+                (uid, sp, json.dumps(write(uid, sp, payload)))
+                for uid, sp, payload in zip(*(b.column(c).to_pylist() for c in ("uid", "sp", "manifest")))
+            ]
             yield pa.RecordBatch.from_pylist(
-                [{"uid": u, "sp": s, "manifest": m} for u, s, m in written],
+                [{"uid": u, "sp": s, "manifest": m} for u, s, m in out],
                 schema=pa.schema([("uid", pa.string()), ("sp", pa.int32()), ("manifest", pa.string())]),
             )
 
-    frame = spark.createDataFrame(tasks, "uid string, sp int, files string").repartition(len(tasks))
-    for row in frame.mapInArrow(write_partitions, _RESULT_DDL).collect():
+    frame = spark.createDataFrame(tasks, _RESULT_DDL).repartition(len(tasks))  # the payload in ``manifest``
+    for row in frame.mapInArrow(run, _RESULT_DDL).collect():
         manifest = json.loads(row["manifest"])
         if manifest is not None:
-            out[row["uid"]]["partitions"][str(row["sp"])] = manifest
+            yield row["uid"], row["sp"], manifest
 
 
 def _split_hashed(

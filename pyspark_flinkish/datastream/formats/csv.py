@@ -201,18 +201,23 @@ class CsvSchemaBuilder:
         return len(self._columns)
 
 
+def _check_schema(schema: Any, call: str) -> None:
+    """``schema`` is a :class:`CsvSchema` with columns, else ``call`` fails naming what it needs."""
+    if not isinstance(schema, CsvSchema):
+        msg = f"{call} needs a CsvSchema (CsvSchema.builder()...build()); got {type(schema).__name__}"
+        raise TypeError(msg)
+    if not schema.columns:
+        msg = f"{call}: the schema has no columns"
+        raise InvalidArgumentError(msg)
+
+
 class CsvBulkWriters:
     """Writers of CSV files (PyFlink's ``CsvBulkWriters``)."""
 
     @staticmethod
     def for_schema(schema: CsvSchema) -> BulkWriterFactory:
         """CSV files with ``schema``'s columns (no header); the stream's ``Row`` fields are written by position."""
-        if not isinstance(schema, CsvSchema):
-            msg = f"CsvBulkWriters.for_schema needs a CsvSchema (CsvSchema.builder()...build()); got {type(schema).__name__}"
-            raise TypeError(msg)
-        if not schema.columns:
-            msg = "CsvBulkWriters.for_schema: the schema has no columns"
-            raise InvalidArgumentError(msg)
+        _check_schema(schema, "CsvBulkWriters.for_schema")
         columns = tuple(
             (name, column_type(t.name, t.params, "CsvBulkWriters.for_schema", name), t.nullable)
             for name, t in schema.columns
@@ -239,12 +244,7 @@ class CsvReaderFormat(StreamFormat):
     @staticmethod
     def for_schema(schema: CsvSchema) -> CsvReaderFormat:
         """A reader of CSV text with ``schema``'s columns, separator, quote character and null value."""
-        if not isinstance(schema, CsvSchema):
-            msg = f"CsvReaderFormat.for_schema needs a CsvSchema (CsvSchema.builder()...build()); got {type(schema).__name__}"
-            raise TypeError(msg)
-        if not schema.columns:
-            msg = "CsvReaderFormat.for_schema: the schema has no columns"
-            raise InvalidArgumentError(msg)
+        _check_schema(schema, "CsvReaderFormat.for_schema")
         for option, _ in schema.reading:
             if option != "set_strict_headers":  # strict headers concern a header line, which is refused
                 msg = (

@@ -457,7 +457,10 @@ def test_processing_time_timers_and_windows_fire_on_an_idle_stream(spark, tmp_pa
         assert sorted(v for _, v in windows) == [("a", 4), ("b", 2)]
         # due within 2 s; each batch that fires takes a few seconds on a busy 2-core machine
         assert max(t for t, _ in timers + windows) < first_done + 30
-        # no new input after the first batch: the ticks alone ran the batches that fired them
+        # no new input after the first batch: the ticks alone ran the batches that fired them. A batch delivers its
+        # sinks' records before its progress is recorded (the driver's history, then Spark's), so wait for both.
+        while (len(handle.driver.history) < 2 or len(handle.query.recentProgress) < 2) and time.time() < first_done + 60:
+            time.sleep(0.1)
         progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]
         file_rows = [sum(s["numInputRows"] for s in p["sources"] if "FileStream" in s["description"]) for p in progress]
         assert file_rows[0] == 3 and not any(file_rows[1:])

@@ -7,6 +7,7 @@ function body is not. The Spark test ``tests/spark/test_spark_columnar.py`` show
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
@@ -20,7 +21,13 @@ from pyspark_flinkish.datastream.state import ListStateDescriptor, StateTtlConfi
 from pyspark_flinkish.datastream.window import CountTrigger, SlidingEventTimeWindows, TumblingEventTimeWindows
 from pyspark_flinkish.spark.checkpoint import read_meta, write_meta
 from pyspark_flinkish.spark.plan import ExecPlan
-from pyspark_flinkish.spark.signatures import compare_signatures, state_signature
+from pyspark_flinkish.spark.signatures import (
+    KEY_IDENTITY,
+    KEY_IDENTITY_DECLARED_FORM,
+    compare_signatures,
+    key_identity,
+    state_signature,
+)
 from pyspark_flinkish.spark.stateful import check_checkpoint
 
 STRING = Types.STRING()
@@ -143,7 +150,14 @@ def test_the_signature_opens_a_copy_not_the_users_function() -> None:
 
 def _stored_before_key_identity(signatures: Dict[str, str]) -> Dict[str, str]:
     """The signatures as a checkpoint written before keys were held as Flink tells them apart stored them."""
-    return {uid: sig.replace(" | key_identity=flink", "") for uid, sig in signatures.items()}
+    return {uid: re.sub(r" \| key_identity=[^|]*?(?= \||$)", "", sig) for uid, sig in signatures.items()}
+
+
+def _stored_before_declared_form(signatures: Dict[str, str]) -> Dict[str, str]:
+    """The signatures as a checkpoint written with Flink's key identity, before a key's bytes were made from the key
+    as Flink holds it (``key_identity=flink`` for every declared key type) stored them."""
+    return {uid: sig.replace(f"key_identity={KEY_IDENTITY_DECLARED_FORM}", f"key_identity={KEY_IDENTITY}")
+            for uid, sig in signatures.items()}
 
 
 @pytest.mark.parametrize(
@@ -155,7 +169,7 @@ def test_state_keyed_by_float_or_double_stored_before_flinks_key_identity_is_ref
     """Such keys now have other bytes (``FLOAT`` rounded to 32 bits, an integral ``DOUBLE`` as a float), so the state
     would not be found: the restart is refused, naming why, never reset silently."""
     current = _signatures(key_type=key_type)
-    assert "key_identity=flink" in current["totals"]
+    assert f"key_identity={key_identity(key_type)}" in current["totals"]
     problems, _ = compare_signatures(_stored_before_key_identity(current), current)
     assert len(problems) == 1 and problems[0].startswith("operator 'totals': "), problems
     assert f"keys of type {key_type!r}" in problems[0] and "new checkpoint location" in problems[0], problems
@@ -171,6 +185,52 @@ def test_state_keyed_by_other_types_stored_before_flinks_key_identity_is_kept() 
     assert {uid: set(sig.split(" | ")) for uid, sig in merged.items()} == {
         uid: set(sig.split(" | ")) for uid, sig in current.items()
     }
+
+
+ROW_ID_NAME = Types.ROW_NAMED(["id", "name"], [Types.INT(), Types.STRING()])
+DECLARED_FORM_TYPES = [
+    ROW_ID_NAME,
+    Types.ROW([Types.STRING()]),
+    Types.TUPLE([Types.STRING(), Types.ROW([Types.LONG()])]),
+    Types.BIG_DEC(),
+    Types.BIG_INT(),
+    Types.SQL_TIMESTAMP(),
+    Types.LIST(Types.INT()),
+]
+
+
+@pytest.mark.parametrize("key_type", DECLARED_FORM_TYPES, ids=repr)
+def test_state_keyed_by_a_row_or_a_type_of_unknown_bytes_stored_before_the_declared_form_is_refused(key_type: Any) -> None:
+    """A key of such a type now has the bytes of the key as Flink holds it (a ``ROW`` key a ``Row`` with the type's
+    names, whatever form the selector returned; a ``BIG_DEC`` key as its type codes it), where a checkpoint written
+    before held the bytes of the form returned: one key's state would not be found or would split. The restart is
+    refused, naming the change and what to do; a checkpoint written before Flink's key identity is refused too."""
+    current = _signatures(key_type=key_type)
+    assert f"key_identity={KEY_IDENTITY_DECLARED_FORM}" in current["totals"]
+    for stored in (_stored_before_declared_form(current), _stored_before_key_identity(current)):
+        problems, _ = compare_signatures(stored, current)
+        assert len(problems) == 1 and problems[0].startswith("operator 'totals': "), problems
+        assert f"keys of type {key_type!r}" in problems[0] and "new checkpoint location" in problems[0], problems
+    problems, _ = compare_signatures(_stored_before_declared_form(current), current)
+    assert f"key_identity flink -> {KEY_IDENTITY_DECLARED_FORM}" in problems[0]
+    assert "form the key selector returned them in" in problems[0]
+    problems, merged = compare_signatures(current, current)
+    assert problems == [] and merged == current
+
+
+@pytest.mark.parametrize(
+    "key_type",
+    [STRING, Types.LONG(), Types.DOUBLE(), Types.CHAR(), Types.TUPLE([Types.STRING(), Types.FLOAT()]),
+     Types.PICKLED_BYTE_ARRAY()],
+    ids=repr,
+)  # fmt: skip
+def test_state_keyed_by_types_whose_bytes_did_not_change_is_kept(key_type: Any) -> None:
+    """Basic types and tuples of them: every key has the bytes it had (the key as Flink codes it, or as returned
+    where Flink cannot serialize it), so a checkpoint written before starts."""
+    current = _signatures(key_type=key_type)
+    assert f"key_identity={KEY_IDENTITY}" in current["totals"] and key_identity(key_type) == KEY_IDENTITY
+    problems, merged = compare_signatures(current, current)
+    assert problems == [] and merged == current
 
 
 def _spark_commit(checkpoint: Path) -> None:
@@ -203,6 +263,17 @@ def test_the_apply_in_pandas_with_state_executor_refuses_float_keys_of_a_checkpo
         check_checkpoint(str(tmp_path), _plan(key_type=key_type))
     check_checkpoint(str(tmp_path), _plan())  # STRING keys: the same bytes as before
     assert read_meta(str(tmp_path))["operators"] == BASE
+
+
+def test_the_apply_in_pandas_with_state_executor_refuses_row_keys_stored_before_the_declared_form(tmp_path: Path) -> None:
+    """The same check on the other executor: its checkpoint's ``ROW``-keyed state, written when a key's bytes were
+    those of the form the selector returned, is refused at start naming the change."""
+    stored = _stored_before_declared_form({uid: s for uid, s in _signatures(key_type=ROW_ID_NAME).items()})
+    write_meta(str(tmp_path), {"backend": "apply_in_pandas_with_state", "operators": stored})
+    _spark_commit(tmp_path)
+    with pytest.raises(StateError, match=r"operator 'totals': its state holds keys of type .* by the bytes of the form"):
+        check_checkpoint(str(tmp_path), _plan(key_type=ROW_ID_NAME))
+    assert read_meta(str(tmp_path))["operators"] == stored
 
 
 def test_each_executor_refuses_the_other_executors_checkpoint(tmp_path: Path) -> None:

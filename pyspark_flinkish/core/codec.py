@@ -32,8 +32,8 @@ from typing import Any, Dict, Hashable, List, Tuple, Union
 
 from .errors import StateError
 from .rows import Row, RowKind
-from .state import VOID_NAMESPACE
 from .state_ttl import TtlValue
+from .void_namespace import VOID_NAMESPACE
 from .windows import CountWindow, GlobalWindow, TimeWindow
 
 FORMAT = "pyspark_flinkish.keyed-snapshot"

@@ -140,6 +140,16 @@ def _row(value: Any, children: Any) -> bytes:
     return mask + b"".join(_serialized(v, c) for v, c in zip(fields, children) if v is not None)
 
 
+def knows_bytes(key_type: Any) -> bool:
+    """Whether the package knows the bytes Flink serializes every value of ``key_type`` to that Flink can serialize
+    (a basic type above, or a ``TUPLE``/``ROW`` of them): :func:`serialized_key` then returns None only for a value
+    Flink cannot serialize (a null ``TUPLE`` field, a value not of the type)."""
+    name = getattr(key_type, "name", None)
+    if name in _BASIC:
+        return True
+    return name in ("TUPLE", "ROW") and all(knows_bytes(c) for c in key_type.children)
+
+
 _PICKLED_SCALARS = (type(None), bool, int, float, str, bytes)
 
 
@@ -180,4 +190,4 @@ def batch_sort_key(key: Any, key_type: Any) -> Optional[bytes]:
     return None if data is None else bytes(b ^ 0x80 for b in data)
 
 
-__all__ = ["PICKLE_PROTOCOL", "batch_sort_key", "pyflink_pickle", "serialized_key"]
+__all__ = ["PICKLE_PROTOCOL", "batch_sort_key", "knows_bytes", "pyflink_pickle", "serialized_key"]

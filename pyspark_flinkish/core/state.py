@@ -31,6 +31,7 @@ from .errors import StateError
 from .key_identity import distinct_key, plain_key
 from .state_descriptors import StateDescriptor
 from .state_ttl import StateTtlConfig, TtlValue, expiration_time, is_expired
+from .void_namespace import VOID_NAMESPACE, VoidNamespace
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -40,24 +41,7 @@ OUT = TypeVar("OUT")
 ACC = TypeVar("ACC")
 
 
-class _VoidNamespace:
-    """The namespace of state that is not scoped to a window."""
-
-    _instance: Optional[_VoidNamespace] = None
-
-    def __new__(cls) -> _VoidNamespace:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __reduce__(self) -> tuple:  # type: ignore[type-arg]
-        return (_VoidNamespace, ())
-
-    def __repr__(self) -> str:
-        return "VOID_NAMESPACE"
-
-
-VOID_NAMESPACE: Hashable = _VoidNamespace()
+_VoidNamespace = VoidNamespace  # where the pickles of older versions name it
 
 
 # ----------------------------------------------------------------------------------------- backend

@@ -11,6 +11,7 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..core.errors import StateError
+from ..core.key_order import knows_bytes
 from ..datastream.plan import Transformation, WindowSpec
 from .chain import FixedClock
 
@@ -19,24 +20,58 @@ KEY_IDENTITY = "flink"
 apart (``core/key_identity.py``: a ``FLOAT`` key rounded to 32 bits, an integral ``DOUBLE`` key as a float). A
 checkpoint without the part was written before that, under the key as Python held it."""
 
+KEY_IDENTITY_DECLARED_FORM = "flink-declared-form"
+"""The ``key_identity`` part for a key type with a ``ROW`` in it, or one whose Flink bytes the package does not know
+(``BIG_DEC``, ``BIG_INT``, SQL times, lists, a pickled field; ``core.key_order.knows_bytes``): its state holds each
+key by the bytes of the key as Flink holds it (``core.key_identity.key_bytes``): a ``ROW`` key as a ``Row`` with the
+type's names whatever form the selector returned it in, a ``BIG_DEC`` key as its type codes it. Under
+:data:`KEY_IDENTITY` such a key's bytes were those of the form the selector returned (a tuple, a positional and a
+named ``Row`` of one key had three), so such a checkpoint is refused (:func:`compare_signatures`)."""
+
 _ROUNDED_KEY_TYPE = re.compile(r"\b(?:FLOAT|DOUBLE)\b")
+
+
+def key_identity(key_type: Any) -> str:
+    """The ``key_identity`` part of the signature of an operator keyed by ``key_type`` (not None)."""
+    if getattr(key_type, "name", None) == "PICKLED_BYTE_ARRAY":
+        return KEY_IDENTITY
+    return KEY_IDENTITY_DECLARED_FORM if _has_row(key_type) or not knows_bytes(key_type) else KEY_IDENTITY
+
+
+def _has_row(key_type: Any) -> bool:
+    return getattr(key_type, "name", None) == "ROW" or any(_has_row(c) for c in getattr(key_type, "children", ()))
+
+
+_START_AGAIN = (
+    "start it from a new checkpoint location, or let the version that wrote it run the job to its end"
+)
 
 
 def _keys_stored_before_key_identity(old_parts: Dict[str, str], new_parts: Dict[str, str]) -> Optional[str]:
     """What changed for a checkpoint whose state holds keys of a declared ``FLOAT`` or ``DOUBLE`` type (also inside a
-    row or tuple) stored before :data:`KEY_IDENTITY`: such keys now have other bytes, so that state would not be
-    found (never a silent reset); None when nothing did."""
+    row or tuple) stored before :data:`KEY_IDENTITY`, or keys of a type whose bytes changed with
+    :data:`KEY_IDENTITY_DECLARED_FORM` stored before that: such keys now have other bytes, so that state would not
+    be found or would split (never a silent reset); None when nothing did."""
     key = old_parts.get("key")
-    if key is None or "key_identity" in old_parts or "key_identity" not in new_parts:
+    if key is None or "key_identity" not in new_parts or old_parts.get("key") != new_parts.get("key"):
         return None
-    if not _ROUNDED_KEY_TYPE.search(key):
-        return None
-    return (
-        f"its state holds keys of type {key} as Python held them, written before keys were held as Flink tells them "
-        "apart (a FLOAT key rounded to 32 bits, an integral DOUBLE key as a float): with other bytes now, that state "
-        "would not be found; start it from a new checkpoint location, or let the version that wrote it run the job to "
-        "its end"
-    )
+    old, new = old_parts.get("key_identity"), new_parts["key_identity"]
+    if old is None and _ROUNDED_KEY_TYPE.search(key):
+        return (
+            f"its state holds keys of type {key} as Python held them, written before keys were held as Flink tells "
+            "them apart (a FLOAT key rounded to 32 bits, an integral DOUBLE key as a float; a ROW key as a Row with "
+            f"the type's names whatever form the selector returned it in): with other bytes now, that state would "
+            f"not be found; {_START_AGAIN}"
+        )
+    if old != new and new == KEY_IDENTITY_DECLARED_FORM:
+        return (
+            f"its state holds keys of type {key} by the bytes of the form the key selector returned them in, written "
+            "before a key's bytes were made from the key as Flink holds it (key_identity "
+            f"{old or 'none'} -> {new}: a ROW key as a Row with the type's names, whether the selector returned a "
+            "tuple, a positional or a named Row; a BIG_DEC, BIG_INT, SQL time or list key as its type codes it): "
+            f"with other bytes now, a key's state would not be found or would split; {_START_AGAIN}"
+        )
+    return None
 
 
 def state_signature(t: Transformation) -> Optional[str]:
@@ -67,7 +102,7 @@ def state_signature(t: Transformation) -> Optional[str]:
     key_type = getattr(spec, "key_type", None)
     if key_type is not None:
         extra["key"] = repr(key_type)
-        extra["key_identity"] = KEY_IDENTITY
+        extra["key_identity"] = key_identity(key_type)
     agg = getattr(contents, "agg_fn", None)
     if agg is not None:
         try:
@@ -131,8 +166,12 @@ def compare_signatures(stored: Dict[str, str], current: Dict[str, str]) -> Tuple
         old_parts = dict(p.split("=", 1) for p in old_rest)
         new_parts = dict(p.split("=", 1) for p in new_rest)
         changes = [] if old_base == new_base else [f"[{old_base}] -> [{new_base}]"]
-        changes += [f"{k} {old_parts[k]} -> {new_parts[k]}" for k in old_parts if k in new_parts and old_parts[k] != new_parts[k]]
         rekeyed = _keys_stored_before_key_identity(old_parts, new_parts)
+        changes += [
+            f"{k} {old_parts[k]} -> {new_parts[k]}"
+            for k in old_parts
+            if k in new_parts and old_parts[k] != new_parts[k] and not (k == "key_identity" and rekeyed is not None)
+        ]
         if rekeyed is not None and not changes:
             changes.append(rekeyed)
         if changes:
@@ -180,9 +219,11 @@ def check_operators(checkpoint: str, stored: Optional[Dict[str, str]], current: 
 
 __all__ = [
     "KEY_IDENTITY",
+    "KEY_IDENTITY_DECLARED_FORM",
     "before_key_identity",
     "check_operators",
     "compare_signatures",
+    "key_identity",
     "plan_signatures",
     "state_signature",
 ]

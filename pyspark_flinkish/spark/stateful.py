@@ -491,8 +491,9 @@ class StatefulQueryBuilder:
 
 def check_checkpoint(checkpoint: str, plan: ExecPlan) -> None:
     """Refuse to start on ``checkpoint`` what its state cannot be restored into, as the foreachBatch executor does
-    (``spark/signatures.py``, the same check): a keyed operator changed incompatibly under its uid, or keys of a
-    declared ``FLOAT``/``DOUBLE`` type in state written before keys were held as Flink tells them apart. The
+    (``spark/signatures.py``, the same check): a keyed operator changed incompatibly under its uid, keys of a
+    declared ``FLOAT``/``DOUBLE`` type in state written before keys were held as Flink tells them apart, or keys of
+    a ``ROW`` (or ``BIG_DEC``, ...) type written before their bytes were those of the key as Flink holds it. The
     signatures are kept in ``<checkpoint>/flinkish/meta.json`` (with ``backend``); a checkpoint this executor wrote
     before it kept them (Spark's commit log, no such document) stands for the same operators' state written before
     Flink's key identity (:func:`~.signatures.before_key_identity`). A checkpoint of the other executor is refused."""

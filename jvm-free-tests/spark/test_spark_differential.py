@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 import pandas as pd
+import pytest
 from foreach_batch_harness import PandasStream, local_outputs, run_foreach_batch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -619,6 +620,58 @@ def build_from_rows(batches: List[List[Tuple[str, int, int]]], operator: Dict[st
             result.get_side_output(late).add_sink(out["late"].append)
 
     return build_on
+
+
+TYPED_KEY_SCHEMA = StructType(
+    [StructField("user", StringType()), StructField("k", LongType()), StructField("ts", LongType()),
+     StructField("amount", LongType())]
+)  # fmt: skip
+TYPED_KEY_BATCHES = [[("a", 1, 1, 1), ("b", 2, 2, 1)], [("a", 1, 3, 5), ("b", 2, 4, 1)], [("a", 1, 30, 1)]]
+
+
+@pytest.mark.parametrize(
+    ("key_type", "selector"),
+    [
+        (Types.DOUBLE(), lambda r: r.k),
+        (Types.FLOAT(), lambda r: r.k),
+        (Types.ROW_NAMED(["user", "k"], [Types.STRING(), Types.LONG()]), lambda r: (r.user, r.k)),
+        (None, lambda r: r.k),
+    ],
+    ids=["DOUBLE of a LONG column", "FLOAT of a LONG column", "ROW of a tuple", "untyped"],
+)
+def test_a_declared_key_of_another_form_than_its_columns_finds_its_state_on_the_columnar_path(
+    tmp_path: Any, key_type: Any, selector: Any
+) -> None:
+    """A ``key_type`` whose keys Flink holds in another form than the key columns' values (a ``DOUBLE`` key of a
+    ``LONG`` column is ``1.0``; a ``ROW`` key of a tuple of columns a ``Row``): the columnar path looks the state of
+    its keys up by the bytes of the key as Flink holds it, as the general path stores and finds it, so a window's
+    contents carry over micro-batches (found: they were looked up by the columns' values and lost)."""
+
+    def build(out: Dict[str, List[Any]]) -> Any:
+        def build_on(env: Any) -> None:
+            strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+            if isinstance(env, SparkStreamExecutionEnvironment):
+                frames = [pd.DataFrame(b, columns=TYPED_KEY_SCHEMA.fieldNames()).astype(
+                    {"k": "int64", "ts": "int64", "amount": "int64"}) for b in TYPED_KEY_BATCHES]
+                ds = env.from_dataframe(PandasStream(TYPED_KEY_SCHEMA, frames), strategy, timestamp_column="ts")
+            else:
+                rows = [[Row(user=u, k=k, ts=t, amount=a) for u, k, t, a in b] for b in TYPED_KEY_BATCHES]
+                ds = env.from_micro_batches(rows, strategy.with_timestamp_assigner(lambda r, _: r.ts), end_of_input=False)
+            keyed = ds.key_by(selector, key_type=key_type) if key_type is not None else ds.key_by(selector)
+            keyed.window(TumblingEventTimeWindows.of(Duration.of_millis(10))).allowed_lateness(100).aggregate(
+                ColumnAggregate(Count(), Sum("amount"))
+            ).add_sink(out["main"].append)
+
+        return build_on
+
+    expected = _outputs()
+    local_outputs(build(expected))
+    assert (2, 6) in expected["main"]  # the first window of key 1 holds both its records, of two micro-batches
+    for vectorize in (True, False):
+        got = _outputs()
+        driver = run_foreach_batch(build(got), str(tmp_path / f"v{vectorize}"), vectorize)
+        assert (driver.columnar is not None) == vectorize
+        assert _canonical(got) == _canonical(expected), f"vectorize={vectorize}"
 
 
 row = st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 60), st.integers(-5, 9))

@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..core.aggregates import ColumnAggregate
 from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from ..core.fields import field_selector
+from ..core.key_identity import distinct_key, plain_key
 from ..monitoring import partition_metrics
 from . import storage
 from .chain import ChainRunner, FixedClock, KeyedOutput
@@ -327,6 +328,10 @@ def run_partition(
         other_keys = []
     data = partials[~partials["__hb"].astype(bool)]
     partial_keys = _keys(cw, data) if len(data) else []
+    if node.key_type is not None:  # as the general path hands them on: as Flink holds them (a DOUBLE key of a LONG
+        # column is 1.0), so that their bytes find their state (``core.key_identity.key_bytes``)
+        other_keys = [plain_key(distinct_key(k, node.key_type)) for k in other_keys]
+        partial_keys = [plain_key(distinct_key(k, node.key_type)) for k in partial_keys]
     store = PartitionStore(state_root, node.uid, sp, manifests.get(node.uid, {}).get(sp))
     touched = {encode_key(k) for k in (*other_keys, *partial_keys)}
     batch = restore_window_table(op, store, sorted(touched), wm_prev, wm_new, now)

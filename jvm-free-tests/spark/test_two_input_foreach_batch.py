@@ -26,14 +26,21 @@ CASES: Dict[str, Any] = {c["name"]: c for c in ORACLE["cases"]}
 ON_SPARK = [c for c in two_input_jobs.CASES if c not in ("broadcast_process", "broadcast_per_instance")]
 
 
-def run(case: str, checkpoint: str, batches: int = 3, spark_batches: Optional[range] = None, out: Optional[List[str]] = None) -> List[Any]:
+def run(
+    case: str,
+    checkpoint: str,
+    batches: int = 3,
+    spark_batches: Optional[range] = None,
+    out: Optional[List[str]] = None,
+    columnar_records: bool = True,
+) -> List[Any]:
     got: List[str] = [] if out is None else out
 
     def build(env: Any) -> None:
         env.set_parallelism(two_input_jobs.PARALLELISM.get(case, 1))
         two_input_jobs.build(env, two_input_jobs.pyspark_flinkish_api(batches), case).add_sink(got.append)
 
-    run_foreach_batch(build, checkpoint, vectorize=True, partitions=3, batches=spark_batches)
+    run_foreach_batch(build, checkpoint, vectorize=True, partitions=3, batches=spark_batches, columnar_records=columnar_records)
     return two_input_jobs.decode(got)
 
 
@@ -50,6 +57,37 @@ def test_a_restart_resumes_keyed_and_broadcast_state(name: str, tmp_path: Path) 
     run(name, ck, spark_batches=range(0, 2), out=first)
     second: List[str] = []
     run(name, ck, spark_batches=range(2, 4), out=second)
+    assert two_input_jobs.decode(first + second) == CASES[name]["output"]
+
+
+@pytest.mark.parametrize("name", ["keyed_co_process_timers", "keyed_broadcast_process"])
+def test_declared_keys_of_a_keyed_two_input_operator_cross_as_columns(name: str, tmp_path: Path, monkeypatch: Any) -> None:
+    """``key_by(..., key_type=Types.STRING())`` on both inputs (or the keyed one of a broadcast connect): every key
+    crosses from the route as columns (``k<dest>_<i>``, as a one-input operator's; a broadcast element has no key and
+    goes to every partition), with PyFlink's outputs; a checkpoint written with every key as its bytes
+    (``columnar_records=False``) goes on with keys as columns: the state is keyed by the same bytes."""
+    from pyspark_flinkish.spark.record_columns import KEY_PREFIX, RecordColumns
+
+    crossed: List[bool] = []
+    cell = RecordColumns.cell
+
+    def counting(self: RecordColumns, value: Any) -> Any:
+        cols = cell(self, value)
+        if self.prefix == KEY_PREFIX:
+            crossed.append(cols is not None)
+        return cols
+
+    monkeypatch.setattr(RecordColumns, "cell", counting)
+    assert run(name, str(tmp_path / "columns")) == CASES[name]["output"]
+    assert crossed and all(crossed)
+    crossed.clear()
+    ck = str(tmp_path / "mixed")
+    first: List[str] = []
+    run(name, ck, spark_batches=range(0, 2), out=first, columnar_records=False)
+    assert crossed == []
+    second: List[str] = []
+    run(name, ck, spark_batches=range(2, 4), out=second)
+    assert crossed and all(crossed)
     assert two_input_jobs.decode(first + second) == CASES[name]["output"]
 
 

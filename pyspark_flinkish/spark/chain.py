@@ -22,7 +22,7 @@ from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks
 from .error_transport import reported_to_driver
 from .generators import assigner_row, install_assigner_state, mid_batch_order, route_splits, splits_row
-from .keys import encode_key, state_partition
+from .keys import NO_KEY, encode_key, state_partition
 from .plan import ExecPlan
 from .rows import FUTURE_SAMPLES, dumps, loads, metric_row, row_frame, stats_rows
 from .source_rows import partition_from_text
@@ -217,27 +217,32 @@ class ChainRunner:
     def _keyed_two_input_rows(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
         """Rows for a keyed two-input operator: the element with its input (``(channel, element)`` pickled); a
         broadcast input's element goes to every state partition (each is one instance of the operator, and Flink
-        gives every instance every broadcast element), the other input's by its key."""
+        gives every instance every broadcast element) with no key (``key`` empty), the other input's by its key: as
+        columns where the ``key_type`` is declared (``record_columns.key_columns``), else as its bytes."""
         node = self.plan.nodes[index]
         value = dumps((channel, record.value))
         if channel == node.broadcast_input:
             for sp in range(self.partitions):
                 self.rows.append(
-                    {"kind": "rec", "dest": index, "sp": sp, "key": None, "value": value, "ts": record.timestamp, "ord": order}
+                    {"kind": "rec", "dest": index, "sp": sp, "key": NO_KEY, "value": value, "ts": record.timestamp, "ord": order}
                 )
             return
         selector = node.key_selectors[channel]  # type: ignore[index]
         key = call_user(selector, lambda: f"{node.name}: key selector {channel + 1} on {short(record.value)}", record.value)  # type: ignore[arg-type]
-        kb = encode_key(distinct_key(key, node.key_type))
+        dk = distinct_key(key, node.key_type)
+        kb = encode_key(dk)
+        key_layout = self.plan.key_columns.get(index)  # a declared key_type: the key crosses as columns
+        kcols = None if key_layout is None else key_layout.cell(plain_key(dk))
         self.rows.append(
             {
                 "kind": "rec",
                 "dest": index,
                 "sp": state_partition(kb, self.partitions),
-                "key": kb,
+                "key": kb if kcols is None else None,
                 "value": value,
                 "ts": record.timestamp,
                 "ord": order,
+                "kcols": kcols,
             }
         )
 

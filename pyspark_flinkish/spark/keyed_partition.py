@@ -42,8 +42,8 @@ Manifests = Dict[str, Dict[int, Manifest]]
 
 def _record_keys(pdf: Any, keys: List[Tuple[Optional[bytes], Any]]) -> List[bytes]:
     """The encoded keys of the partition's records (``keys``: :func:`~.record_columns.frame_keys` of ``pdf``; a
-    broadcast element has none)."""
-    return [kb for kind, (kb, _) in zip(pdf["kind"], keys) if kind == "rec" and kb is not None]
+    broadcast element has none: ``keys.NO_KEY``)."""
+    return [kb for kind, (kb, _) in zip(pdf["kind"], keys) if kind == "rec" and kb]
 
 
 def _crossed_as_columns(pdf: Any, keys: List[Tuple[Optional[bytes], Any]]) -> Dict[str, int]:

@@ -22,6 +22,11 @@ encode_key = key_bytes
 the key's identity, so keys Flink holds as one key have one key's bytes, state and state partition."""
 
 
+NO_KEY = b""
+"""The ``key`` of a keyed operator's record that has none (a broadcast input's element, which every state partition
+gets): no key's bytes are empty, and unlike null it never stands for a key that crossed as columns."""
+
+
 def decode_key(data: bytes) -> Any:
     return decode_value(json.loads(data.decode("utf-8")))
 
@@ -73,6 +78,7 @@ def state_partitions(keys: Any, partitions: int) -> Any:
 
 
 __all__ = [
+    "NO_KEY",
     "encode_key",
     "decode_key",
     "state_partition",

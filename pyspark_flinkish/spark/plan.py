@@ -175,7 +175,7 @@ class ExecPlan:
     def carry_columns(self) -> None:
         """Let the records of every one-input keyed operator and every sink written from a ``SinkFrame`` whose input
         type is declared cross stages as columns (``spark/record_columns.py``) instead of pickles, and the keys of every
-        one-input keyed operator with a declared ``key_type`` instead of their bytes; needs the plan's
+        keyed operator (one or two inputs) with a declared ``key_type`` instead of their bytes; needs the plan's
         transformations (on the driver)."""
         for i, t in enumerate(self.transformations):
             node = self.nodes[i]
@@ -188,7 +188,7 @@ class ExecPlan:
                 layout = declared_columns(i, t.inputs[0].output_type)
             if layout is not None:
                 self.record_columns[i] = layout
-            if node.keyed and not node.two_input:
+            if node.keyed:  # one-input and two-input (connect, broadcast, interval join) alike
                 keys = key_columns(i, node.key_type)
                 if keys is not None:
                     self.key_columns[i] = keys

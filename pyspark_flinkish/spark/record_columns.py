@@ -9,7 +9,8 @@ sink of a declared flat type gets its records so too: its frame (``spark/sink_fr
 Spark, with no Python pass at all; a ``KafkaSink`` or ``FileSink`` writer's task rebuilds them from the columns
 (:func:`arrow_values`) for the user's serializer or encoder.
 
-A keyed operator with a declared ``key_type`` of such a type gets each record's key so too (:func:`key_columns`:
+A keyed operator (one input, or two: ``connect(...).key_by``, a keyed stream connected to a broadcast one) with a
+declared ``key_type`` of such a type gets each record's key so too (:func:`key_columns`:
 ``k<dest>_<i>`` and a mask, with ``key`` left null), by the same rule; the keyed task makes the key's bytes from the
 rebuilt key with the one key codec (:func:`frame_keys`), so the state is keyed exactly as when the bytes crossed.
 

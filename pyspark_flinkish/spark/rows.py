@@ -10,7 +10,8 @@ tested without a JVM. Records travel between Spark stages as rows of :data:`ROW_
   how many in ``stat_count``, so that the driver knows a sink's size without reading its records);
 * ``dest``: the plan node the record goes to (a keyed operator or a sink); ``sp``: the state partition;
 * ``key``: the encoded key (keyed destinations, :mod:`.keys`; null when a declared key travels as columns:
-  ``k<dest>_<i>`` after these, :func:`.record_columns.key_columns`); ``value``: the pickled element (null when the
+  ``k<dest>_<i>`` after these, :func:`.record_columns.key_columns`; empty, ``keys.NO_KEY``, for a broadcast input's
+  element, which has none); ``value``: the pickled element (null when the
   record travels as columns: ``c<dest>_<i>`` after these, :mod:`.record_columns`); ``ts``: its timestamp;
 * ``ord``: the record's position in Flink's processing order within the batch (compared as a list; see
   :mod:`.chain`);

@@ -21,9 +21,10 @@ import pytest
 from pyspark_flinkish.common import Row, Types
 from pyspark_flinkish.core.key_identity import DistinctKey, distinct_key, plain_key
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 
 ORACLE = cases.load()
-API = SimpleNamespace(Types=Types, Row=Row)
+API = SimpleNamespace(Types=Types, Row=Row, KeyedProcessFunction=KeyedProcessFunction)
 SEPARATED = [n for n in cases.case_keys(API) if n.endswith(" separated")]
 
 
@@ -43,6 +44,26 @@ def test_the_oracle_is_real_pyflink_output() -> None:
     assert ORACLE["pyflink_version"] == "2.3.0" and ORACLE["runtime_mode"] == "STREAMING"
     assert ORACLE["command"].startswith("benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_key_identity.py")
     assert list(ORACLE["cases"]) == list(cases.case_keys(API))
+    assert list(ORACLE["current_keys"]) == cases.CURRENT_KEY_CASES
+    assert list(ORACLE["errors"]) == list(cases.error_cases(API))
+
+
+@pytest.mark.parametrize("name", cases.CURRENT_KEY_CASES)
+def test_a_keyed_function_gets_the_key_as_flink_hands_it_back(name: str) -> None:
+    """``ctx.get_current_key()`` in ``process_element`` is the key decoded from Flink's bytes, as in PyFlink: a
+    ``DOUBLE`` key of ``1`` is ``1.0``, a ``FLOAT`` key rounded, an ``INT`` key of ``True`` ``1``, a ``ROW`` key a
+    ``Row`` with the type's names whatever form the selector returned, a ``BIG_DEC`` key a ``Decimal``."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert collect(cases.build_current_key(API, env, name)) == ORACLE["current_keys"][name]
+
+
+def test_a_tuple_for_a_row_key_which_pyflink_refuses_is_the_row_here() -> None:
+    """PyFlink's job fails on a tuple returned for a ``ROW`` key type (recorded); the package takes the tuple as the
+    row (``docs/differences.md``), one key with the ``Row`` forms of the same values."""
+    name = "ROW_NAMED(id INT, name STRING) from a tuple"
+    assert "get_fields_by_names" in ORACLE["errors"][name]
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert collect(cases.build(API, env, name)) == ["(1, 'a') 1"]
 
 
 @pytest.mark.parametrize("name", SEPARATED)

@@ -121,9 +121,9 @@ def test_a_keys_bytes_are_a_function_of_its_identity(case: Any) -> None:
                 assert hash(a) == hash(b) and state_partition(da, 7) == state_partition(db, 7)
 
 
-def test_the_property_can_fail() -> None:
-    """What the property guards against, on the old rule (a key's bytes made from the form the selector returned
-    it in): three forms of one ``ROW`` key, one identity, three byte strings."""
+def test_the_forms_of_one_row_key_have_one_byte_string() -> None:
+    """What the property guards against: under the old rule (a key's bytes made from the form the selector returned
+    it in) four forms of one ``ROW`` key, one identity, had four byte strings; now one."""
     from pyspark_flinkish.core.codec import encode_value
 
     key_type = Types.ROW_NAMED(["id", "name"], [Types.INT(), Types.STRING()])

@@ -346,9 +346,11 @@ class KeyedOperator(StreamOperator):
     def process_element(self, record: StreamRecord) -> None:
         key = call_user(self.key_selector, lambda: f"{self.name}: key selector on {short(record.value)}", record.value)
         self.backend.set_current_key(key)
-        self.process_keyed(key, record)
+        self.process_keyed(self.backend.current_state_key(), record)  # as a timer's: the key Flink holds
 
     def process_keyed(self, key: Any, record: StreamRecord) -> None:
+        """One record of the current key (``key``: as the state and timers hold it, ``core/key_identity.py``;
+        ``plain_key`` gives the value Flink hands a function)."""
         raise NotImplementedError
 
     def process_watermark(self, watermark: int) -> None:

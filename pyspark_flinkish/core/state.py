@@ -71,13 +71,15 @@ class KeyedStateBackend:
 
     # -- key context
     def set_current_key(self, key: Any) -> None:
-        """Make ``key`` current: state is that of the key Flink holds it as (``core/key_identity.py``); a
-        :class:`DistinctKey` (a timer's key) is current as the value Flink hands back."""
+        """Make ``key`` current: state is that of the key Flink holds it as (``core/key_identity.py``), and the
+        current key (``ctx.get_current_key()``) the value Flink hands back, as PyFlink's functions get it decoded
+        from Java: a ``FLOAT`` key rounded to 32 bits, a ``DOUBLE`` key of ``1`` as ``1.0``, a ``ROW`` key as a
+        ``Row`` with the type's names, whatever the key selector returned."""
         if type(key) in self._plain_types:  # str and int keys: Python's equality is Flink's
             self._current_key = self._state_key = key
         else:
             self._state_key = distinct_key(key, self.key_type)
-            self._current_key = plain_key(key)
+            self._current_key = plain_key(self._state_key)
         self._has_key = True
 
     def state_key(self, key: Any) -> Any:

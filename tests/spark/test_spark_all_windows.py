@@ -16,6 +16,7 @@ import pytest
 from pyspark_flinkish.common import JobExecutionResult, JobStatus, Row, Types
 from pyspark_flinkish.core.errors import InvalidPipelineError
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 
 pytestmark = pytest.mark.spark
 CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
@@ -34,8 +35,13 @@ cloudpickle.register_pickle_by_value(key_identity_cases)
 ORACLE = all_window_cases.load()
 KEY_ORDER = key_order_cases.load()
 KEY_IDENTITY = key_identity_cases.load()
-KEY_IDENTITY_CASES = ["untyped tuples separated", "FLOAT separated"]  # 0.0/-0.0, 1/True/1.0; FLOATs rounding together
+KEY_IDENTITY_CASES = [  # 0.0/-0.0, 1/True/1.0; FLOATs rounding together, also in a ROW; BIG_DEC scales
+    "untyped tuples separated", "FLOAT separated", "ROW(FLOAT, STRING) separated", "BIG_DEC separated",
+]
+ROW_FORMS = "ROW_NAMED(id INT, name STRING) separated"  # a named Row, its names in another order, a positional one:
+# here as a tuple, which PyFlink refuses and the package takes as the row (docs/differences.md); one key either way
 KEY_ORDER_API = SimpleNamespace(Types=Types, Row=Row)
+CURRENT_KEY_API = SimpleNamespace(Types=Types, Row=Row, KeyedProcessFunction=KeyedProcessFunction)
 SPARK_CASES = ["tumbling_late", "session_aggregate", "count_all_3", "sliding_process"]
 
 
@@ -65,6 +71,11 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
     identity: Dict[str, List[Any]] = {}  # which keys are one key (key_identity_cases.py): Flink's on Spark too
     for name in KEY_IDENTITY_CASES:
         key_identity_cases.build(KEY_ORDER_API, env, name).add_sink(identity.setdefault(name, []).append)
+    key_identity_cases.build(
+        KEY_ORDER_API, env, ROW_FORMS, form=lambda k: tuple(k) if isinstance(k, Row) and not hasattr(k, "_fields") else k
+    ).add_sink(identity.setdefault(ROW_FORMS, []).append)
+    current_key: List[Any] = []  # the key a KeyedProcessFunction gets: as Flink hands it back (a Row, rounded FLOATs)
+    key_identity_cases.build_current_key(CURRENT_KEY_API, env, "ROW(FLOAT, STRING)").add_sink(current_key.append)
     key = "spark.sql.streaming.checkpointLocation"
     before = spark.conf.get(key, None)
     spark.conf.set(key, str(tmp_path / "root"))
@@ -83,8 +94,9 @@ def test_window_all_with_pyflinks_execute_matches_pyflink(spark, tmp_path) -> No
     for name in SPARK_CASES:
         assert _split(got[name]) == _split(cases[name]["output"]), name
     assert sorted(scaled) == [100, 200]
-    for name in KEY_IDENTITY_CASES:  # Flink's order per key, Spark's across keys
+    for name in [*KEY_IDENTITY_CASES, ROW_FORMS]:  # Flink's order per key, Spark's across keys
         assert sorted(identity[name]) == sorted(KEY_IDENTITY["cases"][name]), name
+    assert sorted(current_key) == sorted(KEY_IDENTITY["current_keys"]["ROW(FLOAT, STRING)"])
 
 
 def test_batch_mode_on_spark_matches_pyflink(spark) -> None:  # type: ignore[no-untyped-def]

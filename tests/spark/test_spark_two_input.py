@@ -77,4 +77,15 @@ def test_two_input_jobs_on_foreach_batch_match_pyflink(spark, tmp_path) -> None:
     assert pyflink_done_when_job.decode(done_when) == DONE_WHEN["output"]
     for case in ON_SPARK_BROADCAST:  # a multiset: Flink does not order its instances' outputs
         assert sorted(str(v) for v in got[case]) == BROADCAST["collected"][case], case
+    # the keyed two-input operators with a declared key_type (``key_by(..., key_type=Types.STRING())``, also of a
+    # keyed stream connected to a broadcast one) got their keys as typed columns, not as their bytes
+    plan = handle.driver.exec_plan
+    declared = [n for n in plan.nodes if n.keyed and n.two_input and n.key_type is not None]
+    assert declared and all(n.index in plan.key_columns for n in declared)
+    crossed = {n.uid: 0 for n in declared}
+    for p in handle.recent_progress():
+        for uid, o in p["operators"].items():
+            if uid in crossed:
+                crossed[uid] += o.get("numKeysInAsColumns") or 0
+    assert all(crossed.values()), crossed
 

@@ -22,7 +22,7 @@ from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, node_uids, topological
+from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, consumers, node_uids, topological
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import watermark_lag
 from .file_sink import LocalFileSinkWriter
@@ -275,15 +275,12 @@ class LocalExecutor:
                 writer = LocalFileSinkWriter(t.spec.sink, t.inputs[0].output_type, clock)
                 self.file_writers.append(writer)
                 self.nodes[t.id].sink_fn = writer.write
-        for t in self.order:
-            node = self.nodes[t.id]
-            for ch, parent_t in enumerate(t.inputs):
-                parent = self.nodes[parent_t.id]
-                if t.kind == "side_output":
-                    # the selector consumes the parent's side output; it is itself a pass-through node
-                    parent.side.setdefault(t.tag, []).append((node, ch))  # type: ignore[arg-type]
-                else:
-                    parent.main.append((node, ch))
+        # the edges (``datastream.plan.consumers``, as ``spark/plan.py`` compiles them); a side-output selector is
+        # itself a pass-through node
+        ordered = [self.nodes[t.id] for t in self.order]
+        for node, edges in zip(ordered, consumers(self.order)):
+            node.main = [(ordered[c], ch) for c, ch in edges.main]
+            node.side = {tag: [(ordered[c], ch) for c, ch in edges_of] for tag, edges_of in edges.side.items()}
         self.sources = [SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
         self.runners = {t.id: r for t, r in zip([t for t in self.order if t.kind == "source"], self.sources)}
 

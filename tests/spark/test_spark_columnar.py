@@ -150,10 +150,12 @@ def test_the_columnar_window_geometry_is_the_core_assigners(spark: Any) -> None:
     from pyspark_flinkish.core.windows import TimeWindow
     from pyspark_flinkish.spark.columnar import window_geometry, window_starts, with_geometry
 
-    cases = [(5, 5, 0), (5, 5, 3), (5, 5, -2), (10, 3, 0), (10, 3, 2), (10, 5, 4), (4, 6, 1), (7, 2, -1)]
+    # tumbling with a negative offset, sliding with slides that do and do not divide the size, a gap (slide > size):
+    # the JVM-free property test covers every small case against the core; here Spark must evaluate as DuckDB does
+    cases = [(5, 5, -2), (10, 3, 2), (10, 5, 4), (4, 6, 1), (7, 2, -1)]
     # found by the JVM-free property test against the SQL this path had before (Spark's double division, ts - offset
     # and first + size - 1 out of range, Long.MIN_VALUE taken for a timestamp)
-    cases += [(2, 2, 0), (10, 10, 3), (10, 10, -3), (2**54, 2**53, 0), (LONG_MAX, LONG_MAX - 1, 5)]
+    cases += [(2, 2, 0), (10, 10, 3), (2**54, 2**53, 0), (LONG_MAX, LONG_MAX - 1, 5)]
     extremes = [LONG_MIN, LONG_MIN + 1, LONG_MIN + 9, LONG_MAX, LONG_MAX - 9, 2**53 - 1, 2**53, LONG_MAX - 2**54 + 1]
     timestamps = list(range(-23, 24)) + [-1_000_003, 1_000_003] + extremes
     watermarks = [4, LONG_MIN]

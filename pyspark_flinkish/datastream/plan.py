@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, List, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 from ..core.all_window_functions import NullByteKeySelector
 from ..core.errors import InvalidPipelineError, UnsupportedFeatureError
@@ -453,9 +453,38 @@ def topological(sinks: List[Transformation]) -> List[Transformation]:
     return sorted(seen.values(), key=lambda t: t.id)
 
 
+@dataclass
+class Consumers:
+    """Who reads one node's output in a compiled graph, by position in the :func:`topological` order: ``main``, the
+    consumers of its main output as ``(consumer, the consumer's input it is)``, and ``side``, those of each side
+    output by tag (each a ``side_output`` node, its input 0)."""
+
+    main: List[Tuple[int, int]] = field(default_factory=list)
+    side: Dict[OutputTag, List[Tuple[int, int]]] = field(default_factory=dict)
+
+
+def consumers(order: List[Transformation]) -> List[Consumers]:
+    """The edges of a :func:`topological` order, per node (:class:`Consumers`): the one rule both executors compile
+    their graph with (``local/executor.py``'s ``LocalExecutor``, ``spark/plan.py``'s ``ExecPlan``). A
+    ``side_output`` node reads its input's side output of its tag, every other node the main output of each of its
+    inputs, in input order (one stream read twice, ``a.union(a)``, is two edges); consumers are listed in the order
+    of ``order``, which is the order records reach them in (depth-first)."""
+    position = {t.id: i for i, t in enumerate(order)}
+    edges = [Consumers() for _ in order]
+    for i, t in enumerate(order):
+        for channel, parent in enumerate(t.inputs):
+            out = edges[position[parent.id]]
+            if t.kind == "side_output":
+                out.side.setdefault(t.tag, []).append((i, channel))  # type: ignore[arg-type]
+            else:
+                out.main.append((i, channel))
+    return edges
+
+
 __all__ = [
     "AsyncWaitSpec",
     "BatchWriterSinkSpec",
+    "Consumers",
     "DeadLetterRouteSpec",
     "DeltaSinkSpec",
     "FileSinkSpec",
@@ -473,6 +502,7 @@ __all__ = [
     "Transformation",
     "TwoInputSpec",
     "WindowSpec",
+    "consumers",
     "node_uid",
     "node_uids",
     "topological",

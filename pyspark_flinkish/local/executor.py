@@ -13,7 +13,7 @@ timers never fire after that (Flink quiesces them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
 
 from ..common.job_execution_result import JobExecutionResult
 from ..core.clock import Clock, ManualClock
@@ -22,7 +22,7 @@ from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, node_uids, topological
+from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, consumers, node_uids, topological
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import watermark_lag
 from .file_sink import LocalFileSinkWriter
@@ -170,9 +170,15 @@ class SourceRunner:
             self.observe(batch.partition_of(i), value, ts)
             node.collect(StreamRecord(value, ts))
 
-    def periodic_emit(self, index: int) -> None:
-        """End of micro-batch ``index``: the explicit watermark of that batch, or the generated one."""
-        if self.finished or index >= len(self.source.batches):
+    def periodic_emit(self, index: Optional[int], explicit_watermark: Optional[int] = None) -> None:
+        """End of micro-batch ``index``: a replayed source (``MicroBatchSource``) emits the explicit watermark of its
+        batch ``index``, or the generated one (nothing past its last batch, nor for ``index`` None: a Spark batch
+        that read none of its batches); any other source (a DataFrame Spark reads) ``explicit_watermark`` (from a
+        source that steps Spark batches itself), or the generated one."""
+        if not isinstance(self.source, MicroBatchSource):
+            self.emit_periodic(explicit_watermark)
+            return
+        if index is None or self.finished or index >= len(self.source.batches):
             return
         self.emit_periodic(self.source.batches[index].watermark if self.explicit else None)
 
@@ -193,9 +199,17 @@ class SourceRunner:
         if new is not None:
             self._emit(new)
 
-    def finish_if_done(self, index: int) -> None:
-        """After the last batch's periodic emission everywhere: a bounded source emits end of input."""
-        if index >= len(self.source.batches) - 1 and self.source.end_of_input:
+    def finish_if_done(self, index: Optional[int], later: bool = False) -> None:
+        """After micro-batch ``index``'s periodic emission everywhere: a bounded replayed source emits end of input
+        (``LONG_MAX``) if that was its last batch. ``later`` (the Spark executor's rule): in the batch after its last
+        one, so that every Spark batch advances each operator's watermark once (``docs/differences.md``), except a
+        BATCH job's source (``datastream.runtime_mode``), which ends in its one batch as here."""
+        if index is None or not isinstance(self.source, MicroBatchSource):
+            return
+        last = len(self.source.batches) - 1
+        if later and not getattr(self.source, "batch_execution", False):
+            last += 1
+        if index >= last and self.source.end_of_input:
             self.end_input()
 
     def end_input(self) -> None:
@@ -261,15 +275,12 @@ class LocalExecutor:
                 writer = LocalFileSinkWriter(t.spec.sink, t.inputs[0].output_type, clock)
                 self.file_writers.append(writer)
                 self.nodes[t.id].sink_fn = writer.write
-        for t in self.order:
-            node = self.nodes[t.id]
-            for ch, parent_t in enumerate(t.inputs):
-                parent = self.nodes[parent_t.id]
-                if t.kind == "side_output":
-                    # the selector consumes the parent's side output; it is itself a pass-through node
-                    parent.side.setdefault(t.tag, []).append((node, ch))  # type: ignore[arg-type]
-                else:
-                    parent.main.append((node, ch))
+        # the edges (``datastream.plan.consumers``, as ``spark/plan.py`` compiles them); a side-output selector is
+        # itself a pass-through node
+        ordered = [self.nodes[t.id] for t in self.order]
+        for node, edges in zip(ordered, consumers(self.order)):
+            node.main = [(ordered[c], ch) for c, ch in edges.main]
+            node.side = {tag: [(ordered[c], ch) for c, ch in edges_of] for tag, edges_of in edges.side.items()}
         self.sources = [SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
         self.runners = {t.id: r for t, r in zip([t for t in self.order if t.kind == "source"], self.sources)}
 
@@ -292,7 +303,7 @@ class LocalExecutor:
                         raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
                 for s in self.sources:
                     s.emit_batch(i)
-                self._periodic_emit(i, operators)
+                self.periodic_emission(i)
                 for writer in self.file_writers:
                     writer.commit()
                 if self.progress is not None:
@@ -427,20 +438,31 @@ class LocalExecutor:
                 raise FlinkishError(msg)
             self.clock.set(max(max(times), self.clock.now()))
 
-    def _periodic_emit(self, index: int, operators: List[StreamOperator]) -> None:
-        sources = {id(s.node): s for s in self.sources}
+    def periodic_emission(
+        self, index: Optional[int], explicit: Optional[Mapping[int, Optional[int]]] = None, end_later: bool = False
+    ) -> None:
+        """The end of micro-batch ``index``: the periodic watermark emission and the end of input, the one rule of
+        both engines (this engine's run, and the Spark executor's watermark advance on its driver and in its keyed
+        tasks, ``spark/watermark_advance.py``). In topological order, every source's periodic emission
+        (:meth:`SourceRunner.periodic_emit`: its explicit or generated watermark, idleness) and every operator's
+        (``on_periodic_emit``: ``assign_timestamps_and_watermarks``' generators, async I/O), so that each operator
+        fires its due event-time timers before it forwards the watermark; then every bounded source past its last
+        batch ends its input (:meth:`SourceRunner.finish_if_done`). ``index``: the replayed sources' batch (None: a
+        Spark batch that read none of them); ``explicit``: a DataFrame source's explicit watermark by transformation id
+        (a source that steps Spark batches itself); ``end_later``: the Spark executor's end of input."""
+        watermarks = explicit or {}
         for t in self.order:
             node = self.nodes[t.id]
-            runner = sources.get(id(node))
+            runner = self.runners.get(t.id)
             if runner is not None:
-                runner.periodic_emit(index)
+                runner.periodic_emit(index, watermarks.get(t.id))
             elif node.operator is not None:
                 try:
                     node.operator.on_periodic_emit()
                 except UserFunctionError as exc:  # e.g. an async I/O request of the batch failed
                     raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
         for runner in self.sources:
-            runner.finish_if_done(index)
+            runner.finish_if_done(index, end_later)
 
 
 def run_local(

@@ -6,12 +6,14 @@ When a pipeline starts ``from_dataframe(df, ..., timestamp_column=...)`` → ``k
 into the window:
 
 * Spark computes each row's windows (Flink's ``start = ts - floorMod(ts - offset, slide)``, with the
-  assigner's own size, slide and offset), its key columns and its state partition;
+  assigner's own size, slide and offset: :func:`window_geometry`, whose SQL a JVM-free property test evaluates
+  against the core's assigners), its key columns and its state partition;
 * rows all of whose windows are still on time (``max_ts > W``, the operator's watermark before the batch) are
   pre-aggregated by Spark per (key, window) — count, sum, min, max, whose ``merge`` is exact;
 * the few other rows (late, or for windows already fired but within the allowed lateness, or without a
-  timestamp) become ``Row`` elements and go through :meth:`BatchWindowOperator.process_element` one by one in
-  processing order, exactly as on the other paths;
+  timestamp, or with a window outside Java's ``long``, which the core refuses) become ``Row`` elements and go
+  through :meth:`BatchWindowOperator.process_element` one by one in processing order, exactly as on the other
+  paths;
 * one ``cogroup(...).applyInPandas`` task per state partition merges the partial accumulators into the
   partition's window table, processes those rows, advances the watermark (firing and cleaning up windows) and
   writes the table's next version.
@@ -28,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..core.aggregates import ColumnAggregate
 from ..core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from ..core.fields import field_selector
+from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.key_identity import distinct_key, plain_key
 from ..monitoring import partition_metrics
 from . import storage
@@ -194,53 +197,124 @@ def statistics(prepared_df: Any, future_after: Optional[int] = None) -> List[Dic
     return out
 
 
-def window_geometry(ts: Any, size: int, slide: int, offset: int) -> Tuple[Any, Any, Any]:
-    """Spark column expressions of the event-time windows of a row with timestamp column ``ts``: (the latest window
-    start, the number of windows, the earliest window start), by Flink's formula
-    (``TimeWindow.getWindowStartWithOffset`` and ``SlidingEventTimeWindows.assignWindows``). The core's assigners are
-    the reference: ``tests/spark/test_spark_columnar.py`` checks these against them over negative and positive
-    timestamps, offsets and slides that do and do not divide the size."""
+# ----------------------------------------------------------------------------------------- window geometry in SQL
+_LONG_MIN_SQL = "(CAST(-9223372036854775807 AS BIGINT) - CAST(1 AS BIGINT))"
+
+
+def _long(value: int) -> str:
+    """A BIGINT literal both Spark SQL and DuckDB read as such (``Long.MIN_VALUE`` as an expression: its digits alone
+    are a wider type in both)."""
+    return _LONG_MIN_SQL if value == LONG_MIN else f"CAST({value} AS BIGINT)"
+
+
+@dataclass(frozen=True)
+class WindowGeometry:
+    """The event-time windows of a row with timestamp ``ts`` (a BIGINT column), as SQL expressions: Flink's
+    ``TimeWindow.getWindowStartWithOffset`` and ``SlidingEventTimeWindows.assignWindows`` as the core computes them
+    (``core/assigners.py``, in unbounded integers).
+
+    ``columns`` are ``(name, expression)`` pairs added to the rows in that order (each may read the earlier ones);
+    :attr:`count`, :attr:`fits`, :attr:`latest`, :meth:`start` and :meth:`on_time` read them. Every expression stays
+    within Java's ``long`` for every ``ts`` (no arithmetic overflow, whether Spark's ANSI mode raises on one or wraps
+    around), relying only on ``CASE`` evaluating the branch it takes. A row the core refuses (no timestamp: null or
+    ``Long.MIN_VALUE``; a window whose start or end is outside a ``long``) is not :attr:`fits`, so never on time: it
+    goes to the core element by element, which raises as on the general path. The expressions are in the SQL both
+    Spark and DuckDB read the same way (``CAST``, ``CASE``, ``%``, ``GREATEST``): the JVM-free property test
+    (``jvm-free-tests/spark/test_columnar_geometry.py``) evaluates these very strings with DuckDB against the core's
+    assigners on random sizes, slides, offsets, watermarks and timestamps."""
+
+    ts: str
+    size: int
+    slide: int
+    columns: Tuple[Tuple[str, str], ...]
+    count: str
+    """BIGINT: how many windows the row belongs to (0 in a gap between sliding windows, ``slide > size``)."""
+    fits: str
+    """BOOLEAN: the row has a timestamp and one or more windows, all within Java's ``long``."""
+    latest: str
+    """BIGINT: the latest window's start (null unless :attr:`fits`)."""
+    span: str
+    """BIGINT: ``ts`` minus the earliest window's start, in ``[0, size)`` (0 for a row without windows)."""
+
+    def start(self, i: str) -> str:
+        """The start of the row's ``i``-th window, latest first (``0 <= i < count``, on a row that :attr:`fits`)."""
+        return f"({self.latest} - ({i}) * {_long(self.slide)})"
+
+    def on_time(self, watermark: int) -> str:
+        """BOOLEAN, never null: every window of the row is still on time for the operator's watermark ``watermark``
+        (its earliest window's ``max_timestamp() > watermark``); false for a row that does not :attr:`fits`."""
+        # earliest window's max timestamp: ts - span + size - 1 > watermark  <=>  ts > (watermark - size + 1) + span
+        bound = watermark - self.size + 1
+        if bound < LONG_MIN:  # every representable earliest start is after it
+            return f"({self.fits})"
+        return f"({self.fits} AND {self.ts} > {_long(bound)} + {self.span})"
+
+
+def window_geometry(ts: str, size: int, slide: int, offset: int) -> WindowGeometry:
+    """:class:`WindowGeometry` of the windows of ``size`` every ``slide`` (``== size``: tumbling) aligned to
+    ``offset`` (only its value modulo ``slide`` counts, as in the core's formula), for the BIGINT column ``ts``."""
+    s, o = _long(slide), _long(offset % slide)
+    q, r = divmod(size, slide)  # a row has q windows, and one more when floorMod(ts - offset, slide) < r
+    rem = f"({ts} % {s})"  # Java's remainder: the sign of ts
+    p = f"(CASE WHEN {rem} < 0 THEN {rem} + {s} ELSE {rem} END)"  # floorMod(ts, slide)
+    m = f"(CASE WHEN __gp < {o} THEN (__gp - {o}) + {s} ELSE __gp - {o} END)"  # floorMod(ts - offset, slide)
+    if q >= 1:
+        # span: ts minus the earliest window's start (in [0, size))
+        span = f"(CASE WHEN __gm < {_long(r)} THEN __gm + {_long(q * slide)} ELSE __gm + {_long((q - 1) * slide)} END)"
+        count = f"(CASE WHEN __gm < {_long(r)} THEN {_long(q + 1)} ELSE {_long(q)} END)"
+        some = ""
+    else:  # size < slide: one window or none
+        span = f"(CASE WHEN __gm < {_long(r)} THEN __gm ELSE {_long(0)} END)"
+        count = f"(CASE WHEN __gm < {_long(r)} THEN {_long(1)} ELSE {_long(0)} END)"
+        some = f" AND __gm < {_long(r)}"
+    fits = (
+        f"({ts} IS NOT NULL AND {ts} > {_LONG_MIN_SQL}{some}"
+        f" AND {ts} >= {_LONG_MIN_SQL} + __gspan"  # the earliest start: ts - span >= Long.MIN_VALUE
+        f" AND GREATEST({ts}, __gm) - __gm <= {_long(LONG_MAX - size)})"  # the latest end: ts - m + size <= Long.MAX_VALUE
+    )
+    latest = f"(CASE WHEN __gfits THEN {ts} - __gm END)"
+    return WindowGeometry(
+        ts=ts,
+        size=size,
+        slide=slide,
+        columns=(("__gp", p), ("__gm", m), ("__gspan", span), ("__gfits", fits), ("__glatest", latest)),
+        count=count,
+        fits="__gfits",
+        latest="__glatest",
+        span="__gspan",
+    )
+
+
+def with_geometry(df: Any, geometry: WindowGeometry) -> Any:
+    """``df`` with the columns of ``geometry`` added (``__g...``)."""
     from pyspark.sql import functions as F
 
-    last = ts - F.pmod(ts - F.lit(offset), F.lit(slide))  # the latest window start
-    reach = last - ts + F.lit(size)
-    n = F.when(reach > 0, F.floor((reach - 1) / F.lit(slide)) + 1).otherwise(F.lit(0))
-    first = last - (n - 1) * F.lit(slide)  # the earliest window start
-    return last, n, first
+    for name, expression in geometry.columns:
+        df = df.withColumn(name, F.expr(expression))
+    return df
 
 
-def window_starts(last: Any, n: Any, size: int, slide: int) -> Any:
-    """The start of every window of a row (an ``explode`` of its ``n`` windows for sliding windows: a row in a gap
-    between windows, ``slide > size``, has none), from :func:`window_geometry`'s latest start ``last`` and count
-    ``n``."""
+def window_starts(geometry: WindowGeometry) -> Any:
+    """The start of every window of a row that :attr:`~WindowGeometry.fits` (an ``explode`` of its windows for
+    sliding windows), from a frame :func:`with_geometry` made."""
     from pyspark.sql import functions as F
 
-    if slide == size:
-        return last
-    steps = F.sequence(F.lit(0).cast("long"), (n - 1).cast("long"))  # Spark counts down from 0 to -1: n = 0 apart
-    starts = F.when(n >= 1, F.transform(steps, lambda i: last - i * slide)).otherwise(F.array().cast("array<long>"))
-    return F.explode(starts)
-
-
-def on_time(ts: Any, n: Any, first: Any, size: int, watermark: int) -> Any:
-    """Whether every window of a row is still on time for the operator's watermark ``watermark`` (its earliest
-    window's ``max_timestamp() > watermark``); False for a row without a timestamp or windows."""
-    from pyspark.sql import functions as F
-
-    return F.coalesce(ts.isNotNull() & (n >= 1) & (first + F.lit(size - 1) > F.lit(watermark)), F.lit(False))
+    if geometry.slide == geometry.size:
+        return F.expr(geometry.latest)
+    return F.explode(F.expr(f"transform(sequence(CAST(0 AS BIGINT), {geometry.count} - 1), __gi -> {geometry.start('__gi')})"))
 
 
 def split(cw: ColumnarWindow, prepared_df: Any, watermark: int) -> Tuple[Any, Any]:
     """(partial accumulators per (state partition, key, window) of on-time rows, the other rows)."""
     from pyspark.sql import functions as F
 
-    ts = F.col("__ts")
-    last, n, first = window_geometry(ts, cw.size, cw.slide, cw.offset)
-    timely_rows = on_time(ts, n, first, cw.size, watermark)
+    geometry = window_geometry("__ts", cw.size, cw.slide, cw.offset)
+    rows = with_geometry(prepared_df, geometry)
+    timely_rows = F.expr(geometry.on_time(watermark))
     keys = [f"__k{i}" for i in range(len(cw.key_columns))]
-    start = window_starts(last, n, cw.size, cw.slide)
+    start = window_starts(geometry)
     fields = sorted({f for _, f in cw.parts if f is not None})
-    timely = prepared_df.filter(timely_rows).select("__sp", *keys, *fields, start.alias("__start"))
+    timely = rows.filter(timely_rows).select("__sp", *keys, *fields, start.alias("__start"))
     aggs = []
     for i, (op, fld) in enumerate(cw.parts):
         c = F.col(fld) if fld is not None else None
@@ -252,7 +326,7 @@ def split(cw: ColumnarWindow, prepared_df: Any, watermark: int) -> Tuple[Any, An
             agg = F.min(c) if op == "min" else F.max(c)
             aggs.append(agg.cast("double" if _is_float(prepared_df, fld) else "long").alias(f"__a{i}"))
     partials = timely.groupBy("__sp", *keys, "__start").agg(*aggs, F.lit(False).alias("__hb"))
-    others = prepared_df.filter(~timely_rows)
+    others = rows.filter(~timely_rows).select(*prepared_df.columns)
     return partials, others
 
 
@@ -375,7 +449,8 @@ __all__ = [
     "heartbeats",
     "run_partition",
     "columnar_function",
-    "on_time",
+    "WindowGeometry",
     "window_geometry",
     "window_starts",
+    "with_geometry",
 ]

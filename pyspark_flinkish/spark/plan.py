@@ -20,6 +20,7 @@ from ..datastream.plan import (
     Transformation,
     TwoInputSpec,
     WindowSpec,
+    consumers,
     node_uids,
     topological,
 )
@@ -140,14 +141,10 @@ class ExecPlan:
                 if t.kind == "source":
                     node.strategy = strategy
                     node.source_partitions = tuple(getattr(t.source, "partitions", ()))
-        for i, t in enumerate(order):
-            for channel, parent in enumerate(t.inputs):
-                p = self.nodes[index[parent.id]]
-                if t.kind == "side_output":
-                    p.side.setdefault(t.tag, []).append(i)  # type: ignore[arg-type]
-                else:
-                    p.main.append(i)
-                    p.main_channels.append(channel if self.nodes[i].two_input else 0)
+        for node, edges in zip(self.nodes, consumers(order)):  # the local engine's edges (``datastream.plan``)
+            node.main = [c for c, _ in edges.main]
+            node.main_channels = [channel if self.nodes[c].two_input else 0 for c, channel in edges.main]
+            node.side = {tag: [c for c, _ in edges_of] for tag, edges_of in edges.side.items()}
         for i, t in enumerate(order):  # levels of keyed operators
             node = self.nodes[i]
             parents = [self.nodes[index[p.id]] for p in t.inputs]

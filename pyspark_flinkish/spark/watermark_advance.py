@@ -47,9 +47,10 @@ def advance_watermarks(
 ) -> Advanced:
     """Feed a batch's statistics rows (``kind``, ``dest``, ``part``, ``stat_max``, ``stat_count``, ``stat_batch``,
     ``value``) to ``graph``'s generators and run the periodic emission (``step_watermarks``: a source's explicit
-    watermark by transformation id, from a source that steps Spark batches itself). A replay source ends its input in
-    the batch after its last one (so that every Spark batch advances each operator's watermark once): with sources of
-    different lengths, one batch later than on the local engine (``docs/differences.md``)."""
+    watermark by transformation id, from a source that steps Spark batches itself): the JVM-free engine's own
+    :meth:`LocalExecutor.periodic_emission`, except that a replay source ends its input in the batch after its last
+    one (so that every Spark batch advances each operator's watermark once): with sources of different lengths, one
+    batch later than on the local engine (``docs/differences.md``)."""
     g = graph
     by_source: Dict[int, List[Mapping[str, Any]]] = {}
     for row in stats:
@@ -77,29 +78,7 @@ def advance_watermarks(
                     g.runners[t.id].splits.add_partition(part)
             elif isinstance(node.operator, TimestampsAndWatermarksOperator) and row["stat_count"]:
                 node.operator.generator.on_event(None, int(row["stat_max"]), node.operator.wm_output)
-    batch_index = seen.batch_index
-    explicit = step_watermarks or {}
-    for t in g.order:
-        node = g.nodes[t.id]
-        runner = g.runners.get(t.id)
-        if runner is not None:
-            source = t.source
-            if isinstance(source, MicroBatchSource):
-                if batch_index is None:
-                    continue
-                if batch_index < len(source.batches):
-                    runner.periodic_emit(batch_index)
-            else:
-                runner.emit_periodic(explicit.get(t.id))
-        elif node.operator is not None:
-            node.operator.on_periodic_emit()
-    for t in g.order:
-        runner = g.runners.get(t.id)
-        if runner is not None and isinstance(t.source, MicroBatchSource) and batch_index is not None:
-            # a BATCH job's source (datastream.runtime_mode) ends in its one batch, as on the local engine
-            last = len(t.source.batches) - (1 if getattr(t.source, "batch_execution", False) else 0)
-            if batch_index >= last and t.source.end_of_input:
-                runner.end_input()
+    g.periodic_emission(seen.batch_index, step_watermarks, end_later=True)  # the local engine's rule, Spark's end
     return seen
 
 

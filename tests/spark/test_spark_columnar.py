@@ -137,35 +137,45 @@ def test_a_changed_window_on_an_existing_checkpoint_is_refused(spark: Any, tmp_p
 
 
 def test_the_columnar_window_geometry_is_the_core_assigners(spark: Any) -> None:
-    """The columnar path computes windows in Spark SQL (``columnar.window_geometry``, ``window_starts``, ``on_time``);
-    the core's assigners are the reference. One Spark job over every (size, slide, offset) case below and timestamps
-    around zero (Flink's floorMod), compared window by window, with the on-time test against the core's lateness rule
-    (a row is on time when none of its windows' ``max_timestamp()`` is at or below the watermark)."""
+    """The columnar path computes windows in Spark SQL (``columnar.window_geometry``: ``with_geometry``,
+    ``window_starts``, ``on_time``); the core's assigners are the reference. One Spark job over every (size, slide,
+    offset) case below and timestamps around zero (Flink's floorMod) and next to ``Long.MIN_VALUE`` /
+    ``Long.MAX_VALUE``, compared window by window, with the on-time test against the core's lateness rule (a row is
+    on time when none of its windows' ``max_timestamp()`` is at or below the watermark). A row the core refuses (no
+    timestamp, a window outside Java's ``long``) must not fit, so that the core gets it element by element.
+    ``jvm-free-tests/spark/test_columnar_geometry.py`` evaluates the same SQL against the core on random cases."""
     from pyspark.sql import functions as F
 
+    from pyspark_flinkish.core.javamath import LONG_MAX, LONG_MIN
     from pyspark_flinkish.core.windows import TimeWindow
-    from pyspark_flinkish.spark.columnar import on_time, window_geometry, window_starts
+    from pyspark_flinkish.spark.columnar import window_geometry, window_starts, with_geometry
 
-    cases = [(5, 5, 0), (5, 5, 3), (5, 5, -2), (10, 3, 0), (10, 3, 2), (10, 5, 4), (4, 6, 1), (7, 2, -1)]
-    timestamps = list(range(-23, 24)) + [-1_000_003, 1_000_003]
-    watermark = 4
+    # tumbling with a negative offset, sliding with slides that do and do not divide the size, a gap (slide > size):
+    # the JVM-free property test covers every small case against the core; here Spark must evaluate as DuckDB does
+    cases = [(5, 5, -2), (10, 3, 2), (10, 5, 4), (4, 6, 1), (7, 2, -1)]
+    # found by the JVM-free property test against the SQL this path had before (Spark's double division, ts - offset
+    # and first + size - 1 out of range, Long.MIN_VALUE taken for a timestamp)
+    cases += [(2, 2, 0), (10, 10, 3), (2**54, 2**53, 0), (LONG_MAX, LONG_MAX - 1, 5)]
+    extremes = [LONG_MIN, LONG_MIN + 1, LONG_MIN + 9, LONG_MAX, LONG_MAX - 9, 2**53 - 1, 2**53, LONG_MAX - 2**54 + 1]
+    timestamps = list(range(-23, 24)) + [-1_000_003, 1_000_003] + extremes
+    watermarks = [4, LONG_MIN]
+    base = spark.createDataFrame([(t,) for t in timestamps], "ts long")
     frames = []
     for i, (size, slide, offset) in enumerate(cases):
-        ts = F.col("ts")
-        last, n, first = window_geometry(ts, size, slide, offset)
-        rows = spark.createDataFrame([(t,) for t in timestamps], "ts long").select(F.lit(i).alias("case"), "ts")
-        frames.append(rows.select("case", "ts", window_starts(last, n, size, slide).alias("start"), F.lit(None).alias("on_time")))
-        frames.append(rows.select("case", "ts", F.lit(None).cast("long").alias("start"), on_time(ts, n, first, size, watermark).alias("on_time")))
+        geometry = window_geometry("ts", size, slide, offset if slide != size else offset % size)
+        rows = with_geometry(base.select(F.lit(i).alias("case"), "ts"), geometry)
+        timely = [F.expr(geometry.on_time(w)).alias(f"on_time_{n}") for n, w in enumerate(watermarks)]
+        # one row per window of a row that fits (a row that does not: null starts, never read)
+        frames.append(rows.select("case", "ts", F.expr(geometry.fits).alias("fits"), *timely, window_starts(geometry).alias("start")))
     union = frames[0]
     for f in frames[1:]:
         union = union.unionByName(f)
     starts_of: Dict[Tuple[int, int], List[int]] = {}
-    timely_of: Dict[Tuple[int, int], bool] = {}
+    timely_of: Dict[Tuple[int, int], Tuple[bool, List[bool]]] = {}
     for r in union.collect():
-        if r["on_time"] is None:
+        timely_of[(r["case"], r["ts"])] = (r["fits"], [r[f"on_time_{n}"] for n in range(len(watermarks))])
+        if r["fits"]:
             starts_of.setdefault((r["case"], r["ts"]), []).append(r["start"])
-        else:
-            timely_of[(r["case"], r["ts"])] = r["on_time"]
     for i, (size, slide, offset) in enumerate(cases):
         assigner = (
             TumblingEventTimeWindows.of(Duration.of_millis(size), Duration.of_millis(offset))
@@ -173,8 +183,15 @@ def test_the_columnar_window_geometry_is_the_core_assigners(spark: Any) -> None:
             else SlidingEventTimeWindows.of(Duration.of_millis(size), Duration.of_millis(slide), Duration.of_millis(offset))
         )
         for t in timestamps:
-            windows: List[TimeWindow] = list(assigner.assign_windows(None, t, None))
+            fits, on_time = timely_of[(i, t)]
+            try:
+                windows: List[TimeWindow] = list(assigner.assign_windows(None, t, None))
+            except ValueError:  # no timestamp, or a window outside Java's long: the core's to refuse
+                assert not fits and not any(on_time), (size, slide, offset, t)
+                continue
+            assert fits == bool(windows), (size, slide, offset, t)
             assert sorted(starts_of.get((i, t), [])) == sorted(w.start for w in windows), (size, slide, offset, t)
             assert all(w.end - w.start == size for w in windows)
-            expected = bool(windows) and all(w.max_timestamp() > watermark for w in windows)
-            assert timely_of[(i, t)] == expected, (size, slide, offset, t)
+            for watermark, timely in zip(watermarks, on_time):
+                expected = bool(windows) and all(w.max_timestamp() > watermark for w in windows)
+                assert timely == expected, (size, slide, offset, t, watermark)

@@ -558,7 +558,8 @@ def main(argv: List[str]) -> int:
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(prefix="bench-savepoint-")
     spark = session("bench_savepoint", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
-                    spark__driver__memory="6g", spark__sql__streaming__numRecentProgressUpdates="10000")
+                    spark__driver__memory="6g", spark__sql__streaming__numRecentProgressUpdates="10000",
+                    spark__ui__enabled="true")  # the REST API of spark_jobs (the local host only)
     spark.sparkContext.setLogLevel("ERROR")
     inp = generate(os.path.join(work, "input"), args.keys, 100_000, 1, 10_000, 10, args.seed)
     restores = [int(n) for n in args.restore_partitions.split(",")]

@@ -316,8 +316,58 @@ def first_and_later(r: Dict[str, Any]) -> Tuple[Optional[int], List[int]]:
 
 # ----------------------------------------------------------------------------------------------- side by side
 BREAKDOWN: List[Dict[str, Any]] = []
-"""Of each package restore of :func:`side_by_side`: ``execute`` (which restores), the split job inside it, and the
-first small batch's phases (``durations_ms`` of its progress)."""
+"""Of each package restore of :func:`side_by_side`: the state partitions, ``execute`` (which restores), the split job
+inside it, the query's start (from ``execute``'s return to the first small batch's start), the first small batch's
+phases (``durations_ms`` of its progress), and the Spark jobs of the restore and of that batch with their stages
+(:func:`spark_jobs`)."""
+
+
+def _ui_get(spark: Any, path: str) -> Any:
+    import json
+    import urllib.request
+
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/{path}"
+    with urllib.request.urlopen(url, timeout=30) as response:  # the local Spark UI's REST API (loopback)
+        return json.loads(response.read())
+
+
+def _ms_between(start: Optional[str], end: Optional[str]) -> Optional[float]:
+    """Milliseconds between two of the REST API's times (``2026-11-27T19:50:01.123GMT``)."""
+    from datetime import datetime
+
+    if not start or not end:
+        return None
+    parse = [datetime.strptime(t.replace("GMT", ""), "%Y-%m-%dT%H:%M:%S.%f") for t in (start, end)]
+    return (parse[1] - parse[0]).total_seconds() * 1000
+
+
+def spark_jobs(spark: Any, group: Optional[str] = None, ids: Optional[List[int]] = None) -> Optional[List[Dict[str, Any]]]:
+    """The Spark jobs of job group ``group`` (or with the ids ``ids``), oldest first, each with its wall ms and its
+    stages (name, tasks, wall ms, the tasks' run and deserialisation ms summed), from the Spark UI's REST API; None
+    when the UI is off or does not answer."""
+    try:
+        jobs = _ui_get(spark, "jobs")
+        out = []
+        for job in sorted(jobs, key=lambda j: j["jobId"]):
+            if (group is not None and job.get("jobGroup") != group) or (ids is not None and job["jobId"] not in ids):
+                continue
+            stages = []
+            for stage_id in sorted(job["stageIds"]):
+                for attempt in _ui_get(spark, f"stages/{stage_id}?details=false"):
+                    if attempt.get("status") == "SKIPPED":
+                        continue
+                    stages.append({
+                        "stage": stage_id, "name": attempt.get("name"), "tasks": attempt.get("numTasks"),
+                        "ms": _ms_between(attempt.get("submissionTime"), attempt.get("completionTime")),
+                        "run_ms": attempt.get("executorRunTime"),
+                        "deserialize_ms": attempt.get("executorDeserializeTime"),
+                    })
+            out.append({"job": job["jobId"], "name": job.get("name"),
+                        "ms": _ms_between(job.get("submissionTime"), job.get("completionTime")), "stages": stages})
+        return out
+    except Exception:  # a profile is optional: the UI may be off
+        return None
 
 
 def _package_loaded(spark: Any, inp: bsg.GrowthInput, run: str, partitions: int,
@@ -351,29 +401,42 @@ def _package_restore(spark: Any, inp: bsg.GrowthInput, run: str, path: str, rest
 
     ended: Dict[int, float] = {}
     first: Dict[str, Any] = {}
+    first_jobs: List[int] = []
 
     def stamp(progress: Dict[str, Any]) -> None:
         if progress.get("replay_batch") is not None:
             ended.setdefault(int(progress["replay_batch"]), time.perf_counter())
             if int(progress["replay_batch"]) == inp.load_batches:
                 first.update(progress.get("durations_ms") or {})
+                phases = (progress.get("spark_jobs") or {}).get("phases") or {}
+                first_jobs.extend(j for ids in phases.values() for j in ids)
 
     out: List[Any] = []
     env = _pipeline(spark, restore_partitions, batches, out)
     inner: Dict[str, float] = {}
-    with _timed(driver_module, "restore_savepoint", inner):
-        t0 = time.perf_counter()
-        handle = env.execute("bench_savepoint_restored_" + uuid.uuid4().hex[:8],
-                             checkpoint_location=os.path.join(run, f"ck2-{i}"), from_savepoint=path, progress=stamp)
-        started = time.perf_counter() - t0
+    group = f"bench-restore-{uuid.uuid4().hex[:8]}"
+    spark.sparkContext.setJobGroup(group, "the restore inside execute")
+    try:
+        with _timed(driver_module, "restore_savepoint", inner):
+            t0 = time.perf_counter()
+            handle = env.execute("bench_savepoint_restored_" + uuid.uuid4().hex[:8],
+                                 checkpoint_location=os.path.join(run, f"ck2-{i}"), from_savepoint=path,
+                                 progress=stamp)
+            started = time.perf_counter() - t0
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
     try:
         handle.process_all_available()
     finally:
         handle.stop()
     seconds = ended.get(inp.load_batches, time.perf_counter()) - t0
-    BREAKDOWN.append({"execute_s": started, "split_s": inner.get("restore_savepoint"), "first_batch_ms": first})
+    query_start = seconds - started - first.get("total", 0.0) / 1000 if first else None
+    BREAKDOWN.append({"partitions": restore_partitions, "execute_s": started, "split_s": inner.get("restore_savepoint"),
+                      "query_start_s": query_start, "first_batch_ms": first,
+                      "restore_jobs": spark_jobs(spark, group=group),
+                      "first_batch_jobs": spark_jobs(spark, ids=first_jobs) if first_jobs else None})
     problems = [] if inp.load_batches in ended else ["no first small batch after the restore"]
-    if i == 0:  # once: the restored state and the small batch make up every event
+    if i < 2:  # once per number of partitions: the restored state and the small batch make up every event
         from pyspark_flinkish.spark import read_state
 
         ck2 = os.path.join(run, f"ck2-{i}")
@@ -427,13 +490,15 @@ def _native_restart(spark: Any, inp: bsg.GrowthInput, run: str, source: str, ck:
     return seconds, [] if len(ran) == 1 else [f"{len(ran)} batches ran after the restart, expected 1"]
 
 
-def side_by_side(spark: Any, inp: bsg.GrowthInput, work: str, partitions: int, restore_partitions: int,
+def side_by_side(spark: Any, inp: bsg.GrowthInput, work: str, partitions: int, restore_partitions: List[int],
                  repeats: int, engines: List[str], log: Callable[[str], None] = print) -> Dict[str, Any]:
     """Issue 27's comparison in one process: each engine loaded once, then ``repeats`` rounds, each reading the K
-    keys and restoring/restarting once per engine, engines alternating (the order reversed every round), with the
-    1-minute load average at each measurement. Returns ``{"read": {engine: [s]}, "restore": {engine: [s]},
-    "load_avg": [...], "problems": [...]}``; the package's restore is into a new checkpoint each time, the
-    native restart on a fresh copy of its stopped checkpoint."""
+    keys and restoring/restarting once per engine (the package once into each of ``restore_partitions``: as many
+    state partitions as it had, a copy, or another number, a split), engines alternating (the order reversed every
+    round), with the 1-minute load average at each measurement. Returns ``{"read": {engine: [s]}, "restore":
+    {engine: [s]}, "load_avg": [...], "problems": [...]}`` (the package's restores as ``package into <n>``); the
+    package's restore is into a new checkpoint each time, the native restart on a fresh copy of its stopped
+    checkpoint."""
     run = os.path.join(work, f"side-by-side-{inp.keys}-{uuid.uuid4().hex[:6]}")
     batches = [_elements(inp, name) for name in inp.files]
     loaded: Dict[str, Any] = {}
@@ -445,17 +510,19 @@ def side_by_side(spark: Any, inp: bsg.GrowthInput, work: str, partitions: int, r
         else:
             loaded[e] = _native_loaded(spark, inp, os.path.join(run, e), e == "native_rocksdb")
         log(f"    {e}: loaded {inp.keys:,} keys in {time.perf_counter() - t:.1f} s")
-    out: Dict[str, Any] = {"read": {e: [] for e in engines}, "restore": {e: [] for e in engines}, "load_avg": [],
+    restorers = [f"package into {n}" if e == "package" else e for e in engines for n in
+                 (restore_partitions if e == "package" else [0])]
+    out: Dict[str, Any] = {"read": {e: [] for e in engines}, "restore": {e: [] for e in restorers}, "load_avg": [],
                            "problems": []}
     for i in range(repeats):
-        order = engines if i % 2 == 0 else list(reversed(engines))
         for what in ("read", "restore"):
-            for e in order:
-                if e == "package" and what == "read":
+            order = engines if what == "read" else restorers
+            for e in order if i % 2 == 0 else list(reversed(order)):
+                if e == "package":
                     s, problems = _package_read(spark, inp, loaded[e])
-                elif e == "package":
-                    s, problems = _package_restore(spark, inp, os.path.join(run, e), loaded[e], restore_partitions,
-                                                   batches, i)
+                elif e.startswith("package into "):
+                    s, problems = _package_restore(spark, inp, os.path.join(run, "package"), loaded["package"],
+                                                   int(e.rsplit(" ", 1)[1]), batches, len(BREAKDOWN))
                 elif what == "read":
                     s, problems = _native_read(spark, inp, loaded[e][1])
                 else:
@@ -484,23 +551,33 @@ def main(argv: List[str]) -> int:
     p.add_argument("--keys", type=int, default=1_000_000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--restore-partitions", default="2,3",
+                   help="the package restores into each (the savepoint has 2 state partitions: 2 copies, 3 splits)")
     p.add_argument("--json", default=None)
     p.add_argument("--seed", type=int, default=42)
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(prefix="bench-savepoint-")
     spark = session("bench_savepoint", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
-                    spark__driver__memory="6g", spark__sql__streaming__numRecentProgressUpdates="10000")
+                    spark__driver__memory="6g", spark__sql__streaming__numRecentProgressUpdates="10000",
+                    spark__ui__enabled="true")  # the REST API of spark_jobs (the local host only)
     spark.sparkContext.setLogLevel("ERROR")
     inp = generate(os.path.join(work, "input"), args.keys, 100_000, 1, 10_000, 10, args.seed)
-    out = side_by_side(spark, inp, work, 2, 3, args.repeats, args.engines.split(","))
+    restores = [int(n) for n in args.restore_partitions.split(",")]
+    out = side_by_side(spark, inp, work, 2, restores, args.repeats, args.engines.split(","))
     for what in ("read", "restore"):
-        pkg = statistics.median(out[what]["package"]) if out[what].get("package") else None
+        packages = {e: statistics.median(t) for e, t in out[what].items() if e.startswith("package")}
         for e, times in out[what].items():
-            ratio = f", package / this {pkg / statistics.median(times):.2f}" if pkg and e != "package" else ""
-            print(f"{what} {e}: {', '.join(f'{t:.2f}' for t in times)} s (median {statistics.median(times):.2f}){ratio}")
+            ratios = "" if e.startswith("package") else "".join(
+                f", {p} / this {m / statistics.median(times):.2f}" for p, m in packages.items())
+            print(f"{what} {e}: {', '.join(f'{t:.2f}' for t in times)} s (median {statistics.median(times):.2f}){ratios}")
     for b in out.get("package_restore_breakdown", []):
-        print(f"package restore: execute {b['execute_s']:.2f} s (split {b['split_s'] or 0:.2f} s), first batch "
-              f"{b['first_batch_ms']}")
+        print(f"package restore into {b['partitions']}: execute {b['execute_s']:.2f} s (split {b['split_s'] or 0:.2f} s), "
+              f"query start {b['query_start_s'] or 0:.2f} s, first batch {b['first_batch_ms']}")
+        for label in ("restore_jobs", "first_batch_jobs"):
+            for job in b.get(label) or []:
+                stages = "; ".join(f"{st['name']} x{st['tasks']} {st['ms']:.0f} ms (run {st['run_ms']} ms)"
+                                   for st in job["stages"] if st["ms"] is not None)
+                print(f"    {label} {job['job']} {job['ms'] or 0:.0f} ms: {stages}")
     print(f"load average during the measurements: {min(out['load_avg']):.1f}-{max(out['load_avg']):.1f}")
     print("problems:", out["problems"] or "none")
     if args.json:

@@ -22,8 +22,12 @@ from pyspark_flinkish.spark.savepoint import (
     METADATA_FILE,
     SAVEPOINT_FORMAT,
     SAVEPOINT_VERSION,
+    HashedKeys,
     check_sources,
     compatibility_problems,
+    hashed_from_dict,
+    hashed_to_dict,
+    placed_alike,
     read_savepoint,
     restore_savepoint,
     source_positions,
@@ -63,6 +67,41 @@ def test_a_snapshot_holds_the_live_rows_with_the_totals_a_cache_reports(tmp_path
     back = state_store.manifest_rows(str(tmp_path), "op", 1, manifest)
     assert live_rows(back).equals(live)
     assert state_store.write_snapshot(str(tmp_path), "op", 2, 7, live_rows(_rows([]))) is None  # no state, no file
+
+    # a restore into as many partitions copies the snapshot as it is: the same bytes under a new name and token
+    copied = state_store.copy_snapshot(str(tmp_path), str(tmp_path / "ck"), "op", 1, 0, manifest)
+    (source, _), (target, _) = (
+        state_store.file_paths(root, "op", 1, m)[0] for root, m in ((str(tmp_path), manifest), (str(tmp_path / "ck"), copied))
+    )
+    assert storage.read_bytes(target) == storage.read_bytes(source)
+    assert target.rsplit("/", 1)[1].startswith("s=000000000000-") and copied["token"] != manifest["token"]
+    assert {k: v for k, v in copied.items() if k not in ("token", "files")} == {
+        k: v for k, v in manifest.items() if k not in ("token", "files")
+    }
+    assert live_rows(state_store.manifest_rows(str(tmp_path / "ck"), "op", 1, copied)).equals(live)
+    delta = {**manifest, "files": [{**manifest["files"][0], "kind": "delta"}]}
+    assert not state_store.is_one_snapshot(delta) and state_store.is_one_snapshot(manifest)
+    with pytest.raises(StateError, match="is not one full snapshot"):
+        state_store.copy_snapshot(str(tmp_path), str(tmp_path / "ck"), "op", 1, 0, delta)
+
+
+def test_a_restore_copies_an_operators_files_only_where_the_savepoint_places_its_rows_as_the_job_does() -> None:
+    """``placed_alike``: into as many state partitions as the savepoint has, every operator placed by the route's
+    rule in both jobs, and the window on Spark's columnar path hashed on the same column types in both; not an
+    operator whose rule changed (columnar in one job only, or hashed on other types), nor any at another number,
+    nor in a savepoint that does not record its rule."""
+    window = HashedKeys("sums", ("bigint", "string"), True)
+    saved = {"state_partitions": 2, "hashed": hashed_to_dict(window), "state": {"sums": {}, "remind": {}}}
+    assert hashed_from_dict(json.loads(json.dumps(saved["hashed"]))) == window
+    assert placed_alike(saved, 2, window) == {"sums", "remind"}
+    assert placed_alike(saved, 3, window) == set()
+    assert placed_alike(saved, 2, None) == {"remind"}  # "sums" is placed by crc32 now
+    assert placed_alike(saved, 2, HashedKeys("sums", ("int", "string"), True)) == {"remind"}  # another hash
+    assert placed_alike(saved, 2, HashedKeys("remind", ("bigint",), False)) == set()
+    plain = {**saved, "hashed": None}
+    assert placed_alike(plain, 2, None) == {"sums", "remind"}
+    assert placed_alike(plain, 2, window) == {"remind"}
+    assert placed_alike({k: v for k, v in saved.items() if k != "hashed"}, 2, window) == set()  # an older savepoint
 
 
 def test_only_a_finished_savepoint_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -89,8 +89,14 @@ def test_bytes_and_tables_on_local_paths_and_file_uris(tmp_path: Path) -> None:
         assert storage.write_table(part, table) == os.path.getsize(storage.local_path(part))  # type: ignore[arg-type]
         assert storage.read_table(part).equals(table) and storage.num_rows(part) == 2
         assert storage.list_dirs(storage.join(base, "state")) == ["op=x"] and storage.is_dir(storage.join(base, "state"))
+        copy = storage.join(base, "other", "op=x", "sp=00001", "s=2.parquet")
+        storage.copy_file(part, copy)  # as it is, into a directory made for it
+        assert storage.read_bytes(copy) == storage.read_bytes(part)
+        storage.delete(copy)
         storage.delete(part)
         storage.delete(part)  # gone already: nothing
+        with pytest.raises(StateError, match=r"s=1\.parquet is missing"):
+            storage.copy_file(part, copy)
         assert not storage.exists(part) and storage.list_names(storage.join(base, "nothing-here")) == []
         with pytest.raises(StateError, match=r"b=2\.json is missing"):
             storage.read_bytes(storage.join(base, "flinkish", "driver", "b=2.json"))

@@ -11,7 +11,8 @@ The state files are full snapshots (``state_store.write_snapshot``: the columns 
 deletions), so the savepoint names no file of the checkpoint it was taken from, which may then be deleted.
 ``_metadata.json`` (:data:`SAVEPOINT_FORMAT`) holds the state's manifests in the layout of a driver document
 (``{uid: {"layout", "partitions": {sp: manifest}}}``, so ``read_state`` reads a savepoint as it reads a checkpoint),
-the operators' state signatures, the settings that shape the state (state partitions, vectorize) and each source's
+the operators' state signatures, the settings that shape the state (state partitions, vectorize, and ``hashed``: the
+window on Spark's columnar path, placed by Spark's hash of its key columns, :class:`HashedKeys`) and each source's
 position: Kafka's next offsets from Spark's offsets log of the last committed batch, a ``MicroBatchSource``'s next
 micro-batch, a file stream's or Delta source's entries of Spark's logs (``spark/source_logs.py``, copied under
 ``spark-sources/<i>/``). It is written last: a directory without it is an unfinished savepoint and is refused.
@@ -23,10 +24,12 @@ partition among the job's ``state_partitions`` by the same rule the route uses (
 ``keys.state_partition``; an operator's broadcast state, the empty key, is the same in every partition, and one copy
 of it goes to every partition; a window on Spark's columnar path by Spark's hash of its key columns,
 :class:`HashedKeys`), and each partition is written as one snapshot (Spark jobs, one task per new partition reading
-the savepoint's files; the state never passes through the driver). The manifests go to
-``flinkish/driver/restored.json``, which the driver reads as the state before the query's first batch (batch 0, or
-1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed batch 0:
-``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an interrupted
+the savepoint's files; the state never passes through the driver). Into as many state partitions as the savepoint
+has, an operator placed by the same rule as in the job it was taken of (:func:`placed_alike`) already has each row
+in its partition: each partition's snapshot is copied as it is, by one task per partition, no row read. The
+manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before the query's first
+batch (batch 0, or 1 when the restore seeds Spark's logs with file streams' or Delta sources' positions as committed
+batch 0: ``source_logs.seed``, when the query starts); the checkpoint's ``meta.json`` is written last, so an interrupted
 restore is simply done again. As in Flink, timers and state are restored and **watermarks are not** (every operator
 starts at ``MIN``, spec section 4.5); processing-time timers that are due fire in the first batch.
 """
@@ -38,7 +41,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Collection, Dict, Iterator, List, Optional, Set, Tuple
 
 from ..core.codec import dump_document, load_document
 from ..core.errors import StateError, UnsupportedFeatureError
@@ -88,6 +91,20 @@ def columnar_keys(plan: Any, vectorize: bool) -> Optional[HashedKeys]:
     schema = plan.transformations[cw.source].source.df.schema
     types = tuple(schema[c].dataType.simpleString() for c in cw.key_columns)
     return HashedKeys(str(plan.nodes[cw.window].uid), types, bool(cw.key_is_tuple))
+
+
+def hashed_to_dict(hashed: Optional[HashedKeys]) -> Optional[Dict[str, Any]]:
+    """``hashed`` as a savepoint's ``_metadata.json`` records it (None: no window on the columnar path)."""
+    if hashed is None:
+        return None
+    return {"uid": hashed.uid, "types": list(hashed.types), "is_tuple": hashed.is_tuple}
+
+
+def hashed_from_dict(data: Optional[Dict[str, Any]]) -> Optional[HashedKeys]:
+    """:func:`hashed_to_dict` read back."""
+    if data is None:
+        return None
+    return HashedKeys(str(data["uid"]), tuple(str(t) for t in data["types"]), bool(data["is_tuple"]))
 
 
 # ------------------------------------------------------------------------------------------- sources
@@ -169,12 +186,14 @@ def take_savepoint(
             positions.update(logs["positions"])
             spark_log = logs["spark"]
     state = snapshot_state(spark, state_root, operators, batch, path)
+    hashed = columnar_keys(plan, bool(meta["vectorize"])) if columnar else None
     body = {
         "batch": batch,
         "checkpoint": checkpoint,
         "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
         "state_partitions": partitions,
         "vectorize": bool(meta["vectorize"]),
+        "hashed": hashed_to_dict(hashed),
         "signatures": meta.get("operators") or {},
         "state": state,
         "positions": positions,
@@ -338,7 +357,9 @@ def restore_savepoint(
         raise StateError(msg)
     state = {uid: op for uid, op in metadata["state"].items() if uid in current}
     # a window on Spark's columnar path places its keys by Spark's hash of the key columns, at any number
-    restored = split_state(spark, path, checkpoint, state, partitions, hashed=columnar_keys(plan, vectorize))
+    hashed = columnar_keys(plan, vectorize)
+    copied = placed_alike(metadata, partitions, hashed)  # in their partitions already: copied as they are
+    restored = split_state(spark, path, checkpoint, state, partitions, hashed=hashed, copied=copied)
     positions = {
         uid: p
         for uid, p in (metadata.get("positions") or {}).items()
@@ -374,6 +395,23 @@ def restore_savepoint(
     return body
 
 
+def placed_alike(metadata: Dict[str, Any], partitions: int, hashed: Optional[HashedKeys]) -> Set[str]:
+    """The operators of the savepoint (``metadata``) whose every row already sits in the state partition a job with
+    ``partitions`` partitions and the window ``hashed`` on Spark's columnar path places it in: all of them when the
+    savepoint has ``partitions`` partitions, except an operator placed by another rule than in the job the
+    savepoint was taken of (the route's ``crc32`` of the key's bytes there and Spark's hash of the key columns here,
+    or the reverse, or the hash of other column types). None for a savepoint that does not record its rule
+    (written before ``hashed`` was recorded) or has another number of partitions."""
+    if int(metadata["state_partitions"]) != partitions or "hashed" not in metadata:
+        return set()
+    before = hashed_from_dict(metadata["hashed"])
+
+    def rule(uid: str, window: Optional[HashedKeys]) -> Optional[HashedKeys]:
+        return window if window is not None and window.uid == uid else None
+
+    return {uid for uid in metadata["state"] if rule(uid, before) == rule(uid, hashed)}
+
+
 def _position_kind(t: Transformation) -> str:
     """The kind of savepoint position source ``t`` takes."""
     if isinstance(t.source, MicroBatchSource):
@@ -391,17 +429,46 @@ def split_state(
     partitions: int,
     batch: int = 0,
     hashed: Optional[HashedKeys] = None,
+    copied: Collection[str] = (),
 ) -> Dict[str, Dict[str, Any]]:
     """Write each operator's rows of full snapshots (``state``: manifests under ``path``, a savepoint's layout) into
     the checkpoint's state, one snapshot of ``batch`` per state partition of ``partitions``; returns the manifests.
     Spark jobs, the executors read and write the files: one task per (operator, new partition), which keeps the
     rows whose key's bytes the route's rule places there (:func:`split_rows`); ``hashed``: the window on Spark's
-    columnar path, whose rows Spark places by its hash of their key columns (decoded from the key's bytes)."""
+    columnar path, whose rows Spark places by its hash of their key columns (decoded from the key's bytes);
+    ``copied``: operators whose rows already sit in their partitions among ``partitions`` (:func:`placed_alike`),
+    whose snapshots are copied as they are (``state_store.copy_snapshot``, in the same job)."""
     out: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in state.items()}
-    by_bytes = {uid: op for uid, op in state.items() if hashed is None or uid != hashed.uid}
-    if by_bytes:
-        _split_by_key_bytes(spark, path, checkpoint, by_bytes, partitions, batch, out)
-    if hashed is not None and hashed.uid in state:
+    copy = {
+        uid: op
+        for uid, op in state.items()
+        if uid in copied and all(state_store.is_one_snapshot(m) for m in op["partitions"].values())
+    }
+    if copy:
+        _log.info("operators %s: their state copied as it is into %d state partitions", sorted(copy), partitions)
+    tasks = [(uid, int(sp), json.dumps({"copy": m})) for uid, op in copy.items() for sp, m in op["partitions"].items()]
+    for uid, op in state.items():
+        if uid in copy or (hashed is not None and uid == hashed.uid):
+            continue
+        files = [
+            (file_path, entry)
+            for sp, m in sorted(op["partitions"].items(), key=lambda item: int(item[0]))
+            for file_path, entry in state_store.file_paths(path, uid, int(sp), m)
+        ]
+        if files:  # (path, entry) of each file: every task reads the whole, small, snapshots
+            tasks.extend((uid, sp, json.dumps({"split": files})) for sp in range(partitions))
+    root = storage.join(checkpoint, "flinkish", "state")
+
+    def write_partition(uid: str, sp: int, payload: str) -> Any:
+        task = json.loads(payload)
+        if "copy" in task:
+            return state_store.copy_snapshot(path, root, uid, sp, batch, task["copy"])
+        tables = [state_store.read_file(file_path, entry) for file_path, entry in task["split"]]
+        return state_store.write_snapshot(root, uid, sp, batch, split_rows(tables, sp, partitions))
+
+    for uid, sp, manifest in _write_per_task(spark, tasks, write_partition):
+        out[uid]["partitions"][str(sp)] = manifest
+    if hashed is not None and hashed.uid in state and hashed.uid not in copy:
         _split_hashed(spark, path, checkpoint, {hashed.uid: state[hashed.uid]}, partitions, batch, hashed, out)
     return out
 
@@ -432,43 +499,13 @@ def split_rows(tables: List[Any], sp: int, partitions: int) -> Any:
     return live_rows(pa.concat_tables(mine))
 
 
-def _split_by_key_bytes(
-    spark: Any,
-    path: str,
-    checkpoint: str,
-    state: Dict[str, Dict[str, Any]],
-    partitions: int,
-    batch: int,
-    out: Dict[str, Dict[str, Any]],
-) -> None:
-    """:func:`split_state` for operators placed by their key's bytes: a task per (operator, new partition) reads the
-    operator's snapshots and writes the rows :func:`split_rows` keeps (no shuffle: every task reads the whole,
-    small, snapshots; the rows are never sorted by Spark)."""
-    tasks = []
-    for uid, op in state.items():
-        files = [
-            (file_path, entry)
-            for sp, m in sorted(op["partitions"].items(), key=lambda item: int(item[0]))
-            for file_path, entry in state_store.file_paths(path, uid, int(sp), m)
-        ]
-        if files:
-            tasks.extend((uid, sp, json.dumps(files)) for sp in range(partitions))  # (path, entry) of each file
-    root = storage.join(checkpoint, "flinkish", "state")
-
-    def write_partition(uid: str, sp: int, files: str) -> Any:
-        tables = [state_store.read_file(file_path, entry) for file_path, entry in json.loads(files)]
-        return state_store.write_snapshot(root, uid, sp, batch, split_rows(tables, sp, partitions))
-
-    for uid, sp, manifest in _write_per_task(spark, tasks, write_partition):
-        out[uid]["partitions"][str(sp)] = manifest
-
-
 def _write_per_task(
     spark: Any, tasks: List[Tuple[str, int, str]], write: Callable[[str, int, str], Any]
 ) -> Iterator[Tuple[str, int, Any]]:
     """One Spark task per ``(uid, state partition, payload)`` of ``tasks``: ``write`` runs on the executor (with the
     driver's storage options) and returns the partition's new manifest; yields ``(uid, sp, manifest)`` for each
-    manifest that is not None."""
+    manifest that is not None. One stage: the tasks are the partitions of ``spark.range``, one row each (the row's
+    number picks the task from ``tasks``, which the function carries), so no shuffle places them."""
     if not tasks:
         return
     options = storage.current_options()
@@ -477,17 +514,15 @@ def _write_per_task(
         import pyarrow as pa
 
         storage.configure(options)
+        schema = pa.schema([("uid", pa.string()), ("sp", pa.int32()), ("manifest", pa.string())])
         for b in batches:
-            out = [
-                (uid, sp, json.dumps(write(uid, sp, payload)))
-                for uid, sp, payload in zip(*(b.column(c).to_pylist() for c in ("uid", "sp", "manifest")))
-            ]
-            yield pa.RecordBatch.from_pylist(
-                [{"uid": u, "sp": s, "manifest": m} for u, s, m in out],
-                schema=pa.schema([("uid", pa.string()), ("sp", pa.int32()), ("manifest", pa.string())]),
-            )
+            out = []
+            for i in b.column("id").to_pylist():
+                uid, sp, payload = tasks[i]
+                out.append({"uid": uid, "sp": sp, "manifest": json.dumps(write(uid, sp, payload))})
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
 
-    frame = spark.createDataFrame(tasks, _RESULT_DDL).repartition(len(tasks))  # the payload in ``manifest``
+    frame = spark.range(0, len(tasks), 1, len(tasks))  # row i in partition i
     for row in frame.mapInArrow(run, _RESULT_DDL).collect():
         manifest = json.loads(row["manifest"])
         if manifest is not None:
@@ -585,7 +620,10 @@ __all__ = [
     "check_sources",
     "columnar_keys",
     "compatibility_problems",
+    "hashed_from_dict",
+    "hashed_to_dict",
     "key_columns_as_text",
+    "placed_alike",
     "read_savepoint",
     "restore_savepoint",
     "restored_state",

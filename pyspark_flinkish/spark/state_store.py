@@ -130,10 +130,35 @@ def write_snapshot(root: str, op_uid: str, sp: int, version: int, live: pa.Table
     if not len(live):
         return None
     keys, windows, size = totals_of(live)
-    name = f"s={max(version, 0):012d}-{uuid.uuid4().hex[:16]}.parquet"
+    name = _snapshot_name(version)
     storage.write_table(storage.join(partition_dir(root, op_uid, sp), name), live)
     entry = {"kind": "snapshot", "name": name, "from": 1, "seq": 1, "keys": keys}
     return {"token": name[15:-8], "next_seq": 2, "files": [entry], "keys": keys, "windows": windows, "bytes": size}
+
+
+def _snapshot_name(version: int) -> str:
+    return f"s={max(version, 0):012d}-{uuid.uuid4().hex[:16]}.parquet"
+
+
+def is_one_snapshot(manifest: Optional[Manifest]) -> bool:
+    """Whether the partition is made up of one full snapshot alone (as :func:`write_snapshot` writes it: a
+    savepoint's partitions), which :func:`copy_snapshot` copies."""
+    files = (manifest or empty_manifest())["files"]
+    return len(files) == 1 and files[0]["kind"] == "snapshot"
+
+
+def copy_snapshot(source: str, root: str, op_uid: str, sp: int, version: int, manifest: Manifest) -> Manifest:
+    """Copy a partition made up of one full snapshot (:func:`is_one_snapshot`; ``manifest``, its files under
+    ``source``) into ``root``, the file as it is (no row decoded), as the partition's only file named for state
+    version ``version``; returns the manifest of the copy (its totals unchanged, a new token): what
+    :func:`write_snapshot` of its rows would give, without reading them."""
+    if not is_one_snapshot(manifest):
+        msg = f"state partition {sp} of operator {op_uid!r} under {source} is not one full snapshot: {manifest['files']}"
+        raise StateError(msg)
+    ((path, entry),) = file_paths(source, op_uid, sp, manifest)
+    name = _snapshot_name(version)
+    storage.copy_file(path, storage.join(partition_dir(root, op_uid, sp), name))
+    return {**manifest, "token": name[15:-8], "files": [{**entry, "name": name}]}
 
 
 def _size_class(weight: int) -> int:
@@ -368,9 +393,11 @@ __all__ = [
     "Manifest",
     "PartitionStore",
     "SERVE_FROM_FILES_BATCHES",
+    "copy_snapshot",
     "empty_manifest",
     "file_paths",
     "has_state",
+    "is_one_snapshot",
     "legacy_manifests",
     "manifest_rows",
     "operators_of",

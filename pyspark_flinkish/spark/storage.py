@@ -239,6 +239,28 @@ def write_table(uri: str, table: pa.Table) -> int:
     return int(size)
 
 
+def copy_file(src: str, dst: str) -> None:
+    """Copy the file ``src`` as it is, byte for byte, to the new file ``dst`` (its directory is created; the two may
+    be on different stores): a copy on the store's side where it has one (an object store's server-side copy, a
+    local file copy), else streamed through this process. As with :func:`write_table`, ``dst`` must be a new name
+    that nothing names until the copy returned."""
+    fs, source, native = resolve(src)
+    target_fs, target, _ = resolve(dst)
+    try:
+        target_fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        local = isinstance(fs, pafs.LocalFileSystem) and isinstance(target_fs, pafs.LocalFileSystem)
+        if local or (fs is target_fs and native is None):  # HDFS's fsspec copy names a relative temporary file
+            fs.copy_file(source, target)
+            return
+        with fs.open_input_stream(source) as reader, target_fs.open_output_stream(target) as writer:
+            while chunk := reader.read(1 << 22):
+                writer.write(chunk)
+    except FileNotFoundError as exc:
+        raise _missing(src) from exc
+    except (OSError, RuntimeError) as exc:
+        raise _unreachable(dst, exc) from exc
+
+
 def read_table(uri: str, columns: Optional[Sequence[str]] = None) -> pa.Table:
     """The Parquet file (or some of its ``columns``); a missing file is a :class:`StateError` naming it."""
     fs, path, _ = resolve(uri)
@@ -395,6 +417,7 @@ __all__ = [
     "SCHEMES",
     "abspath",
     "configure",
+    "copy_file",
     "current_options",
     "delete",
     "delete_tree",

@@ -257,6 +257,9 @@ def test_a_columnar_window_is_rescaled_in_place_by_sparks_hash_of_its_key_column
         if run == 1:
             assert _meta(checkpoint)["state_partitions"] == 3
             savepoint = handle.stop_with_savepoint(str(tmp_path / "savepoints"))
+            # it records the rule that placed the window's keys: a restore into 3 would copy its files as they are
+            recorded = json.loads(Path(savepoint, "_metadata.json").read_text())["hashed"]
+            assert recorded == {"uid": "columnar", "types": ["int", "string"], "is_tuple": True}
         else:
             handle.stop()
     assert expected and sorted(got) == sorted(expected)

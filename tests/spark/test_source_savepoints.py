@@ -12,6 +12,7 @@ own checkpoint with another number of state partitions (``spark/rescale.py``).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -94,7 +95,9 @@ def check(ids: List[Any], sums: List[Any], expected: List[Any]) -> None:
     assert sorted(sums) == sorted(expected)
 
 
-def test_a_file_stream_job_restored_from_a_savepoint_reads_every_file_once(spark: Any, tmp_path: Path) -> None:
+def test_a_file_stream_job_restored_from_a_savepoint_reads_every_file_once(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     directory = tmp_path / "in"
     directory.mkdir()
     for i in range(BEFORE):
@@ -131,19 +134,25 @@ def test_a_file_stream_job_restored_from_a_savepoint_reads_every_file_once(spark
     handle.stop()
     check(ids3, sums3, expected)
 
-    # restored with an added stateless operator after the window
-    handle = file_job(spark, directory, 2, ids, sums, changed=True).execute(
-        "files-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path
-    )
+    # restored with an added stateless operator after the window, into as many state partitions: the savepoint's
+    # snapshots are copied as they are, no row read or placed again
+    with caplog.at_level(logging.INFO, logger="pyspark_flinkish.spark"):
+        handle = file_job(spark, directory, 2, ids, sums, changed=True).execute(
+            "files-2", checkpoint_location=str(tmp_path / "ck2"), from_savepoint=path
+        )
+    assert "operators ['sums']: their state copied as it is into 2 state partitions" in caplog.text
     handle.process_all_available()
     handle.stop()
     check(ids, sums, expected)
 
-    # restored from the same savepoint into 3 state partitions
+    # restored from the same savepoint into 3 state partitions: split
     ids2, sums2 = [i for i in ids if i <= 7], [s for s in sums if s[1] < 5_000]
-    handle = file_job(spark, directory, 3, ids2, sums2).execute(
-        "files-3", checkpoint_location=str(tmp_path / "ck3"), from_savepoint=path
-    )
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pyspark_flinkish.spark"):
+        handle = file_job(spark, directory, 3, ids2, sums2).execute(
+            "files-3", checkpoint_location=str(tmp_path / "ck3"), from_savepoint=path
+        )
+    assert "copied as it is" not in caplog.text
     handle.process_all_available()
     handle.stop()
     check(ids2, sums2, expected)
@@ -213,10 +222,13 @@ def test_a_from_delta_job_restored_from_a_savepoint_reads_every_commit_once(spar
 
 
 @pytest.mark.hdfs
-def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cluster: Any, tmp_path: Path) -> None:
+def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(
+    spark: Any, hdfs_cluster: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Spark's logs read from a checkpoint on HDFS into a savepoint on HDFS, and seeded into a new checkpoint on
-    HDFS (the package's storage layer on both sides), restored with an added operator into 3 state partitions, then
-    restarted on that checkpoint with 2 (rescaled in place on HDFS)."""
+    HDFS (the package's storage layer on both sides), restored with an added operator into as many state partitions
+    (2: the snapshots copied as they are on HDFS), then restarted on that checkpoint with 3 (rescaled in place on
+    HDFS)."""
     root = f"{hdfs_cluster.uri}/source-savepoints/{uuid.uuid4().hex[:8]}"
     directory = tmp_path / "in"
     directory.mkdir()
@@ -230,22 +242,24 @@ def test_a_file_stream_savepoint_between_checkpoints_on_hdfs(spark: Any, hdfs_cl
     names = {s.path.rsplit("/", 1)[-1] for s in hdfs_cluster.client().list_status(f"{path[len(hdfs_cluster.uri):]}/spark-sources/0")}
     assert names == {"0", "1", "2"}  # the file stream's metadata log, one file per log batch
     write_file(directory, BEFORE)
-    handle = file_job(spark, directory, 3, ids, sums, changed=True).execute(
-        "hdfs-files-2", checkpoint_location=f"{root}/ck2", from_savepoint=path
-    )
+    with caplog.at_level(logging.INFO, logger="pyspark_flinkish.spark"):
+        handle = file_job(spark, directory, 2, ids, sums, changed=True).execute(
+            "hdfs-files-2", checkpoint_location=f"{root}/ck2", from_savepoint=path
+        )
+    assert "operators ['sums']: their state copied as it is into 2 state partitions" in caplog.text
     handle.process_all_available()
     handle.stop()
-    # the new checkpoint restarted in place with 2 state partitions (``spark/rescale.py`` on HDFS): its window of
+    # the new checkpoint restarted in place with 3 state partitions (``spark/rescale.py`` on HDFS): its window of
     # [10000, 15000) holds a record from before the rescaling and fires after it
     for i in range(BEFORE + 1, len(FILES)):
         write_file(directory, i)
-    handle = file_job(spark, directory, 2, ids, sums, changed=True).execute(
+    handle = file_job(spark, directory, 3, ids, sums, changed=True).execute(
         "hdfs-files-3", checkpoint_location=f"{root}/ck2"
     )
     handle.process_all_available()
     handle.stop()
     check(ids, sums, jvm_free(FILES))
-    assert read_meta(f"{root}/ck2")["state_partitions"] == 2
+    assert read_meta(f"{root}/ck2")["state_partitions"] == 3
     assert not storage.exists(f"{root}/ck2/flinkish/rescale")
     on_files, _ = state_served(f"{root}/ck2")  # the restored and the rescaled state, read on HDFS by the batches
     assert on_files[0] >= 1 and on_files[-1] >= 1, on_files

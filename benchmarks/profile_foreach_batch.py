@@ -2,14 +2,24 @@
 
 Spark's Python workers run ``pyspark_flinkish`` code that a driver-side profiler cannot see, so this script
 replays what the executor does for one micro-batch in this process, calling the package's own functions in the
-order ``ForeachBatchDriver._run`` does (the Spark parts — Arrow transfer, shuffle, persist, collect — are
-left out and reported by ``bench_tumbling.py`` as the difference to the wall time):
+order ``ForeachBatchDriver._step`` does (the Spark parts — Arrow transfer, shuffle, persist, collect — are
+left out and reported by ``bench_tumbling.py`` as the difference to the wall time).
 
-1. ``source_rows.dataframe_rows`` (mapInPandas on the source DataFrame): input rows -> source rows;
-2. ``plan.route_partition`` (mapInPandas): stateless chain, keys, state partitions, watermark statistics;
-3. ``ForeachBatchDriver._advance_watermarks`` (driver);
-4. ``plan.run_keyed_partition`` (applyInPandas per keyed operator and state partition, incl. heartbeats);
-5. sink delivery (``pickle.loads`` of every output value, then the sink) and ``ForeachBatchDriver._commit``.
+By default the pipeline is the ``foreach_batch`` engine's (``ColumnAggregate(Count(), Sum("value"))``): the
+columnar path (``ForeachBatchDriver._step_columnar``):
+
+1. Spark's ``columnar.prepared`` and ``columnar.statistics`` (here DuckDB: the same columns, and a hash of the key
+   columns for the state partition);
+2. ``ForeachBatchDriver._advance_watermarks`` (driver);
+3. Spark's ``columnar.split``: the package's ``window_geometry`` SQL and ``on_time`` filter evaluated by DuckDB, the
+   on-time rows pre-aggregated per (state partition, key, window);
+4. ``columnar.columnar_function`` (``run_partition``) per state partition, with its heartbeat row;
+5. the driver's sort and delivery to the sink (``ForeachBatchDriver._deliver``), then ``_commit``.
+
+With ``--general`` (a Python trigger and ``ProcessWindowFunction``) or ``--python-agg`` (a Python
+``AggregateFunction``: the batch-wise path) the stages are ``source_rows.dataframe_rows``, ``chain.route_partition``,
+``_advance_watermarks``, ``keyed_partition.run_keyed_partition`` per keyed operator and state partition (with its
+heartbeat row), then the same delivery and commit.
 
 Batch 0 (fresh state) is run first without profiling; batch 1 (restores batch 0's state) is timed stage by
 stage and profiled with pyinstrument (``pip install pyinstrument``) when it is installed.
@@ -18,7 +28,7 @@ stage and profiled with pyinstrument (``pip install pyinstrument``) when it is i
 (``bench_tumbling``'s tiny input), with pyinstrument started inside the ``foreachBatch`` callback thread for every
 batch after the first two; it shows which Spark jobs and driver steps one micro-batch waits for.
 
-    .venv/bin/python benchmarks/profile_foreach_batch.py [--general] [--batch-rows 200000] [--keys 10000]
+    .venv/bin/python benchmarks/profile_foreach_batch.py [--general | --python-agg] [--batch-rows 200000] [--keys 10000]
     .venv/bin/python benchmarks/profile_foreach_batch.py --driver
     .venv/bin/python benchmarks/profile_foreach_batch.py --stateful
 
@@ -32,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pickle
 import sys
 import tempfile
 import time
@@ -44,8 +53,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_tumbling as bench
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.datastream.aggregates import ColumnAggregate, Count, Sum
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.spark import chain as spark_chain
+from pyspark_flinkish.spark import columnar
 from pyspark_flinkish.spark import keyed_partition as spark_keyed
 from pyspark_flinkish.spark import rows as spark_rows
 from pyspark_flinkish.spark import source_rows as spark_source_rows
@@ -54,9 +65,17 @@ from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 
 
 class _FakeStreamingFrame:
-    """Stands in for the streaming DataFrame: ``mapInPandas`` hands back the function the executors would run."""
+    """Stands in for the streaming DataFrame of ``bench_tumbling``'s Parquet input: ``from_dataframe`` reads its
+    ``isStreaming``, ``schema`` and ``columns``; ``mapInPandas`` hands back the function the executors would run."""
 
     columns = ("key", "ts", "value", "seq")
+    isStreaming = True  # noqa: N815 (Spark's name)
+
+    @property
+    def schema(self) -> Any:
+        from pyspark.sql.types import LongType, StructField, StructType  # plain Python objects, no JVM
+
+        return StructType([StructField(c, LongType()) for c in self.columns])
 
     def mapInPandas(self, fn: Any, schema: str) -> Any:  # noqa: N802 (Spark's name)
         return fn
@@ -71,12 +90,68 @@ def _input_frames(batch_rows: int, keys: int, disorder_ms: int, seed: int) -> Li
         return [pq.read_table(os.path.join(d, f"batch-{i:06d}.parquet")).to_pandas() for i in range(2)]
 
 
+def _duckdb() -> Any:
+    import duckdb  # the test extra's; reads the window geometry's SQL as Spark does
+
+    return duckdb.connect()
+
+
+def _columnar_prepared(cw: columnar.ColumnarWindow, pdf: pd.DataFrame, parts: int) -> pd.DataFrame:
+    """What ``columnar.prepared`` makes Spark compute, for a ``LongType`` timestamp column: ``__ts``, ``__k<i>``,
+    ``__ord`` (the order columns), ``__part`` and ``__sp`` (DuckDB's ``hash`` stands in for Spark's ``xxhash64``:
+    another spread of the keys over the state partitions, the same in every batch)."""
+    assert not cw.timestamp_is_time, "bench_tumbling's ts is a LongType column"
+    assert not cw.partition_column
+    assert cw.order_columns
+    keys = ", ".join(f"{c} AS __k{i}" for i, c in enumerate(cw.key_columns))
+    order = ", ".join(f"CAST({c} AS BIGINT)" for c in cw.order_columns)
+    spread = f"CAST(hash({', '.join(cw.key_columns)}) % {parts} AS INTEGER)"
+    return (
+        _duckdb()
+        .execute(
+            f"SELECT {', '.join(cw.columns)}, CAST({cw.timestamp_column} AS BIGINT) AS __ts, {keys}, [{order}] AS __ord,"
+            f" CAST(NULL AS VARCHAR) AS __part, {spread} AS __sp FROM pdf"
+        )
+        .df()
+    )
+
+
+def _columnar_split(cw: columnar.ColumnarWindow, prepared: pd.DataFrame, watermark: int) -> Any:
+    """What ``columnar.split`` makes Spark compute (tumbling windows): the package's ``window_geometry`` SQL and its
+    ``on_time`` filter, evaluated by DuckDB; on-time rows pre-aggregated per (state partition, key, window)."""
+    assert cw.slide == cw.size, "the profile's pipeline has tumbling windows"
+    geometry = columnar.window_geometry("__ts", cw.size, cw.slide, cw.offset)
+    sql = "SELECT * FROM prepared"
+    for name, expression in geometry.columns:  # in order, as ``columnar.with_geometry`` adds them
+        sql = f"SELECT *, {expression} AS {name} FROM ({sql})"
+    keys = ", ".join(f"__k{i}" for i in range(len(cw.key_columns)))
+    aggs = []
+    for i, (op, field) in enumerate(cw.parts):
+        if op == "count":
+            aggs.append(f"count(*) AS __a{i}")
+        elif op == "sum":
+            aggs.append(f"CAST(sum(coalesce({field}, 0)) AS BIGINT) AS __a{i}")
+        else:
+            kind = "DOUBLE" if prepared[field].dtype.kind == "f" else "BIGINT"
+            aggs.append(f"CAST({op}({field}) AS {kind}) AS __a{i}")
+    on_time = geometry.on_time(watermark)
+    con = _duckdb()
+    con.register("prepared", prepared)
+    partials = con.execute(
+        f"SELECT __sp, {keys}, {geometry.latest} AS __start, {', '.join(aggs)}, false AS __hb FROM ({sql})"
+        f" WHERE {on_time} GROUP BY __sp, {keys}, __start"
+    ).df()
+    others = con.execute(f"SELECT {', '.join(prepared.columns)} FROM ({sql}) WHERE NOT {on_time}").df()
+    return partials, others
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description="profile one micro-batch of the foreachBatch executor (no JVM)")
     p.add_argument("--batch-rows", type=int, default=200_000)
     p.add_argument("--keys", type=int, default=10_000)
     p.add_argument("--disorder-ms", type=int, default=5_000)
     p.add_argument("--general", action="store_true", help="the general path (Python trigger + ProcessWindowFunction)")
+    p.add_argument("--python-agg", action="store_true", help="a Python AggregateFunction: the batch-wise path")
     p.add_argument("--count-trigger", type=int, default=3)
     p.add_argument("--arrow-rows", type=int, default=10_000, help="rows per pandas frame (Spark's maxRecordsPerBatch)")
     p.add_argument("--html", default=None, help="also write pyinstrument's HTML report here")
@@ -104,18 +179,37 @@ def main() -> int:
             bench.CountSumProcess(), output_type=Types.TUPLE([Types.LONG()] * 4 + [Types.BOOLEAN()])
         ).add_sink(out.append)
     else:
-        windowed.aggregate(bench.CountSum(), bench.WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4)).add_sink(out.append)
+        agg = bench.CountSum() if args.python_agg else ColumnAggregate(Count(), Sum("value"))
+        windowed.aggregate(agg, bench.WithWindow(), output_type=Types.TUPLE([Types.LONG()] * 4)).add_sink(out.append)
     checkpoint = tempfile.mkdtemp(prefix="flinkish-profile-")
     driver = ForeachBatchDriver(env, list(env._sinks), checkpoint, None)
     src_t = next(t for t in driver.plan.transformations if t.kind == "source")
     convert = spark_source_rows.dataframe_rows(src_t, driver.plan.nodes[driver.plan.transformations.index(src_t)].uid)
+    cw = driver.columnar
+    print(f"path: {'columnar (spark/columnar.py)' if cw is not None else 'route + keyed stage (spark/chain.py, keyed_partition.py)'}")
+
+    def lap(timings: Dict[str, float], name: str, t0: float) -> float:
+        t1 = time.perf_counter()
+        timings[name] = timings.get(name, 0.0) + (t1 - t0)
+        return t1
+
+    def deliver(outputs: List[pd.DataFrame], batch_id: int, timings: Dict[str, float], t: float) -> None:
+        """The driver's part after the keyed stage: sort and hand the sink its values, record manifests, commit."""
+        plan = driver.exec_plan
+        everything = pd.concat(outputs)
+        records = everything[(everything["kind"] == "rec") & everything["dest"].isin(plan.sinks)]
+        rows = [{"dest": d, "value": v, "ord": o} for d, v, o in zip(records["dest"], records["value"], records["ord"])]
+        rows.sort(key=lambda r: list(r["ord"]))
+        for sink_index in plan.sinks:
+            driver._deliver(driver.plan.transformations[sink_index], [r for r in rows if r["dest"] == sink_index], batch_id)
+        t = lap(timings, "5 driver: sort + sink delivery", t)
+        metric = everything[everything["kind"] == "metric"]  # the keyed partitions' new manifests
+        driver._record_manifests([(0, int(d), json.loads(v)) for d, v in zip(metric["dest"], metric["value"])])
+        driver._commit(batch_id)
+        lap(timings, "6 driver: commit", t)
 
     def one_batch(batch_id: int, pdf: pd.DataFrame, timings: Dict[str, float]) -> None:
-        def lap(name: str, t0: float) -> float:
-            t1 = time.perf_counter()
-            timings[name] = timings.get(name, 0.0) + (t1 - t0)
-            return t1
-
+        """``ForeachBatchDriver._step`` (route, watermarks, keyed stage) and the driver's delivery."""
         t = time.perf_counter()
         driver._open(batch_id)
         manifests = driver.manifests()
@@ -124,15 +218,15 @@ def main() -> int:
         wm_prev = driver._wm_now()
         source_index = {plan.nodes[i].uid: i for i in plan.sources}
         chunks = [pdf.iloc[i : i + args.arrow_rows] for i in range(0, len(pdf), args.arrow_rows)]
-        t = lap("0 driver: open", t)
+        t = lap(timings, "0 driver: open", t)
         source_rows = list(convert(iter(chunks)))
-        t = lap("1 source rows (dataframe_rows.convert)", t)
+        t = lap(timings, "1 source rows (dataframe_rows.convert)", t)
         routed = pd.concat(list(spark_chain.route_partition(plan, iter(source_rows), wm_prev, now, parts, source_index)))
-        t = lap("2 route (route_partition)", t)
+        t = lap(timings, "2 route (route_partition)", t)
         stats = routed[routed["kind"] == "stat"].to_dict("records")
         driver._advance_watermarks(stats)
         wm_new = driver._wm_now()
-        t = lap("3 driver: watermarks", t)
+        t = lap(timings, "3 driver: watermarks", t)
         outputs = [routed[routed["kind"] == "rec"]]
         for level in plan.levels:
             nodes = plan.keyed_at(level)
@@ -142,33 +236,55 @@ def main() -> int:
             for node in nodes:
                 for sp in range(parts):
                     group = pending[(pending["dest"] == node) & (pending["sp"] == sp)]
-                    hb = pd.DataFrame([{c: None for c in spark_rows.ROW_COLUMNS} | {"kind": "hb", "dest": node, "sp": sp}])
-                    group = pd.concat([group, hb], ignore_index=True)
+                    hb = {c: None for c in spark_rows.ROW_COLUMNS} | {"kind": "hb", "dest": node, "sp": sp}
+                    for layout in plan.typed_columns():  # never null, as the driver's heartbeat rows
+                        hb |= dict(zip(layout.columns, layout.placeholders))
+                    group = pd.concat([group, pd.DataFrame([hb])], ignore_index=True)
                     keyed_out.append(
                         spark_keyed.run_keyed_partition(
                             plan, group, wm_prev, wm_new, now, parts, driver.state_root, batch_id, manifests
                         )
                     )
             outputs.append(pd.concat(keyed_out))
-        t = lap("4 keyed (run_keyed_partition)", t)
-        sink_rows = pd.concat(outputs)
-        sink_rows = sink_rows[sink_rows["dest"].isin(plan.sinks)]
-        rows = [{"dest": d, "value": v, "ord": o} for d, v, o in zip(sink_rows["dest"], sink_rows["value"], sink_rows["ord"])]
-        rows.sort(key=lambda r: list(r["ord"]))
-        for sink_index in plan.sinks:
-            values = [pickle.loads(r["value"]) for r in rows if r["dest"] == sink_index]
-            driver.plan.transformations[sink_index].sink  # noqa: B018
-            for v in values:
-                driver.plan.transformations[sink_index].sink(v)
-        t = lap("5 sink delivery (loads + sink)", t)
-        everything = pd.concat(outputs)
-        metric = everything[everything["kind"] == "metric"]  # the keyed partitions' new manifests
-        driver._record_manifests([(0, int(d), json.loads(v)) for d, v in zip(metric["dest"], metric["value"])])
-        driver._commit(batch_id)
-        lap("6 driver: commit", t)
+        t = lap(timings, "4 keyed (run_keyed_partition)", t)
+        deliver(outputs[1:], batch_id, timings, t)
 
+    def one_columnar_batch(batch_id: int, pdf: pd.DataFrame, timings: Dict[str, float]) -> None:
+        """``ForeachBatchDriver._step_columnar``: Spark's SQL (``columnar.prepared``, ``statistics``, ``split``) is
+        replayed by DuckDB on the same window-geometry SQL; the keyed stage is ``columnar.columnar_function``."""
+        assert cw is not None
+        t = time.perf_counter()
+        driver._open(batch_id)
+        manifests = driver.manifests()
+        plan, parts = driver.exec_plan, driver.partitions
+        now = env.clock.now()
+        wm_prev = driver._wm_now()
+        t = lap(timings, "0 driver: open", t)
+        prepared = _columnar_prepared(cw, pdf, parts)
+        stats = [
+            {"kind": "stat", "part": "", "stat_max": int(prepared["__ts"].max()), "stat_count": int(prepared["__ts"].count()),
+             "stat_batch": -1, "dest": cw.source}
+        ]
+        t = lap(timings, "1 Spark's prepared + statistics (DuckDB)", t)
+        driver._advance_watermarks(stats)
+        wm_new = driver._wm_now()
+        t = lap(timings, "2 driver: watermarks", t)
+        partials, others = _columnar_split(cw, prepared, wm_prev[cw.window])
+        t = lap(timings, "3 Spark's split + pre-aggregation (DuckDB)", t)
+        function = columnar.columnar_function(
+            cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, driver.state_root, batch_id, manifests
+        )
+        keyed_out = []
+        for sp in range(parts):
+            heartbeat = pd.DataFrame([{c: (sp if c == "__sp" else c == "__hb" or None) for c in partials.columns}])
+            group = pd.concat([partials[partials["__sp"] == sp], heartbeat], ignore_index=True)
+            keyed_out.append(function(group, others[others["__sp"] == sp]))
+        t = lap(timings, "4 keyed (columnar.run_partition)", t)
+        deliver(keyed_out, batch_id, timings, t)
+
+    step = one_columnar_batch if cw is not None else one_batch
     warm: Dict[str, float] = {}
-    one_batch(0, frames[0], warm)
+    step(0, frames[0], warm)
     timings: Dict[str, float] = {}
     profiler = None
     try:
@@ -182,7 +298,7 @@ def main() -> int:
     if profiler is not None:
         profiler.start()
     t0 = time.perf_counter()
-    one_batch(1, frames[1], timings)
+    step(1, frames[1], timings)
     total = time.perf_counter() - t0
     if profiler is not None:
         profiler.stop()

@@ -245,20 +245,28 @@ class BatchWindowOperator:
         op.current_watermark = watermark
         op.timers.current_watermark = watermark
         timers = []  # (time, table position, 0 fire | 1 clean up, slot): a window fires before its cleanup
+        times: Dict[int, Tuple[int, int]] = {}  # by window start: the keys of a batch share a few windows
         for i, slot in enumerate(self.windows):
-            max_ts, cleanup = self.timer_times(slot[1])
+            start = slot[1]
+            found = times.get(start)
+            if found is None:
+                found = times[start] = self.timer_times(start)
+            max_ts, cleanup = found
             if old < max_ts <= watermark:
                 timers.append((max_ts, i, 0, slot))
             if cleanup <= watermark and cleanup != LONG_MAX:
                 timers.append((cleanup, i, 1, slot))
         timers.sort(key=lambda t: t[:3])  # ties between windows keep the table's (deterministic) order
         cleaned = 0
+        windows: Dict[int, TimeWindow] = {}  # one (immutable) TimeWindow per start
         for time, _, kind, (key, start) in timers:
             acc = self.windows.get((key, start), _MISSING)
             if acc is _MISSING:
                 continue  # purged when it fired: nothing left to clean up (clear() is the default no-op)
             op.firing_timer = time
-            window = self._window(start)
+            window = windows.get(start)
+            if window is None:
+                window = windows[start] = self._window(start)
             if kind == 0:
                 self._fire(key, window, acc)
             else:

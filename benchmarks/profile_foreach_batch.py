@@ -45,7 +45,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pandas as pd
 
@@ -208,17 +208,19 @@ def main() -> int:
         driver._commit(batch_id)
         lap(timings, "6 driver: commit", t)
 
-    def one_batch(batch_id: int, pdf: pd.DataFrame, timings: Dict[str, float]) -> None:
-        """``ForeachBatchDriver._step`` (route, watermarks, keyed stage) and the driver's delivery."""
+    def open_batch(batch_id: int, timings: Dict[str, float]) -> Tuple[float, Any, Any, int, int, int]:
+        """``ForeachBatchDriver._open`` and what a batch starts from: (lap time, manifests, plan, state partitions,
+        processing time, the watermark before the batch)."""
         t = time.perf_counter()
         driver._open(batch_id)
-        manifests = driver.manifests()
-        plan, parts = driver.exec_plan, driver.partitions
-        now = env.clock.now()
-        wm_prev = driver._wm_now()
+        opened = (driver.manifests(), driver.exec_plan, driver.partitions, env.clock.now(), driver._wm_now())
+        return (lap(timings, "0 driver: open", t), *opened)
+
+    def one_batch(batch_id: int, pdf: pd.DataFrame, timings: Dict[str, float]) -> None:
+        """``ForeachBatchDriver._step`` (route, watermarks, keyed stage) and the driver's delivery."""
+        t, manifests, plan, parts, now, wm_prev = open_batch(batch_id, timings)
         source_index = {plan.nodes[i].uid: i for i in plan.sources}
         chunks = [pdf.iloc[i : i + args.arrow_rows] for i in range(0, len(pdf), args.arrow_rows)]
-        t = lap(timings, "0 driver: open", t)
         source_rows = list(convert(iter(chunks)))
         t = lap(timings, "1 source rows (dataframe_rows.convert)", t)
         routed = pd.concat(list(spark_chain.route_partition(plan, iter(source_rows), wm_prev, now, parts, source_index)))
@@ -253,13 +255,7 @@ def main() -> int:
         """``ForeachBatchDriver._step_columnar``: Spark's SQL (``columnar.prepared``, ``statistics``, ``split``) is
         replayed by DuckDB on the same window-geometry SQL; the keyed stage is ``columnar.columnar_function``."""
         assert cw is not None
-        t = time.perf_counter()
-        driver._open(batch_id)
-        manifests = driver.manifests()
-        plan, parts = driver.exec_plan, driver.partitions
-        now = env.clock.now()
-        wm_prev = driver._wm_now()
-        t = lap(timings, "0 driver: open", t)
+        t, manifests, plan, parts, now, wm_prev = open_batch(batch_id, timings)
         prepared = _columnar_prepared(cw, pdf, parts)
         stats = [
             {"kind": "stat", "part": "", "stat_max": int(prepared["__ts"].max()), "stat_count": int(prepared["__ts"].count()),

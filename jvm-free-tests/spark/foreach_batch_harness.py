@@ -34,11 +34,12 @@ from pyspark_flinkish.spark.driver import ForeachBatchDriver
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 from pyspark_flinkish.spark.generators import generator_states, ordered_route
 from pyspark_flinkish.spark.keyed_partition import keyed_level_function
+from pyspark_flinkish.spark.record_columns import KEY_PREFIX, RecordColumns
 from pyspark_flinkish.spark.replay import replay_rows
 from pyspark_flinkish.spark.rows import ROW_COLUMNS
 from pyspark_flinkish.spark.source_rows import dataframe_records
 
-__all__ = ["PandasStream", "local_outputs", "run_foreach_batch"]
+__all__ = ["PandasStream", "count_key_crossings", "local_outputs", "run_foreach_batch"]
 
 
 def run_foreach_batch(
@@ -265,3 +266,18 @@ def local_outputs(build: Callable[[Any], None]) -> None:
     build(env)
     env.execute("differential")
 
+
+def count_key_crossings(monkeypatch: Any) -> List[bool]:
+    """A list that gets, for every key the route hands to a keyed stage from now on, whether it crossed as columns
+    (``RecordColumns.cell`` of the key layout gave columns) or as its bytes."""
+    crossed: List[bool] = []
+    cell = RecordColumns.cell
+
+    def counting(self: RecordColumns, value: Any) -> Any:
+        cols = cell(self, value)
+        if self.prefix == KEY_PREFIX:
+            crossed.append(cols is not None)
+        return cols
+
+    monkeypatch.setattr(RecordColumns, "cell", counting)
+    return crossed

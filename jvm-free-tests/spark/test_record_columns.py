@@ -20,7 +20,7 @@ from typing import Any, List
 import pandas as pd
 import pyarrow as pa
 import pytest
-from foreach_batch_harness import local_outputs, run_foreach_batch
+from foreach_batch_harness import count_key_crossings, local_outputs, run_foreach_batch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.conversion import ArrowBatchTransformer
@@ -50,7 +50,6 @@ from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.state import ValueStateDescriptor
 from pyspark_flinkish.spark.keys import decode_key, encode_key
 from pyspark_flinkish.spark.record_columns import (
-    KEY_PREFIX,
     RecordColumns,
     arrow_values,
     dataframe_columns,
@@ -508,16 +507,7 @@ def test_declared_keys_cross_as_columns_with_flinks_identity(tmp_path: Path, mon
     window, and give what the local engine gives and what crossing as bytes gives. A checkpoint written with every
     key as its bytes (``columnar_records=False``) goes on with keys as columns: the state is keyed by the same bytes,
     so no key's state splits."""
-    crossed: List[bool] = []
-    cell = RecordColumns.cell
-
-    def counting(self: RecordColumns, value: Any) -> Any:
-        cols = cell(self, value)
-        if self.prefix == KEY_PREFIX:
-            crossed.append(cols is not None)
-        return cols
-
-    monkeypatch.setattr(RecordColumns, "cell", counting)
+    crossed = count_key_crossings(monkeypatch)
     local: List[Any] = []
     local_outputs(keyed_by_double(local))
     as_bytes: List[Any] = []

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
-from foreach_batch_harness import run_foreach_batch
+from foreach_batch_harness import count_key_crossings, run_foreach_batch
 
 from pyspark_flinkish.core.errors import UnsupportedFeatureError
 
@@ -66,18 +66,7 @@ def test_declared_keys_of_a_keyed_two_input_operator_cross_as_columns(name: str,
     crosses from the route as columns (``k<dest>_<i>``, as a one-input operator's; a broadcast element has no key and
     goes to every partition), with PyFlink's outputs; a checkpoint written with every key as its bytes
     (``columnar_records=False``) goes on with keys as columns: the state is keyed by the same bytes."""
-    from pyspark_flinkish.spark.record_columns import KEY_PREFIX, RecordColumns
-
-    crossed: List[bool] = []
-    cell = RecordColumns.cell
-
-    def counting(self: RecordColumns, value: Any) -> Any:
-        cols = cell(self, value)
-        if self.prefix == KEY_PREFIX:
-            crossed.append(cols is not None)
-        return cols
-
-    monkeypatch.setattr(RecordColumns, "cell", counting)
+    crossed = count_key_crossings(monkeypatch)
     assert run(name, str(tmp_path / "columns")) == CASES[name]["output"]
     assert crossed and all(crossed)
     crossed.clear()

@@ -40,7 +40,7 @@ import math
 import pickle
 import re
 import struct
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from .errors import FlinkishError
 from .rows import Row
@@ -214,63 +214,112 @@ def type_name(type_info: Any) -> str:
 
 def coded(value: Any, type_info: Any) -> Any:
     """``value`` as PyFlink's coder for ``type_info`` leaves it (see the module's docstring); ``value`` is already
-    in the type's shape (:func:`~pyspark_flinkish.core.rows.as_declared`). Raises :class:`CoderError`."""
-    try:
-        return _coded(value, type_info)
-    except CoderError:
-        raise
-    except (TypeError, ValueError, OverflowError, AttributeError, decimal.InvalidOperation) as exc:
-        msg = f"{value!r} is not a value of {type_name(type_info)}: PyFlink raises {type(exc).__name__}: {exc}"
-        raise CoderError(msg, exc) from exc
+    in the type's shape (:func:`~pyspark_flinkish.core.rows.as_declared`). Raises :class:`CoderError`.
+    The rule is :func:`coder_for`'s."""
+    return coder_for(type_info)(value)
+
+
+_REFUSED = (TypeError, ValueError, OverflowError, AttributeError, decimal.InvalidOperation)
+_CODERS: Dict[int, Tuple[Any, Callable[[Any], Any]]] = {}  # id(type_info) -> (type_info, its coder)
+_CACHED_TYPES = 4096
 
 
 def coder_for(type_info: Any) -> Callable[[Any], Any]:
-    """:func:`coded` for values of ``type_info``, looked up once (what an operator's output calls per record)."""
-    basic = _BASIC.get(getattr(type_info, "name", None))  # type: ignore[arg-type]
-    if basic is None:
-        return lambda value: coded(value, type_info)
+    """:func:`coded` for values of ``type_info`` (what an operator's output calls per record): the function is
+    built once per type information (cached by identity), so that per value only the value is walked."""
+    found = _CODERS.get(id(type_info))
+    if found is not None and found[0] is type_info:
+        return found[1]
+    code = _coder(type_info)
+    if len(_CODERS) >= _CACHED_TYPES:
+        _CODERS.clear()
+    _CODERS[id(type_info)] = (type_info, code)  # the entry holds type_info: its id stays its own
+    return code
 
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _coder(type_info: Any) -> Callable[[Any], Any]:
+    """The coder of ``type_info`` as :func:`coded` calls it: a value its type refuses raises :class:`CoderError`
+    naming that value (and, when it is nested, the whole value and the outer type)."""
+    node = _node(type_info)
+    if node is None:
+        return _same
+    if getattr(type_info, "name", None) in _BASIC:
+        return node  # it raises CoderError itself
+
+    def code(value: Any) -> Any:
+        try:
+            return node(value)
+        except CoderError:
+            raise
+        except _REFUSED as exc:
+            msg = f"{value!r} is not a value of {type_name(type_info)}: PyFlink raises {type(exc).__name__}: {exc}"
+            raise CoderError(msg, exc) from exc
+
+    return code
+
+
+def _node(type_info: Optional[Any]) -> Optional[Callable[[Any], Any]]:
+    """The coding of a value of ``type_info`` nested anywhere (None: left as it is). A basic value its type
+    refuses raises :class:`CoderError`; a value not of the type's shape raises what reading it raises."""
+    if type_info is None:
+        return None
+    if not hasattr(type_info, "name"):
+        return _unread(type_info)
+    name = type_info.name
+    basic = _BASIC.get(name)
+    if basic is not None:
+        return _basic_node(basic, type_info)
+    if name not in _NESTED or not is_coded(type_info):
+        return None
+    children = type_info.children
+    codes = [_node(c) or _same for c in children]
+    if name == "ROW":
+        names = type_info.field_names
+
+        def code_row(value: Any) -> Any:
+            if value is None:
+                return None
+            fields = [f(v) for v, f in zip(value, codes)]
+            if all(a is b for a, b in zip(fields, value)):
+                return value
+            row = Row(*fields)  # as_declared made it a Row with the type's names
+            row.set_field_names(list(names))
+            row.set_row_kind(value.get_row_kind())
+            return row
+
+        return code_row
+    if name == "TUPLE":
+        return lambda value: None if value is None else tuple([f(v) for v, f in zip(value, codes)])
+    key = codes[0]
+    if name == "MAP":
+        item = codes[1] if len(codes) > 1 else (lambda value: children[1])  # raises IndexError as the rule does
+        return lambda value: None if value is None else {key(k): item(v) for k, v in value.items()}
+    return lambda value: None if value is None else [key(v) for v in value]
+
+
+def _basic_node(basic: Callable[[Any], Any], type_info: Any) -> Callable[[Any], Any]:
     def code(value: Any) -> Any:
         if value is None:
             return None
         try:
             return basic(value)
-        except (TypeError, ValueError, OverflowError, AttributeError, decimal.InvalidOperation):
-            return coded(value, type_info)  # raises CoderError with its message
-
-    return code
-
-
-def _coded(value: Any, type_info: Optional[Any]) -> Any:
-    if value is None or type_info is None:
-        return value
-    name = type_info.name
-    basic = _BASIC.get(name)
-    if basic is not None:
-        try:
-            return basic(value)
-        except (TypeError, ValueError, OverflowError, AttributeError, decimal.InvalidOperation) as exc:
+        except _REFUSED as exc:
             msg = (
                 f"{value!r} ({type(value).__name__}) is not a value of {type_name(type_info)}: "
                 f"PyFlink raises {type(exc).__name__}: {exc}"
             )
             raise CoderError(msg, exc) from exc
-    if name not in _NESTED or not is_coded(type_info):
-        return value
-    children = type_info.children
-    if name == "ROW":
-        fields = [_coded(v, c) for v, c in zip(value, children)]
-        if all(a is b for a, b in zip(fields, value)):
-            return value
-        row = Row(*fields)  # as_declared made it a Row with the type's names
-        row.set_field_names(list(type_info.field_names))
-        row.set_row_kind(value.get_row_kind())
-        return row
-    if name == "TUPLE":
-        return tuple(_coded(v, c) for v, c in zip(value, children))
-    if name == "MAP":
-        return {_coded(k, children[0]): _coded(v, children[1]) for k, v in value.items()}
-    return [_coded(v, children[0]) for v in value]
+
+    return code
+
+
+def _unread(type_info: Any) -> Callable[[Any], Any]:
+    # not a type information: a value (not None) fails where the rule reads its name
+    return lambda value: None if value is None else type_info.name
 
 
 def from_java(value: Any, type_info: Any) -> Any:

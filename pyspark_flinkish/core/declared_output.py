@@ -25,12 +25,12 @@ order, lives there), and never reach it through ``operator.output``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from .coders import CoderError, coder_for, is_coded, type_name
 from .errors import UserFunctionError
 from .records import Output, OutputTag, StreamRecord
-from .rows import as_declared, needs_conversion
+from .rows import needs_conversion, shaper_for
 
 
 def declared(value: Any, type_info: Optional[Any]) -> Any:
@@ -39,13 +39,31 @@ def declared(value: Any, type_info: Optional[Any]) -> Any:
     return declaring_function(type_info)(value)
 
 
+_DECLARING: Dict[int, Tuple[Any, Callable[[Any], Any]]] = {}  # id(type_info) -> (type_info, its function)
+_CACHED_TYPES = 4096
+
+
 def declaring_function(type_info: Optional[Any]) -> Callable[[Any], Any]:
-    """:func:`declared` for values of ``type_info``, its checks made once."""
-    shaped = needs_conversion(type_info)
-    if not is_coded(type_info):
-        return (lambda value: as_declared(value, type_info)) if shaped else (lambda value: value)
-    code = coder_for(type_info)
-    return (lambda value: code(as_declared(value, type_info))) if shaped else code
+    """:func:`declared` for values of ``type_info``, its checks made and its shaper and coder built once per type
+    information (cached by identity)."""
+    found = _DECLARING.get(id(type_info))
+    if found is not None and found[0] is type_info:
+        return found[1]
+    convert = _declaring(type_info)
+    if len(_DECLARING) >= _CACHED_TYPES:
+        _DECLARING.clear()
+    _DECLARING[id(type_info)] = (type_info, convert)  # the entry holds type_info: its id stays its own
+    return convert
+
+
+def _declaring(type_info: Optional[Any]) -> Callable[[Any], Any]:
+    shape = shaper_for(type_info) if needs_conversion(type_info) else None
+    code = coder_for(type_info) if is_coded(type_info) else None
+    if shape is None:
+        return code or (lambda value: value)
+    if code is None:
+        return shape
+    return lambda value: code(shape(value))
 
 
 def changes_values(type_info: Optional[Any]) -> bool:
@@ -68,23 +86,26 @@ class DeclaredOutput:
         self.emit_watermark = output.emit_watermark  # type: ignore[method-assign]
         self.emit_idle = output.emit_idle  # type: ignore[method-assign]
 
-    def _declared(self, value: Any, type_info: Any, what: str, convert: Optional[Callable[[Any], Any]] = None) -> Any:
-        try:
-            return (convert or declaring_function(type_info))(value)
-        except CoderError as exc:
-            msg = (
-                f"{self.name}: {what} {exc}; PyFlink fails the job there too. Hint: return values that fit "
-                f"{type_name(type_info)} (convert them), or declare a type that holds them"
-            )
-            raise UserFunctionError(msg) from exc.cause
+    def _refused(self, exc: CoderError, type_info: Any, what: str) -> UserFunctionError:
+        msg = (
+            f"{self.name}: {what} {exc}; PyFlink fails the job there too. Hint: return values that fit "
+            f"{type_name(type_info)} (convert them), or declare a type that holds them"
+        )
+        return UserFunctionError(msg)
 
     def collect(self, record: StreamRecord) -> None:
-        value = self._declared(record.value, self.type_info, "output", self._convert)
+        try:
+            value = self._convert(record.value)
+        except CoderError as exc:
+            raise self._refused(exc, self.type_info, "output") from exc.cause
         self.inner.collect(StreamRecord(value, record.timestamp, record.subtask))
 
     def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
         if changes_values(tag.type_info):
-            value = self._declared(record.value, tag.type_info, f"side output {tag.tag_id!r}:")
+            try:
+                value = declaring_function(tag.type_info)(record.value)
+            except CoderError as exc:
+                raise self._refused(exc, tag.type_info, f"side output {tag.tag_id!r}:") from exc.cause
             record = StreamRecord(value, record.timestamp, record.subtask)
         self.inner.collect_side(tag, record)
 

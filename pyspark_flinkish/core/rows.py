@@ -11,7 +11,7 @@ whatever the names' order; a named row never equals a positional one; ``hash`` i
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 
 class RowKind(Enum):
@@ -202,13 +202,85 @@ def as_declared(value: Any, type_info: Any) -> Any:
     :class:`Row` with the type's field names (its kind kept; from a named ``Row``, a ``pyspark.sql.Row``, a dict or
     an object's attributes by name, from a positional ``Row``, a tuple or list by position), a ``TUPLE`` a tuple,
     a ``LIST``/array a list, a ``MAP`` a dict, nested types converted likewise; other values are left as they are.
-    A value that does not fit a ``ROW`` or ``TUPLE`` raises ``ValueError``, as PyFlink's serializer does."""
-    if value is None or type_info is None:
-        return value
-    name = type_info.name
-    children = type_info.children
-    if name == "ROW":
-        names = type_info.field_names
+    A value that does not fit a ``ROW`` or ``TUPLE`` raises ``ValueError``, as PyFlink's serializer does.
+    The rule is :func:`shaper_for`'s (what an operator's output calls per record)."""
+    return shaper_for(type_info)(value)
+
+
+_SHAPERS: Dict[int, Tuple[Any, Callable[[Any], Any]]] = {}  # id(type_info) -> (type_info, its shaper)
+_CACHED_TYPES = 4096
+
+
+def shaper_for(type_info: Any) -> Callable[[Any], Any]:
+    """:func:`as_declared` for values of ``type_info``: the function is built once per type information (cached
+    by identity), so that per value only the value is walked."""
+    found = _SHAPERS.get(id(type_info))
+    if found is not None and found[0] is type_info:
+        return found[1]
+    shape = _shaper(type_info) or _same
+    if len(_SHAPERS) >= _CACHED_TYPES:
+        _SHAPERS.clear()
+    _SHAPERS[id(type_info)] = (type_info, shape)  # the entry holds type_info: its id stays its own
+    return shape
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _shaper(type_info: Any) -> Optional[Callable[[Any], Any]]:
+    """The shaping of values of ``type_info`` (None: values are left as they are)."""
+    if type_info is None:
+        return None
+    try:
+        name = type_info.name
+        children = type_info.children
+        if name == "ROW":
+            return _row_shaper(type_info, children, type_info.field_names)
+    except AttributeError:
+        return _unread(type_info)
+    if name == "TUPLE":
+        return _tuple_shaper(type_info, children)
+    if name in ("LIST", "BASIC_ARRAY", "PRIMITIVE_ARRAY", "OBJECT_ARRAY", "MAP"):
+        element = _child(children, 0)
+        if name != "MAP":
+            return lambda value: None if value is None else [element(v) for v in value]
+        item = _child(children, 1)
+        return lambda value: None if value is None else {element(k): item(v) for k, v in value.items()}
+    return None
+
+
+def _child(children: Tuple[Any, ...], i: int) -> Callable[[Any], Any]:
+    if i < len(children):
+        return _shaper(children[i]) or _same
+
+    def missing(value: Any) -> Any:
+        return children[i]  # raises IndexError where the rule reads the missing child
+
+    return missing
+
+
+def _unread(type_info: Any) -> Callable[[Any], Any]:
+    # not a type information: a value (not None) fails where the rule reads the attribute it lacks
+    def shape(value: Any) -> Any:
+        if value is None:
+            return None
+        if type_info.name == "ROW" and type_info.children is not None:
+            return type_info.field_names
+        return type_info.children
+
+    return shape
+
+
+def _row_shaper(type_info: Any, children: Tuple[Any, ...], names: Tuple[str, ...]) -> Callable[[Any], Any]:
+    fields = [_shaper(c) for c in children]
+    shapers = [f or _same for f in fields]
+    plain = not any(fields)
+    count = len(children)
+
+    def shape(value: Any) -> Any:
+        if value is None:
+            return None
         kind = RowKind.INSERT
         if isinstance(value, Row):
             kind = value.get_row_kind()
@@ -225,21 +297,30 @@ def as_declared(value: Any, type_info: Any) -> Any:
         else:
             msg = f"Unexpected tuple {value!r} with RowTypeInfo {type_info!r}"
             raise ValueError(msg)
-        if len(items) != len(children):
-            msg = f"{value!r} has {len(items)} fields; {type_info!r} has {len(children)}"
+        if len(items) != count:
+            msg = f"{value!r} has {len(items)} fields; {type_info!r} has {count}"
             raise ValueError(msg)
-        return _create_row(names, [as_declared(v, c) for v, c in zip(items, children)], kind)
-    if name == "TUPLE":
+        return _create_row(names, items if plain else [f(v) for v, f in zip(items, shapers)], kind)
+
+    return shape
+
+
+def _tuple_shaper(type_info: Any, children: Tuple[Any, ...]) -> Callable[[Any], Any]:
+    fields = [_shaper(c) for c in children]
+    shapers = [f or _same for f in fields]
+    plain = not any(fields)
+    count = len(children)
+
+    def shape(value: Any) -> Any:
+        if value is None:
+            return None
         items = list(value)
-        if len(items) != len(children):
-            msg = f"{value!r} has {len(items)} fields; {type_info!r} has {len(children)}"
+        if len(items) != count:
+            msg = f"{value!r} has {len(items)} fields; {type_info!r} has {count}"
             raise ValueError(msg)
-        return tuple(as_declared(v, c) for v, c in zip(items, children))
-    if name in ("LIST", "BASIC_ARRAY", "PRIMITIVE_ARRAY", "OBJECT_ARRAY"):
-        return [as_declared(v, children[0]) for v in value]
-    if name == "MAP":
-        return {as_declared(k, children[0]): as_declared(v, children[1]) for k, v in value.items()}
-    return value
+        return tuple(items) if plain else tuple([f(v) for v, f in zip(items, shapers)])
+
+    return shape
 
 
-__all__ = ["Row", "RowKind", "as_declared", "needs_conversion"]
+__all__ = ["Row", "RowKind", "as_declared", "needs_conversion", "shaper_for"]

@@ -188,9 +188,14 @@ def main() -> int:
     cw = driver.columnar
     print(f"path: {'columnar (spark/columnar.py)' if cw is not None else 'route + keyed stage (spark/chain.py, keyed_partition.py)'}")
 
+    cpu: Dict[str, float] = {}  # CPU-s of this process per stage (the wall time counts other processes' load too)
+    cpu_at = [time.process_time()]
+
     def lap(timings: Dict[str, float], name: str, t0: float) -> float:
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         timings[name] = timings.get(name, 0.0) + (t1 - t0)
+        cpu[name] = cpu.get(name, 0.0) + (c1 - cpu_at[0])
+        cpu_at[0] = c1
         return t1
 
     def deliver(outputs: List[pd.DataFrame], batch_id: int, timings: Dict[str, float], t: float) -> None:
@@ -211,7 +216,7 @@ def main() -> int:
     def open_batch(batch_id: int, timings: Dict[str, float]) -> Tuple[float, Any, Any, int, int, int]:
         """``ForeachBatchDriver._open`` and what a batch starts from: (lap time, manifests, plan, state partitions,
         processing time, the watermark before the batch)."""
-        t = time.perf_counter()
+        t, cpu_at[0] = time.perf_counter(), time.process_time()
         driver._open(batch_id)
         opened = (driver.manifests(), driver.exec_plan, driver.partitions, env.clock.now(), driver._wm_now())
         return (lap(timings, "0 driver: open", t), *opened)
@@ -293,18 +298,22 @@ def main() -> int:
         print("(no pyinstrument profile: stage timings only)")
     if profiler is not None:
         profiler.start()
-    t0 = time.perf_counter()
+    cpu.clear()
+    t0, c0 = time.perf_counter(), time.process_time()
     step(1, frames[1], timings)
-    total = time.perf_counter() - t0
+    total, total_cpu = time.perf_counter() - t0, time.process_time() - c0
     if profiler is not None:
         profiler.stop()
     n = len(frames[1])
     print(
         f"\nbatch 1: {n:,} events, {len(out):,} windows emitted so far, {total:.2f} s in one process "
-        f"= {n / total:,.0f} events/s on one core ({1e6 * total / n:.1f} us/event)"
+        f"= {n / total:,.0f} events/s on one core ({1e6 * total / n:.1f} us/event), {total_cpu:.2f} CPU-s "
+        f"(load average {os.getloadavg()[0]:.1f})"
     )
     for name, s in sorted(timings.items()):
-        print(f"  {name:45s} {s:7.2f} s  {100 * s / total:5.1f} %  {1e6 * s / n:6.1f} us/event")
+        print(
+            f"  {name:45s} {s:7.2f} s  {100 * s / total:5.1f} %  {1e6 * s / n:6.1f} us/event  {cpu[name]:6.2f} CPU-s"
+        )
     if profiler is not None:
         print(profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False))
         if args.html:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pyspark_flinkish.core.aggregates import ColumnAggregate, Count, Max, Min, Sum
@@ -265,3 +265,72 @@ def test_eligibility(assigner: Any, trigger: Any, evictor: Any, contents: str, w
         assert got is None
     else:
         assert got is not None and reason in got
+
+
+class Recording(ProcessWindowFunction):  # type: ignore[type-arg]
+    """Records every call of the window function and of its ``clear()``, with the timer being fired."""
+
+    def __init__(self, clears: bool) -> None:
+        self.op: Any = None
+        self.calls: List[Tuple[str, Any, int, Optional[int]]] = []
+        if clears:
+            self.clear = self._clear  # type: ignore[method-assign]
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        self.calls.append(("fire", key, context.window().start, self.op.firing_timer))
+        return []
+
+    def _clear(self, context: Any) -> None:
+        self.calls.append(("clear", self.op.backend.get_current_key(), context.window().start, self.op.firing_timer))
+
+
+@settings(max_examples=300, deadline=None)
+@example(  # windows [5, 15) of a and b cleaned up at [10, 20)'s firing: the two starts' windows interleave
+    SlidingEventTimeWindows(10, 5), [{"k": "a", "ts": 12, "v": 1}, {"k": "b", "ts": 12, "v": 1}], -40, 0, False, 90, True, 1
+)
+@given(
+    assigners, st.lists(event, max_size=25), st.integers(-40, 30), st.integers(0, 15), st.booleans(), st.integers(-40, 90),
+    st.booleans(), st.integers(0, 3),
+)
+def test_timers_run_in_flinks_order(
+    assigner: Any, events: Any, wm: int, lateness: int, purge: bool, advance: int, clears: bool, slides: int
+) -> None:
+    """``advance_watermark`` runs the due timers as Flink's timer queue would: by time, then (same time) in the
+    table's order, a window's firing before its cleanup; a purged window has nothing left to clean up. The
+    expected sequence is computed timer by timer from the table and :meth:`BatchWindowOperator.timer_times`."""
+    clears = clears and not purge  # a purging trigger with a clear() is not eligible
+    if slides and isinstance(assigner, SlidingEventTimeWindows):
+        lateness = slides * assigner.slide  # a window's cleanup at a later window's firing: the same time
+    wf = Recording(clears)
+    op = _operator(assigner, WindowContents("list"), lateness, False, wf, purge)
+    wf.op = op
+    op.open(Collect(op), ManualClock(0))
+    b = BatchWindowOperator(op)
+    b.advance_watermark(wm)
+    for e in events:
+        b.process_element(e["k"], e, e["ts"])
+    wf.calls.clear()
+    old, new = b.watermark, max(wm, advance)
+    timers = []
+    for i, (key, start, _) in enumerate(b.snapshot()):
+        max_ts, cleanup = b.timer_times(start)
+        if old < max_ts <= new:
+            timers.append((max_ts, i, 0, key, start))
+        if cleanup <= new and cleanup != LONG_MAX:
+            timers.append((cleanup, i, 1, key, start))
+    expected = []
+    gone = set()
+    for time, _, kind, key, start in sorted(timers, key=lambda t: t[:3]):
+        if (key, start) in gone:
+            continue
+        if kind == 0:
+            expected.append(("fire", key, start, time))
+            if purge:
+                gone.add((key, start))
+        else:
+            gone.add((key, start))
+            if clears:
+                expected.append(("clear", key, start, time))
+    b.advance_watermark(new)
+    assert wf.calls == expected
+    assert op.firing_timer is None

@@ -31,6 +31,7 @@ only used for :class:`~.aggregates.ColumnAggregate` functions, whose ``merge`` e
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
@@ -237,46 +238,69 @@ class BatchWindowOperator:
     def advance_watermark(self, watermark: int) -> None:
         """The operator's event-time timers up to ``watermark``, in timestamp order: a window fires at its
         ``max_ts`` (``EventTimeTrigger``) and is dropped at its cleanup time, where the window function's
-        ``clear()`` runs (``WindowOperator``'s cleanup timer; none when the cleanup time overflows)."""
+        ``clear()`` runs (``WindowOperator``'s cleanup timer; none when the cleanup time overflows).
+
+        Timers of the same time run in the table's (deterministic) order, a window's firing before its cleanup.
+        The windows of one start share their timers, so the due windows are gathered per start (in table order)
+        and each time's starts merged by table position: one pass over the table, no per-window timer."""
         op = self.op
         old = self.watermark
         if watermark <= old:
             return
         op.current_watermark = watermark
         op.timers.current_watermark = watermark
-        timers = []  # (time, table position, 0 fire | 1 clean up, slot): a window fires before its cleanup
-        times: Dict[int, Tuple[int, int]] = {}  # by window start: the keys of a batch share a few windows
-        for i, slot in enumerate(self.windows):
-            start = slot[1]
-            found = times.get(start)
-            if found is None:
-                found = times[start] = self.timer_times(start)
-            max_ts, cleanup = found
-            if old < max_ts <= watermark:
-                timers.append((max_ts, i, 0, slot))
-            if cleanup <= watermark and cleanup != LONG_MAX:
-                timers.append((cleanup, i, 1, slot))
-        timers.sort(key=lambda t: t[:3])  # ties between windows keep the table's (deterministic) order
+        due: Dict[int, Optional[List[Tuple[int, Any, int]]]] = {}  # by window start: its due windows, or None
+        at: Dict[int, List[Tuple[int, int]]] = {}  # timer time -> (window start, 0 fire | 1 clean up)
+        for i, (key, start) in enumerate(self.windows):
+            slots = due.get(start, _MISSING)
+            if slots is _MISSING:
+                max_ts, cleanup = self.timer_times(start)
+                slots = None
+                if old < max_ts <= watermark:
+                    slots = []
+                    at.setdefault(max_ts, []).append((start, 0))
+                if cleanup <= watermark and cleanup != LONG_MAX:
+                    slots = []
+                    at.setdefault(cleanup, []).append((start, 1))
+                due[start] = slots
+            if slots is not None:
+                slots.append((i, key, start))  # type: ignore[union-attr]
+        clear = _runs_clear(op.window_function)
         cleaned = 0
         windows: Dict[int, TimeWindow] = {}  # one (immutable) TimeWindow per start
-        for time, _, kind, (key, start) in timers:
-            acc = self.windows.get((key, start), _MISSING)
-            if acc is _MISSING:
-                continue  # purged when it fired: nothing left to clean up (clear() is the default no-op)
+        for time in sorted(at):
+            kinds: Dict[int, List[int]] = {}
+            for start, kind in at[time]:
+                kinds.setdefault(start, []).append(kind)
+            starts = list(kinds)
+            ordered = due[starts[0]] if len(starts) == 1 else heapq.merge(*(due[s] for s in starts))  # table order
             op.firing_timer = time
-            window = windows.get(start)
-            if window is None:
-                window = windows[start] = self._window(start)
-            if kind == 0:
-                self._fire(key, window, acc)
-            else:
-                del self.windows[(key, start)]
-                op.backend.set_current_key(key)
-                op.clear_window_function(window)
-                cleaned += 1
+            for _, key, start in ordered:  # type: ignore[union-attr]
+                window = windows.get(start)
+                if window is None:
+                    window = windows[start] = self._window(start)
+                for kind in sorted(kinds[start]):
+                    acc = self.windows.get((key, start), _MISSING)
+                    if acc is _MISSING:
+                        continue  # purged when it fired: nothing left to clean up (clear() is the default no-op)
+                    if kind == 0:
+                        self._fire(key, window, acc)
+                    else:
+                        del self.windows[(key, start)]
+                        op.backend.set_current_key(key)
+                        if clear:
+                            op.clear_window_function(window)
+                        cleaned += 1
         op.firing_timer = None
         if cleaned:
             op._count("windows_cleaned", cleaned)
+
+
+def _runs_clear(function: Any) -> bool:
+    """Whether the window function's ``clear()`` at cleanup runs user code (what
+    :meth:`WindowOperator.clear_window_function` calls), not ``ProcessWindowFunction``'s no-op or nothing."""
+    clear = getattr(function, "clear", None)
+    return callable(clear) and getattr(clear, "__func__", None) is not getattr(ProcessWindowFunction, "clear", None)
 
 
 __all__ = [

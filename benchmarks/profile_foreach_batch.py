@@ -156,6 +156,7 @@ def main() -> int:
     p.add_argument("--arrow-rows", type=int, default=10_000, help="rows per pandas frame (Spark's maxRecordsPerBatch)")
     p.add_argument("--html", default=None, help="also write pyinstrument's HTML report here")
     p.add_argument("--no-profiler", action="store_true", help="stage timings only (pyinstrument adds overhead per call)")
+    p.add_argument("--dump", default=None, help="write the sink's values (repr, in delivery order) to this file")
     p.add_argument("--stateful", action="store_true", help="the applyInPandasWithState executor instead")
     p.add_argument("--driver", action="store_true", help="profile the driver over tiny micro-batches on Spark")
     args = p.parse_args()
@@ -314,6 +315,9 @@ def main() -> int:
         print(
             f"  {name:45s} {s:7.2f} s  {100 * s / total:5.1f} %  {1e6 * s / n:6.1f} us/event  {cpu[name]:6.2f} CPU-s"
         )
+    if args.dump:
+        with open(args.dump, "w") as f:
+            f.writelines(f"{v!r}\n" for v in out)
     if profiler is not None:
         print(profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False))
         if args.html:

@@ -116,9 +116,10 @@ def _columnar_prepared(cw: columnar.ColumnarWindow, pdf: pd.DataFrame, parts: in
     )
 
 
-def _columnar_split(cw: columnar.ColumnarWindow, prepared: pd.DataFrame, watermark: int) -> Any:
+def _columnar_split(cw: columnar.ColumnarWindow, prepared: pd.DataFrame, watermark: int, ordered: bool = False) -> Any:
     """What ``columnar.split`` makes Spark compute (tumbling windows): the package's ``window_geometry`` SQL and its
-    ``on_time`` filter, evaluated by DuckDB; on-time rows pre-aggregated per (state partition, key, window)."""
+    ``on_time`` filter, evaluated by DuckDB; on-time rows pre-aggregated per (state partition, key, window), in
+    DuckDB's (threaded, so varying) order or, ``ordered``, sorted (two runs' outputs then compare in order)."""
     assert cw.slide == cw.size, "the profile's pipeline has tumbling windows"
     geometry = columnar.window_geometry("__ts", cw.size, cw.slide, cw.offset)
     sql = "SELECT * FROM prepared"
@@ -139,7 +140,7 @@ def _columnar_split(cw: columnar.ColumnarWindow, prepared: pd.DataFrame, waterma
     con.register("prepared", prepared)
     partials = con.execute(
         f"SELECT __sp, {keys}, {geometry.latest} AS __start, {', '.join(aggs)}, false AS __hb FROM ({sql})"
-        f" WHERE {on_time} GROUP BY __sp, {keys}, __start"
+        f" WHERE {on_time} GROUP BY __sp, {keys}, __start{f' ORDER BY __sp, {keys}, __start' if ordered else ''}"
     ).df()
     others = con.execute(f"SELECT {', '.join(prepared.columns)} FROM ({sql}) WHERE NOT {on_time}").df()
     return partials, others
@@ -156,7 +157,7 @@ def main() -> int:
     p.add_argument("--arrow-rows", type=int, default=10_000, help="rows per pandas frame (Spark's maxRecordsPerBatch)")
     p.add_argument("--html", default=None, help="also write pyinstrument's HTML report here")
     p.add_argument("--no-profiler", action="store_true", help="stage timings only (pyinstrument adds overhead per call)")
-    p.add_argument("--dump", default=None, help="write the sink's values (repr, in delivery order) to this file")
+    p.add_argument("--dump", default=None, help="write the sink's values (repr, in delivery order) to this file; the split's rows then sorted")
     p.add_argument("--stateful", action="store_true", help="the applyInPandasWithState executor instead")
     p.add_argument("--driver", action="store_true", help="profile the driver over tiny micro-batches on Spark")
     args = p.parse_args()
@@ -271,7 +272,7 @@ def main() -> int:
         driver._advance_watermarks(stats)
         wm_new = driver._wm_now()
         t = lap(timings, "2 driver: watermarks", t)
-        partials, others = _columnar_split(cw, prepared, wm_prev[cw.window])
+        partials, others = _columnar_split(cw, prepared, wm_prev[cw.window], bool(args.dump))
         t = lap(timings, "3 Spark's split + pre-aggregation (DuckDB)", t)
         function = columnar.columnar_function(
             cw, plan, wm_prev[cw.window], wm_new[cw.window], now, parts, driver.state_root, batch_id, manifests

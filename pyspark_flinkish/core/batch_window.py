@@ -270,7 +270,7 @@ class BatchWindowOperator:
         windows: Dict[int, TimeWindow] = {}  # one (immutable) TimeWindow per start
         for time in sorted(at):
             kinds: Dict[int, List[int]] = {}
-            for start, kind in at[time]:
+            for start, kind in sorted(at[time]):  # per start: its firing before its cleanup
                 kinds.setdefault(start, []).append(kind)
             starts = list(kinds)
             ordered = due[starts[0]] if len(starts) == 1 else heapq.merge(*(due[s] for s in starts))  # table order
@@ -279,7 +279,7 @@ class BatchWindowOperator:
                 window = windows.get(start)
                 if window is None:
                     window = windows[start] = self._window(start)
-                for kind in sorted(kinds[start]):
+                for kind in kinds[start]:
                     acc = self.windows.get((key, start), _MISSING)
                     if acc is _MISSING:
                         continue  # purged when it fired: nothing left to clean up (clear() is the default no-op)

@@ -278,7 +278,6 @@ def _node(type_info: Optional[Any]) -> Optional[Callable[[Any], Any]]:
     children = type_info.children
     codes = [_node(c) or _same for c in children]
     if name == "ROW":
-        names = type_info.field_names
 
         def code_row(value: Any) -> Any:
             if value is None:
@@ -287,7 +286,7 @@ def _node(type_info: Optional[Any]) -> Optional[Callable[[Any], Any]]:
             if all(a is b for a, b in zip(fields, value)):
                 return value
             row = Row(*fields)  # as_declared made it a Row with the type's names
-            row.set_field_names(list(names))
+            row.set_field_names(list(type_info.field_names))
             row.set_row_kind(value.get_row_kind())
             return row
 

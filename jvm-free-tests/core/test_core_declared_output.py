@@ -244,7 +244,7 @@ def test_the_examples_cover_refusals_and_values() -> None:
     """The generator reaches both sides of the rule: values that code, coder refusals and wrong shapes."""
     seen = set()
 
-    @settings(max_examples=300, deadline=None, database=None)
+    @settings(max_examples=120, deadline=None, database=None)
     @given(_typed_values())
     def collect(typed: Any) -> None:
         type_info, value = typed

@@ -67,22 +67,75 @@ def _size(root: str) -> int:
 
 
 @contextlib.contextmanager
-def _timed(module: Any, name: str, into: Dict[str, float]) -> Iterator[None]:
-    """While inside: ``module.name`` is wrapped so that each call adds its wall seconds to ``into[name]``."""
+def _timed(module: Any, name: str, into: Dict[str, float], label: Optional[str] = None) -> Iterator[None]:
+    """While inside: ``module.name`` is wrapped so that each call adds its wall seconds to ``into[label or name]``
+    (a class is timed by wrapping it where it is looked up; a method by wrapping it on its class)."""
     original = getattr(module, name)
+    own = name in vars(module)  # a method of a base class is put back by removing the wrapper
+    label = label or name
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         t = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
-            into[name] = into.get(name, 0.0) + time.perf_counter() - t
+            into[label] = into.get(label, 0.0) + time.perf_counter() - t
 
     setattr(module, name, wrapper)
     try:
         yield
     finally:
-        setattr(module, name, original)
+        if own:
+            setattr(module, name, original)
+        else:
+            delattr(module, name)
+
+
+def _first_trigger(query: Any) -> Optional[Tuple[float, float]]:
+    """The query's first batch: when its trigger started (epoch seconds) and its ms before ``addBatch`` (Spark's
+    ``latestOffset``, ``walCommit``, ``getBatch`` and ``queryPlanning``), from Spark's progress."""
+    from datetime import UTC, datetime
+
+    progress = query.recentProgress
+    if not progress:
+        return None
+    first = progress[0]
+    at = datetime.strptime(first["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    ms = first.get("durationMs") or {}
+    return at, float(sum(ms.get(k, 0) for k in ("latestOffset", "walCommit", "getBatch", "queryPlanning")))
+
+
+def _restore_steps() -> List[Tuple[Any, str, str]]:
+    """The driver's steps from ``execute`` to the query's first batch that :func:`_package_restore` times, as
+    ``(owner, attribute, label)``: inside ``restore_savepoint`` (reading the savepoint's metadata, the plan's state
+    signatures and their comparison, the split or copy job, writing ``restored.json`` and ``meta.json``), the rest of
+    the driver's construction, the replay files and the input stream, seeding Spark's logs, and Spark's
+    ``DataStreamWriter.start``."""
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    from pyspark_flinkish.spark import driver as driver_module
+    from pyspark_flinkish.spark import environment as environment_module
+    from pyspark_flinkish.spark import savepoint as savepoint_module
+
+    d = driver_module.ForeachBatchDriver
+    return [
+        (driver_module, "restore_savepoint", "restore_savepoint"),
+        (savepoint_module, "read_savepoint", "  read the savepoint's metadata"),
+        (savepoint_module, "state_signature", "  state signatures of the plan"),
+        (savepoint_module, "compatibility_problems", "  compare with the savepoint"),
+        (savepoint_module, "columnar_keys", "  columnar window detection"),
+        (savepoint_module, "split_state", "  the split / copy job"),
+        (savepoint_module, "write_meta", "  write meta.json"),
+        (driver_module, "restored_state", "read restored.json"),
+        (driver_module, "ExecPlan", "the driver's plan"),
+        (d, "_check_operators", "check the operators"),
+        (d, "_stored_layouts", "stored layouts"),
+        (d, "_new_graph", "watermark graph"),
+        (environment_module, "ForeachBatchDriver", "the driver's construction (all of it)"),
+        (d, "input_stream", "input stream (replay files)"),
+        (d, "seed_spark_checkpoint", "seed Spark's logs"),
+        (DataStreamWriter, "start", "Spark's DataStreamWriter.start"),
+    ]
 
 
 def _ts(e: Any, _: Any) -> int:
@@ -414,25 +467,45 @@ def _package_restore(spark: Any, inp: bsg.GrowthInput, run: str, path: str, rest
     out: List[Any] = []
     env = _pipeline(spark, restore_partitions, batches, out)
     inner: Dict[str, float] = {}
+    called: List[float] = []
+    trigger: Optional[Tuple[float, float]] = None
     group = f"bench-restore-{uuid.uuid4().hex[:8]}"
     spark.sparkContext.setJobGroup(group, "the restore inside execute")
+    steps = _restore_steps()
+    original_call = driver_module.ForeachBatchDriver.__call__
+
+    def first_call(self: Any, df: Any, batch_id: int) -> None:
+        if not called:
+            called.append(time.perf_counter())
+        original_call(self, df, batch_id)
+
     try:
-        with _timed(driver_module, "restore_savepoint", inner):
+        with contextlib.ExitStack() as stack:
+            for owner, name, label in steps:
+                stack.enter_context(_timed(owner, name, inner, label))
+            driver_module.ForeachBatchDriver.__call__ = first_call  # type: ignore[method-assign]
+            stack.callback(setattr, driver_module.ForeachBatchDriver, "__call__", original_call)
             t0 = time.perf_counter()
             handle = env.execute("bench_savepoint_restored_" + uuid.uuid4().hex[:8],
                                  checkpoint_location=os.path.join(run, f"ck2-{i}"), from_savepoint=path,
                                  progress=stamp)
-            started = time.perf_counter() - t0
+            started, returned = time.perf_counter() - t0, time.time()
+            try:
+                handle.process_all_available()
+                trigger = _first_trigger(handle.query)
+            finally:
+                handle.stop()
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    try:
-        handle.process_all_available()
-    finally:
-        handle.stop()
     seconds = ended.get(inp.load_batches, time.perf_counter()) - t0
     query_start = seconds - started - first.get("total", 0.0) / 1000 if first else None
+    profile = {label: inner.get(label) for _, _, label in steps}
+    profile["from execute's return to the first batch's call"] = called[0] - t0 - started if called else None
+    if trigger is not None:  # Spark's query initialisation (its sources, the tick source's Python runner), then batch 0
+        profile["  Spark initialises the query (to the first trigger)"] = trigger[0] - returned
+        profile["  the first trigger until foreachBatch (offsets, planning)"] = trigger[1] / 1000
     BREAKDOWN.append({"partitions": restore_partitions, "execute_s": started, "split_s": inner.get("restore_savepoint"),
-                      "query_start_s": query_start, "first_batch_ms": first,
+                      "steps_s": profile, "query_start_s": query_start, "first_batch_ms": first,
                       "restore_jobs": spark_jobs(spark, group=group),
                       "first_batch_jobs": spark_jobs(spark, ids=first_jobs) if first_jobs else None})
     problems = [] if inp.load_batches in ended else ["no first small batch after the restore"]
@@ -573,6 +646,8 @@ def main(argv: List[str]) -> int:
     for b in out.get("package_restore_breakdown", []):
         print(f"package restore into {b['partitions']}: execute {b['execute_s']:.2f} s (split {b['split_s'] or 0:.2f} s), "
               f"query start {b['query_start_s'] or 0:.2f} s, first batch {b['first_batch_ms']}")
+        print("    steps: " + "; ".join(f"{k.strip()} {v:.3f} s" for k, v in (b.get("steps_s") or {}).items()
+                                        if v is not None))
         for label in ("restore_jobs", "first_batch_jobs"):
             for job in b.get(label) or []:
                 stages = "; ".join(f"{st['name']} x{st['tasks']} {st['ms']:.0f} ms (run {st['run_ms']} ms)"

@@ -471,3 +471,76 @@ def test_a_batch_mode_job_runs_on_the_stores_keyed_stage(tmp_path: Path) -> None
     want: List[Any] = []
     local_outputs(build(want, False))
     assert sorted(got) == sorted(want) and len(want) == 3 * 3 + 30
+
+
+def test_a_partition_made_of_a_splits_pieces_runs_as_the_same_rows_in_one_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore's split writes each new partition as one piece per old partition (``savepoint.split_pieces``,
+    ``state_store.join_pieces``): 300 keys with windows and timers, and broadcast state, in 2 partitions split into
+    3. Each new partition, against the same rows written as one snapshot, over 30 random batches on its files (a
+    new executor every batch) and then on a rebuilt cache: the same keys loaded, the same totals, the same next
+    processing-time timer and the same state; the pieces stay the base (the first small batch writes a delta after
+    them, not a snapshot of everything)."""
+    import pyarrow as pa
+
+    from pyspark_flinkish.spark.savepoint import split_pieces
+    from pyspark_flinkish.spark.state_cache import live_rows
+
+    rng = random.Random(5)
+    monkeypatch.setenv("PYSPARK_FLINKISH_STATE_CACHE", str(tmp_path / "cache-0"))
+    states: Dict[bytes, Optional[KeyState]] = {b"k%03d" % i: _random_state(rng, 0) for i in range(300)}
+    states[b""] = KeyState(((None, b"broadcast rules"),), None, None, None, None)
+    whole, _ = _commit(str(tmp_path / "whole"), None, 0, states)
+    rows = live_rows(state_store.manifest_rows(str(tmp_path / "whole"), "op", 0, whole))
+    placed = [state_partition(k, 2) if k else -1 for k in rows["key"].to_pylist()]
+    old = [rows.filter(pa.array([p in (sp, -1) for p in placed])) for sp in (0, 1)]  # broadcast state in both
+    roots = {"pieces": str(tmp_path / "pieces"), "one": str(tmp_path / "one")}
+    for sp in range(3):
+        parts = [split_pieces(t, 3, i == 0)[sp] for i, t in enumerate(old)]
+        manifests: Dict[str, Any] = {
+            "pieces": state_store.join_pieces([state_store.write_snapshot(roots["pieces"], "op", sp, 0, p) for p in parts]),
+            "one": state_store.write_snapshot(roots["one"], "op", sp, 0, live_rows(pa.concat_tables(parts))),
+        }
+        assert [f["kind"] for f in manifests["pieces"]["files"]] == ["snapshot", "snapshot"]
+        assert {k: manifests["pieces"][k] for k in ("keys", "windows", "bytes")} == {
+            k: manifests["one"][k] for k in ("keys", "windows", "bytes")
+        }
+        on_pieces = 0  # batches that wrote a delta on the pieces
+        for version in range(1, 31):
+            keys = [b"k%03d" % rng.randrange(300) for _ in range(rng.choice([1, 5, 40]))]
+            watermark, now = rng.randrange(-100, 2_000), rng.randrange(-100, 2_000)
+            got = {}
+            for run in ("pieces", "one"):
+                monkeypatch.setenv("PYSPARK_FLINKISH_STATE_CACHE", str(tmp_path / f"cache-{run}-{sp}-{version}"))
+                store = state_store.PartitionStore(roots[run], "op", sp, manifests[run])
+                assert store.files is not None
+                loaded = store.load(keys, watermark, now)
+                new = random.Random(version * 10 + sp)
+                changes: Dict[bytes, Optional[KeyState]] = dict(loaded)  # due keys: unchanged
+                for k in sorted(set(keys)):
+                    changes[k] = None if new.random() < 0.15 else _random_state(new, version)
+                manifests[run] = store.commit(version, changes)
+                got[run] = (loaded, store.next_processing_timer)
+            assert got["pieces"] == got["one"], (sp, version)
+            totals = ("keys", "windows", "bytes")
+            assert {k: manifests["pieces"][k] for k in totals} == {k: manifests["one"][k] for k in totals}
+            kinds = {run: [f["kind"] for f in m["files"]] for run, m in manifests.items()}
+            if kinds["pieces"][:2] == ["snapshot", "snapshot"]:  # the pieces still the base: one file more
+                assert kinds["pieces"][1:] == kinds["one"], (sp, version)
+                on_pieces += kinds["pieces"][-1] == "delta"
+            else:  # a full snapshot replaced them, as it replaced the one snapshot
+                assert kinds["pieces"] == kinds["one"], (sp, version)
+        assert on_pieces >= 1
+        held = {run: live_rows(state_store.manifest_rows(roots[run], "op", sp, m)) for run, m in manifests.items()}
+        assert held["pieces"].equals(held["one"]) and len(held["one"]) > 50
+        monkeypatch.setattr(state_store, "SERVE_FROM_FILES_BATCHES", 0)  # the cache rebuilt from the files
+        loaded = {}
+        for run in ("pieces", "one"):
+            monkeypatch.setenv("PYSPARK_FLINKISH_STATE_CACHE", str(tmp_path / f"cache-{run}-{sp}-rebuilt"))
+            store = state_store.PartitionStore(roots[run], "op", sp, manifests[run])
+            assert store.rebuilt
+            loaded[run] = store.load([b"k%03d" % i for i in range(300)] + [b""], 1_000, 1_000)
+            store.cache.close()
+        assert loaded["pieces"] == loaded["one"] and len(loaded["one"]) > 50
+        monkeypatch.setattr(state_store, "SERVE_FROM_FILES_BATCHES", 32)

@@ -23,8 +23,10 @@ operator the job no longer has is refused unless ``allow_non_restored_state``), 
 partition among the job's ``state_partitions`` by the same rule the route uses (``crc32(key) % partitions``,
 ``keys.state_partition``; an operator's broadcast state, the empty key, is the same in every partition, and one copy
 of it goes to every partition; a window on Spark's columnar path by Spark's hash of its key columns,
-:class:`HashedKeys`), and each partition is written as one snapshot (Spark jobs, one task per new partition reading
-the savepoint's files; the state never passes through the driver). Into as many state partitions as the savepoint
+:class:`HashedKeys`), in one Spark job whose tasks read each of the savepoint's files once: one task per old
+partition writes into each new partition the piece of its rows placed there (:func:`split_pieces`), and a new
+partition is made up of its pieces (``state_store.join_pieces``: disjoint keys, together its snapshot; the state never
+passes through the driver). Into as many state partitions as the savepoint
 has, an operator placed by the same rule as in the job it was taken of (:func:`placed_alike`) already has each row
 in its partition: each partition's snapshot is copied as it is, by one task per partition, no row read. The
 manifests go to ``flinkish/driver/restored.json``, which the driver reads as the state before the query's first
@@ -53,7 +55,7 @@ from .session import spark_path
 from .signatures import compare_signatures, state_signature
 from .source_logs import SPARK_LOG, carried_leaves, carry, changed, uncarried
 from .source_rows import DataFrameSource
-from .state_cache import FILE_SCHEMA, live_rows
+from .state_cache import FILE_SCHEMA, latest_rows, live_rows
 
 _log = logging.getLogger("pyspark_flinkish.spark")
 
@@ -432,12 +434,14 @@ def split_state(
     copied: Collection[str] = (),
 ) -> Dict[str, Dict[str, Any]]:
     """Write each operator's rows of full snapshots (``state``: manifests under ``path``, a savepoint's layout) into
-    the checkpoint's state, one snapshot of ``batch`` per state partition of ``partitions``; returns the manifests.
-    Spark jobs, the executors read and write the files: one task per (operator, new partition), which keeps the
-    rows whose key's bytes the route's rule places there (:func:`split_rows`); ``hashed``: the window on Spark's
-    columnar path, whose rows Spark places by its hash of their key columns (decoded from the key's bytes);
-    ``copied``: operators whose rows already sit in their partitions among ``partitions`` (:func:`placed_alike`),
-    whose snapshots are copied as they are (``state_store.copy_snapshot``, in the same job)."""
+    the checkpoint's state, as state version ``batch`` of ``partitions`` state partitions; returns the manifests.
+    One Spark job, the executors read and write the files, each file read once: one task per (operator, old
+    partition), which writes into each new partition the piece of its rows that the route's rule places there
+    (:func:`split_pieces`); a new partition is made up of its pieces from every old one (their keys are disjoint:
+    ``state_store.join_pieces``). ``hashed``: the window on Spark's columnar path, whose rows Spark places by its
+    hash of their key columns (decoded from the key's bytes); ``copied``: operators whose rows already sit in their
+    partitions among ``partitions`` (:func:`placed_alike`), whose snapshots are copied as they are
+    (``state_store.copy_snapshot``, in the same job)."""
     out: Dict[str, Dict[str, Any]] = {uid: {"layout": op["layout"], "partitions": {}} for uid, op in state.items()}
     copy = {
         uid: op
@@ -450,62 +454,84 @@ def split_state(
     for uid, op in state.items():
         if uid in copy or (hashed is not None and uid == hashed.uid):
             continue
-        files = [
-            (file_path, entry)
-            for sp, m in sorted(op["partitions"].items(), key=lambda item: int(item[0]))
-            for file_path, entry in state_store.file_paths(path, uid, int(sp), m)
-        ]
-        if files:  # (path, entry) of each file: every task reads the whole, small, snapshots
-            tasks.extend((uid, sp, json.dumps({"split": files})) for sp in range(partitions))
+        old = sorted((int(sp), m) for sp, m in op["partitions"].items() if m and m["files"])
+        # broadcast state (the empty key) is the same in every old partition: the first one's goes to every new one
+        tasks.extend(
+            (uid, sp, json.dumps({"split": state_store.file_paths(path, uid, sp, m), "broadcast": i == 0}))
+            for i, (sp, m) in enumerate(old)
+        )
     root = storage.join(checkpoint, "flinkish", "state")
 
     def write_partition(uid: str, sp: int, payload: str) -> Any:
         task = json.loads(payload)
         if "copy" in task:
             return state_store.copy_snapshot(path, root, uid, sp, batch, task["copy"])
-        tables = [state_store.read_file(file_path, entry) for file_path, entry in task["split"]]
-        return state_store.write_snapshot(root, uid, sp, batch, split_rows(tables, sp, partitions))
+        files = task["split"]
+        if len(files) == 1 and files[0][1]["kind"] == "snapshot":  # a full snapshot: its rows are live, in order
+            rows = state_store.read_file(*files[0])
+        else:
+            rows = live_rows(latest_rows((entry["seq"], state_store.read_file(p, entry)) for p, entry in files))
+        return {
+            str(new): state_store.write_snapshot(root, uid, new, batch, piece)
+            for new, piece in enumerate(split_pieces(rows, partitions, task["broadcast"]))
+        }
 
-    for uid, sp, manifest in _write_per_task(spark, tasks, write_partition):
-        out[uid]["partitions"][str(sp)] = manifest
+    pieces: Dict[Tuple[str, int], List[Any]] = {}
+    for uid, sp, result in _write_per_task(spark, tasks, write_partition):
+        if uid in copy:
+            out[uid]["partitions"][str(sp)] = result
+            continue
+        for new, manifest in result.items():  # the old partitions in order (their tasks' order)
+            if manifest is not None:
+                pieces.setdefault((uid, int(new)), []).append((sp, manifest))
+    for (uid, new), written in sorted(pieces.items()):
+        out[uid]["partitions"][str(new)] = state_store.join_pieces([m for _, m in sorted(written, key=lambda p: p[0])])
     if hashed is not None and hashed.uid in state and hashed.uid not in copy:
         _split_hashed(spark, path, checkpoint, {hashed.uid: state[hashed.uid]}, partitions, batch, hashed, out)
     return out
 
 
-def split_rows(tables: List[Any], sp: int, partitions: int) -> Any:
-    """The rows of ``tables`` (one operator's full snapshots, ``FILE_SCHEMA``'s columns) that state partition ``sp``
-    of ``partitions`` holds, as one snapshot (``live_rows``): those whose key's bytes the route's rule
-    (``keys.state_partition``, ``crc32(key) % partitions``, here ``keys.state_partitions`` on all keys at once)
-    places there, and broadcast state (the empty key, the
-    same in every partition it was taken from, as each got every broadcast element) from the first table holding
-    it: one copy into every partition."""
+def split_pieces(rows: Any, partitions: int, broadcast: bool) -> List[Any]:
+    """The rows of one old state partition's full snapshot (``rows``: ``FILE_SCHEMA``'s columns, ``live_rows``'
+    order) as one piece per new state partition of ``partitions``, in the same order: those whose key's bytes the
+    route's rule (``keys.state_partition``, ``crc32(key) % partitions``, here ``keys.state_partitions`` on all keys
+    at once) places there, and, when ``broadcast`` (the first old partition), its broadcast state (the empty key,
+    the same in every old partition, as each got every broadcast element) in every piece: one copy into every new
+    partition."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from .keys import state_partitions
 
-    mine, broadcast = [], None
-    for table in tables:
-        placed = pa.array(state_partitions(table["key"], partitions) == sp)
-        mine.append(table.filter(pc.and_(placed, pc.greater(pc.binary_length(table["key"]), 0))))
-        if broadcast is None:
-            found = table.filter(pc.equal(pc.binary_length(table["key"]), 0))
-            broadcast = found if len(found) else None
-    if broadcast is not None:
-        mine.append(broadcast)
-    if not mine:
+    keys = rows["key"]
+    placed = pa.array(state_partitions(keys, partitions))
+    empty = pc.equal(pc.binary_length(keys), 0)
+    out = []
+    for sp in range(partitions):
+        mine = pc.and_(pc.equal(placed, sp), pc.invert(empty))
+        out.append(rows.filter(pc.or_(mine, empty) if broadcast else mine))
+    return out
+
+
+def split_rows(tables: List[Any], sp: int, partitions: int) -> Any:
+    """The rows of ``tables`` (one operator's full snapshots, one per old partition, ``FILE_SCHEMA``'s columns)
+    that state partition ``sp`` of ``partitions`` holds, as one snapshot (``live_rows``): its pieces of every old
+    partition (:func:`split_pieces`; the first table's broadcast state), together."""
+    if not tables:
         return live_rows(FILE_SCHEMA.empty_table())
-    return live_rows(pa.concat_tables(mine))
+    import pyarrow as pa
+
+    return live_rows(pa.concat_tables([split_pieces(t, partitions, i == 0)[sp] for i, t in enumerate(tables)]))
 
 
 def _write_per_task(
     spark: Any, tasks: List[Tuple[str, int, str]], write: Callable[[str, int, str], Any]
 ) -> Iterator[Tuple[str, int, Any]]:
     """One Spark task per ``(uid, state partition, payload)`` of ``tasks``: ``write`` runs on the executor (with the
-    driver's storage options) and returns the partition's new manifest; yields ``(uid, sp, manifest)`` for each
-    manifest that is not None. One stage: the tasks are the partitions of ``spark.range``, one row each (the row's
-    number picks the task from ``tasks``, which the function carries), so no shuffle places them."""
+    driver's storage options) and returns what it wrote as JSON (the partition's new manifest; a split's task the
+    manifests of its pieces); yields ``(uid, sp, result)`` for each result that is not None. One stage: the tasks
+    are the partitions of ``spark.range``, one row each (the row's number picks the task from ``tasks``, which the
+    function carries), so no shuffle places them."""
     if not tasks:
         return
     options = storage.current_options()
@@ -629,6 +655,7 @@ __all__ = [
     "restored_state",
     "snapshot_state",
     "source_positions",
+    "split_pieces",
     "split_rows",
     "split_state",
     "take_savepoint",

@@ -86,16 +86,19 @@ class FileState:
     FILE_SCHEMA's columns)``, oldest first), for one batch: :meth:`load`, then the tables :meth:`PartitionStore.commit
     <pyspark_flinkish.spark.state_store.PartitionStore.commit>` writes."""
 
-    def __init__(self, files: List[Tuple[int, pa.Table]]) -> None:
+    def __init__(self, files: List[Tuple[int, pa.Table]], disjoint: bool = False) -> None:
         self.files = files
+        self.disjoint = disjoint
+        """Whether no key is in two of the files (one snapshot, or its pieces: ``state_store.join_pieces``)."""
         self._latest: Optional[pa.Table] = None
 
     def latest(self) -> pa.Table:
         """Every key's rows from the newest file holding it, deletions included (``latest_rows``), computed once."""
         if self._latest is None:
-            if len(self.files) == 1:  # one file: every row is its key's newest
-                seq, table = self.files[0]
-                self._latest = table.append_column("seq", pa.array([seq] * len(table), pa.int64()))
+            if len(self.files) == 1 or self.disjoint:  # every row is its key's newest
+                self._latest = pa.concat_tables(
+                    [t.append_column("seq", pa.array([seq] * len(t), pa.int64())) for seq, t in self.files]
+                )
             else:
                 self._latest = latest_rows(self.files)
         return self._latest

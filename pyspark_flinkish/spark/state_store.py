@@ -9,7 +9,8 @@ Layout under ``<checkpoint>/flinkish/state``::
 Every file has the columns of :data:`~.state_cache.FILE_SCHEMA`, one or more rows per key; a key's rows in a file
 replace all of its rows in earlier files, and a row with a null ``value`` and ``window_start`` deletes the key.
 Which files make up a partition's state is not read from the file system: the partition's *manifest* lists them
-(at most one snapshot, then deltas, oldest first), and the driver records the manifests of every committed batch
+(at most one snapshot, or after a restore or rescaling that split
+the state its pieces with disjoint keys, then deltas, oldest first), and the driver records the manifests of every committed batch
 in its document ``driver/b=<batch>.json`` (``spark/driver.py``). A file is written once, under a name with a token
 no other write uses, and never renamed: a file that a failed or replayed batch left half-written is named by no
 manifest, so it is never read, and the driver deletes it (stores without an atomic rename need nothing more).
@@ -147,6 +148,18 @@ def is_one_snapshot(manifest: Optional[Manifest]) -> bool:
     return len(files) == 1 and files[0]["kind"] == "snapshot"
 
 
+def join_pieces(pieces: List[Manifest]) -> Manifest:
+    """The manifest of a partition made up of ``pieces``: manifests of one full snapshot each (:func:`write_snapshot`)
+    whose keys are disjoint (a restore's or a rescaling's split writes one piece per old partition into each new
+    one), oldest first. The pieces together are the partition's snapshot (the base later deltas go on); a key is in
+    one piece only, so reading them is reading one snapshot, and the partition's totals are their sums."""
+    if len(pieces) == 1:
+        return pieces[0]
+    files = [{**m["files"][0], "from": i + 1, "seq": i + 1} for i, m in enumerate(pieces)]
+    totals = {t: sum(int(m[t]) for m in pieces) for t in ("keys", "windows", "bytes")}
+    return {"token": uuid.uuid4().hex[:16], "next_seq": len(files) + 1, "files": files, **totals}
+
+
 def copy_snapshot(source: str, root: str, op_uid: str, sp: int, version: int, manifest: Manifest) -> Manifest:
     """Copy a partition made up of one full snapshot (:func:`is_one_snapshot`; ``manifest``, its files under
     ``source``) into ``root``, the file as it is (no row decoded), as the partition's only file named for state
@@ -191,7 +204,8 @@ class PartitionStore:
             entries = file_paths(root, op_uid, sp, self.manifest)
             current = all(e["kind"] in ("snapshot", "delta") for _, e in entries)
             if entries and current and self.cache.served_from_files() < SERVE_FROM_FILES_BATCHES:
-                self.files = FileState([(e["seq"], read_file(path, e)) for path, e in entries])
+                pieces = all(e["kind"] == "snapshot" for _, e in entries)  # one snapshot or its disjoint pieces
+                self.files = FileState([(e["seq"], read_file(path, e)) for path, e in entries], disjoint=pieces)
             else:
                 self.cache.rebuild(self.manifest["token"], manifest_rows(root, op_uid, sp, self.manifest))
                 self.rebuilt = True
@@ -273,7 +287,10 @@ class PartitionStore:
         after the batch), or, once the deltas would hold more keys than half the state, a full snapshot
         (``live_table()``; none for an empty state). Returns the manifest's new list of files."""
         files = list(self.manifest["files"])
-        base = files[:1] if files and files[0]["kind"] != "delta" else []
+        n = 0  # the base: the snapshot, or its disjoint pieces (join_pieces), or a file of the earlier layout
+        while n < len(files) and files[n]["kind"] != "delta":
+            n += 1
+        base = files[:n]
         deltas = files[len(base) :]
         if 2 * (sum(d["keys"] for d in deltas) + changed) > keys or len(deltas) >= MAX_DELTAS:
             if not keys:
@@ -398,6 +415,7 @@ __all__ = [
     "file_paths",
     "has_state",
     "is_one_snapshot",
+    "join_pieces",
     "legacy_manifests",
     "manifest_rows",
     "operators_of",

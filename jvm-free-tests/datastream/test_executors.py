@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pyspark_flinkish.common import JobExecutionResult, Types, WatermarkStrategy
+from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.core.errors import UnsupportedFeatureError
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.datastream.connectors import DeltaSink
@@ -17,7 +18,9 @@ from pyspark_flinkish.spark import SparkStreamExecutionEnvironment
 
 def test_both_executors_are_registered_by_importing_the_package() -> None:
     assert executor_entry(LOCAL) is run_local
-    assert executor_entry(SPARK) is SparkStreamExecutionEnvironment
+    # the Spark entry imports the environment when called (``spark/__init__.py``: a Python worker needs none of it)
+    env = executor_entry(SPARK)(None, clock=ManualClock(0), state_partitions=2)
+    assert type(env) is SparkStreamExecutionEnvironment and env.executor == SPARK
     with pytest.raises(UnsupportedFeatureError, match="no 'flink' executor is registered"):
         executor_entry("flink")
 

@@ -14,8 +14,10 @@ Imported modules are not ``__main__``: this module registers itself with cloudpi
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +27,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from proc_cpu import tree_cpu
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -40,6 +39,7 @@ __all__ = [
     "KEYS",
     "SPLIT_BYTES",
     "TIMER_BASE",
+    "CpuSampler",
     "KeyTotal",
     "LargeBatchRun",
     "build_job",
@@ -50,6 +50,7 @@ __all__ = [
     "reset_peak",
     "run_large_batch",
     "run_native",
+    "tree_cpu_by_pid",
     "write_sources",
 ]
 
@@ -72,7 +73,7 @@ DRIVER_BYTES_PER_KEY = 2 << 10
 What the driver must hold grows with the keys, not with the events: one output row per key (collected for
 ``add_sink``, about 480 bytes as a collected ``Row``, and the delivered tuple), one statistics row per source split
 and one metric row per state partition; the base covers what any batch allocates in this process (query planning
-through py4j, the collects' Arrow buffers). Measured on the 2-core machine: 12-13 MB at 200,000, 1,000,000 and
+through py4j, the collects' Arrow buffers). Measured on the 2-core machine: 0-19 MB at 200,000, 1,000,000, 2,000,000 and
 5,000,000 events. Holding the batch's events instead would cost at least about 480 bytes per event (a collected row
 with the pickled element and its order; the unpickled element as much again), 96 MB at 200,000 events: above the
 bound."""
@@ -161,6 +162,63 @@ def reset_peak() -> bool:
     return True
 
 
+def tree_cpu_by_pid(root: int = 0) -> Dict[int, float]:
+    """CPU seconds (user+system, its own) of ``root`` (default: this process) and each of its descendants now."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: Dict[int, List[int]] = {}
+    cpu: Dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(name))
+        cpu[int(name)] = (int(fields[11]) + int(fields[12])) / tick
+    out: Dict[int, float] = {}
+    todo = [root or os.getpid()]
+    while todo:
+        pid = todo.pop()
+        if pid in cpu:
+            out[pid] = cpu[pid]
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+class CpuSampler:
+    """CPU seconds of this process and its descendants (the JVM, its Python workers) between :meth:`start` and
+    :meth:`stop`, sampled per process every ``interval_s``: a Python worker that exits during the run keeps what it
+    used until its last sample (a tree's total from ``/proc`` alone loses it when its parent does not wait for it)."""
+
+    def __init__(self, interval_s: float = 0.5) -> None:
+        self.interval_s = interval_s
+        self._first: Dict[int, float] = {}
+        self._last: Dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        for pid, cpu in tree_cpu_by_pid().items():
+            self._first.setdefault(pid, cpu if not self._last else 0.0)  # a process born during the run: from 0
+            self._last[pid] = cpu
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def start(self) -> None:
+        self._sample()
+        self._thread.start()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return sum(self._last[pid] - self._first[pid] for pid in self._last)
+
+
 def build_job(streams: List[Any], out: List[Any]) -> None:
     """The job on ``streams`` (unioned): keyed by ``k``, :class:`KeyTotal`, its output appended to ``out``."""
     union = streams[0].union(*streams[1:]) if len(streams) > 1 else streams[0]
@@ -219,25 +277,30 @@ def run_large_batch(spark: Any, sources: List[Path], checkpoint: Path, source_na
         reported: List[Dict[str, Any]] = []
         measured = reset_peak()
         before = memory()
-        cpu = tree_cpu()
+        cpu = CpuSampler()
+        cpu.start()
         started = time.perf_counter()
         handle = env.execute("large-batch", checkpoint_location=str(checkpoint), trigger={"availableNow": True},
                              progress=reported.append)
         handle.await_termination()
         seconds = time.perf_counter() - started
-        cpu = tree_cpu() - cpu
+        cpu_seconds = cpu.stop()
         after = memory()
     finally:
         spark.conf.set(name, split_before)
     rows = sorted(tuple(int(x) for x in row) for row in out)
-    return LargeBatchRun(rows, seconds, before["VmRSS"], after["VmHWM"], measured, reported, cpu)
+    return LargeBatchRun(rows, seconds, before["VmRSS"], after["VmHWM"], measured, reported, cpu_seconds)
 
 
 def run_native(spark: Any, sources: List[Path], checkpoint: Path) -> LargeBatchRun:
     """Native Spark's equivalent of the job, with ``availableNow`` over the same ``sources``: the union keyed by
     ``k`` in ``applyInPandasWithState`` keeping ``(count, sum)`` as the group's state and an event-time timeout at
     ``TIMER_BASE + k`` (the watermark is ``t`` with no delay); a timed-out group emits ``(k, timeout, count, sum)``
-    and removes its state. Its output is collected to the driver in ``foreachBatch`` (as the job's ``add_sink``)."""
+    and removes its state. Its output is collected to the driver in ``foreachBatch`` (as the job's ``add_sink``).
+
+    Spark drops a row whose event time is at or below the watermark, also the first batch's watermark 0 (Flink's
+    starts at ``Long.MIN_VALUE``): the event at ``t = 0`` was lost. Event times and timeouts are shifted by 1 ms
+    here, which changes no result (every timeout still fires after the batch, in the same order)."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -252,7 +315,7 @@ def run_native(spark: Any, sources: List[Path], checkpoint: Path) -> LargeBatchR
             count += len(pdf)
             value_sum += int(pdf["v"].sum())
         state.update((count, value_sum, timer))
-        state.setTimeoutTimestamp(timer)
+        state.setTimeoutTimestamp(timer + 1)  # event times are shifted by 1 ms (see above)
         yield pd.DataFrame({"k": [], "timer": [], "count": [], "sum": []}, dtype="int64")
 
     name = "spark.sql.files.maxPartitionBytes"
@@ -264,25 +327,26 @@ def run_native(spark: Any, sources: List[Path], checkpoint: Path) -> LargeBatchR
         union = frames[0]
         for frame in frames[1:]:
             union = union.unionByName(frame)
-        grouped = (union.withColumn("event_time", F.timestamp_millis("t")).withWatermark("event_time", "0 seconds")
+        grouped = (union.withColumn("event_time", F.timestamp_millis(F.col("t") + 1)).withWatermark("event_time", "0 seconds")
                    .groupBy("k").applyInPandasWithState(total, "k long, timer long, count long, sum long",
                                                         "count long, sum long, timer long", "append",
                                                         GroupStateTimeout.EventTimeTimeout))
         measured = reset_peak()
         before = memory()
-        cpu = tree_cpu()
+        cpu = CpuSampler()
+        cpu.start()
         started = time.perf_counter()
         query = (grouped.writeStream.foreachBatch(lambda df, _: out.extend(df.collect()))
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
         query.awaitTermination()
         seconds = time.perf_counter() - started
-        cpu = tree_cpu() - cpu
+        cpu_seconds = cpu.stop()
         after = memory()
         progress = [dict(p) for p in query.recentProgress]
     finally:
         spark.conf.set(name, split_before)
     rows = sorted(tuple(int(x) for x in row) for row in out)
-    return LargeBatchRun(rows, seconds, before["VmRSS"], after["VmHWM"], measured, progress, cpu)
+    return LargeBatchRun(rows, seconds, before["VmRSS"], after["VmHWM"], measured, progress, cpu_seconds)
 
 
 from pyspark import cloudpickle  # noqa: E402

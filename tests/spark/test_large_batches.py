@@ -11,10 +11,9 @@ Parquet files larger than a split with one row group each, so most splits are em
 
 The job is ``benchmarks/large_batch_job.py``'s, which the benchmark suite's part 9 runs at 1M and 5M events with the
 same checks (``run_all.py --quick``: issue 25's done-when). ``FLINKISH_LARGE_BATCH_EVENTS`` sets the events of the
-large batch here: default 200,000. The run's process tree (JVM and Python workers) took 31 CPU-seconds at 200,000
-events (a fresh session) and 69 at 1,000,000 (a warmed one), measured at load 15-19 on the 2-core machine: 1M would
-add at least 20 s to the suite on two cores, likely more (by hand on a quieter machine: 50-85 s against 81 s), which
-the suite's 30-minute budget has not got; the benchmark smoke runs 1M and 5M.
+large batch here: default 200,000. At load 11-19 on the shared 2-core machine the run took 59-167 s at 200,000
+events and 243 s at 1,000,000 (by hand earlier, at a lower load: 50-85 s against 81 s): 1M would add more than the
+~30 s the suite's 30-minute budget allows, so the benchmark smoke (part 9) runs 1M and 5M instead.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The benchmark suite: pyspark_flinkish against native Spark and Apache Flink (PyFlink), in one command.
 
-    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,2,3,4,5,6,7,8]
+    .venv/bin/python benchmarks/run_all.py [--quick] [--json out.json] [--png out.png] [--parts 1,...,10]
 
 This is a benchmark, not a test: it prints figures and never passes or fails on speed. Before any timing of a part
 is reported, every engine's results are compared with the others' and with an independent pandas computation of
@@ -24,6 +24,11 @@ exits non-zero when results disagree. ``docs/benchmarks.md`` describes every par
 8. *savepoint*: part 7's job with K keys stopped with a savepoint, the savepoint read back with ``read_state`` and
    restored into more state partitions, against native Spark's state data source reader and a restart on the same
    checkpoint (HDFS-backed and RocksDB stores).
+9. *large batch*: issue 25's keyed job with timers (``large_batch_job.py``, the job ``tests/spark/test_large_batches.py``
+   runs) with 1M and 5M events in one ``availableNow`` micro-batch: results equal pandas', the driver's peak memory
+   growth below the test's bound (a miss is reported as a mismatch), the batch's phases.
+10. *largest batch* (not in ``--quick``): ``bench_largest_batch.py``: the largest micro-batch the package and native
+   Spark (``applyInPandasWithState``) complete with a 4 GB driver, each size in a subprocess of its own.
 
 Repeats (``--repeats``, default 3; ``--quick``: 1 and small sizes) run the engines in turn, and every ratio pairs
 two runs of one repeat; tables give the median and [min-max] over repeats. PyFlink runs in its own virtualenv
@@ -45,6 +50,7 @@ import threading
 import time
 import traceback
 import uuid
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -55,6 +61,7 @@ import bench_common as bc
 import bench_joins_async as bja
 import bench_savepoint as bsp
 import bench_state_growth as bsg
+import large_batch_job as lbj
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -68,7 +75,9 @@ PYFLINK_VERSION = "2.3.0"
 # events; a user tuning PyFlink would set it.
 PYFLINK_CONF = ["python.state.cache-size=1000000"]
 PYFLINK_WORKER_MODE = "process"
-PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency", "joins_async", "state_growth", "savepoint"]
+PARTS = ["tumbling", "general", "scaling", "exactly_once", "latency", "joins_async", "state_growth", "savepoint",
+         "large_batch", "largest_batch"]
+SLOW_PARTS = {"largest_batch"}  # not in --quick unless named in --parts
 
 
 # ----------------------------------------------------------------------------------------------- PyFlink
@@ -1129,6 +1138,67 @@ def part_state_growth(spark: Any, args: argparse.Namespace, work: str) -> Part:
     return part
 
 
+# ----------------------------------------------------------------------------------------------- part 9: large batch
+def part_large_batch(spark: Any, args: argparse.Namespace, work: str) -> Part:
+    """Part 9: issue 25's keyed job with timers (``large_batch_job.py``) with ``--large-batch-events`` events each in
+    one ``availableNow`` micro-batch, in this session; its output against pandas' and the driver's peak memory
+    growth against ``large_batch_job.driver_bound`` (either miss is a mismatch). Timings are printed only."""
+    sizes = args.large_batch_events
+    part = Part("large_batch", [f"foreach_batch@{n}" for n in sizes])
+    part.input = {"events": sizes, "keys": lbj.KEYS, "split_bytes": lbj.SPLIT_BYTES}
+    lines = []
+    for n in sizes:
+        name = f"foreach_batch@{n}"
+        directory = os.path.join(work, "large_batch", str(n))
+        frame = lbj.events(n, seed=args.seed)
+        sources = lbj.write_sources(Path(directory), frame)
+        expected = lbj.expected(frame)
+        del frame
+        print(f"part 9: {n:,} events in one micro-batch (load {os.getloadavg()[0]:.1f})", flush=True)
+        r = _try(part, name, lambda s=sources, d=directory: lbj.run_large_batch(spark, s, Path(d) / "ck"))
+        shutil.rmtree(directory, ignore_errors=True)
+        if r is None:
+            lines.append([f"{n:,}", part.status(name) or "failed", "", "", ""])
+            continue
+        print(f"  {r.summary(n)}", flush=True)
+        bound = lbj.driver_bound()
+        if [p["batch_id"] for p in r.progress] != [0]:
+            part.mismatches.append(f"{name}: {len(r.progress)} micro-batches, expected one")
+        if r.rows != expected:
+            part.mismatches.append(f"{name}: {len(r.rows)} rows, expected {len(expected)} (or values differ)")
+        if r.peak_measured and r.growth >= bound:
+            part.mismatches.append(f"{name}: the driver's peak memory grew by {r.growth >> 20} MB (bound {bound >> 20} MB)")
+        phases = r.progress[-1]["durations_ms"] if r.progress else {}
+        part.record(name, 0, events=n, seconds=r.seconds, driver_growth_mb=r.growth >> 20, driver_bound_mb=bound >> 20,
+                    match=r.rows == expected, durations_ms=phases)
+        lines.append([f"{n:,}", f"{r.seconds:.1f}", f"{r.seconds / n * 1e6:.0f}",
+                      f"+{r.growth >> 20} MB" if r.peak_measured else "not measured", f"{bound >> 20} MB"])
+    part.table = (["events in one micro-batch", "wall s", "us per event", "driver peak growth", "bound"], lines)
+    part.notes.append("the job of tests/spark/test_large_batches.py (large_batch_job.py): two Parquet sources of "
+                      f"{lbj.KEYS:,} keys read in 1 MB splits, a ValueState and an event-time timer per key")
+    return part
+
+
+def part_largest_batch(args: argparse.Namespace, work: str) -> Part:
+    """Part 10: ``bench_largest_batch.py`` (subprocesses with ``--largest-driver-memory``), its report as a table."""
+    import bench_largest_batch as blb
+
+    largest_args = blb.parse_args(["--sizes", args.largest_sizes, "--driver-memory", args.largest_driver_memory,
+                                   "--timeout-s", str(args.timeout_s), "--workdir", work])
+    report = blb.largest(largest_args, log=lambda m: print(m, flush=True))
+    part = Part("largest_batch", list(report))
+    lines = []
+    for engine, r in report.items():
+        for x in r["runs"]:
+            part.record(engine, 0, **{k: v for k, v in x.items() if k not in ("summary", "engine")})
+            if "failed" in x and x["failed"] == "results differ from pandas'":
+                part.mismatches.append(f"{engine}@{x['events']}: results differ from pandas'")
+        lines.append([engine, f"{r['largest']:,}" if r["largest"] else "none", r["next"]])
+    part.table = ([f"engine (driver memory {args.largest_driver_memory})", "largest completed (events)",
+                   "the next size"], lines)
+    return part
+
+
 # ----------------------------------------------------------------------------------------------- part 8: savepoint
 def part_savepoint(spark: Any, args: argparse.Namespace, work: str) -> Part:
     """Part 8: K keys in part 7's job, stopped with a savepoint, read back and restored into more state partitions,
@@ -1220,7 +1290,9 @@ def print_part(part: Part) -> None:
               "interval_join": "6a. Interval join of two keyed streams",
               "async_lookup": "6b. Async enrichment against a local HTTP lookup (fixed latency)",
               "state_growth": "7. State growth: small micro-batches after K idle keys (per small batch)",
-              "savepoint": "8. Savepoint and restore of K keys, against Spark's state reader and restart"}
+              "savepoint": "8. Savepoint and restore of K keys, against Spark's state reader and restart",
+              "large_batch": "9. One large micro-batch: issue 25's keyed job with timers (availableNow)",
+              "largest_batch": "10. The largest micro-batch each engine completes"}
     if part.name == "scaling":
         for what, lines in part.table_keys:  # type: ignore[attr-defined]
             head = list(part.table[0])
@@ -1324,7 +1396,8 @@ def write_png(parts: List[Part], path: str) -> None:
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes (minutes, not hours)")
-    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {PARTS} (or 1-8)")
+    p.add_argument("--parts", default=None, help=f"comma-separated subset of {PARTS} (or 1-10; default: all, "
+                   f"without {sorted(SLOW_PARTS)} with --quick)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--events", type=int, default=2_000_000, help="parts 1, 3 (keys), 4 (default 2,000,000)")
     p.add_argument("--keys", type=int, default=10_000, help="parts 1, 3 (events), 4 (default 10,000)")
@@ -1368,6 +1441,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="part 8: small micro-batches after the restore (of --state-batch-events on --state-touched-keys)")
     p.add_argument("--savepoint-restore-partitions", type=int, default=None,
                    help="part 8: state partitions of the restored job (default: --shuffle-partitions + 1, a rescale)")
+    p.add_argument("--large-batch-events", default="1000000,5000000",
+                   help="part 9: events of each one-batch run (default 1,000,000 and 5,000,000; --quick too)")
+    p.add_argument("--largest-sizes", default="1000000,2000000,5000000,10000000",
+                   help="part 10: the sizes tried per engine, ascending; the last is the cap")
+    p.add_argument("--largest-driver-memory", default="4g", help="part 10: spark.driver.memory of each run")
     p.add_argument("--parallelism", type=int, default=2, help="Flink parallelism (as local[2])")
     p.add_argument("--pyflink-warmup-rows", type=int, default=2000, help="PyFlink warm-up run (0: none)")
     p.add_argument("--pyflink-conf", action="append", default=None, metavar="KEY=VALUE",
@@ -1401,6 +1479,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args.scale_keys = [int(x) for x in str(args.scale_keys).split(",")]
     args.scale_events = [int(x) for x in str(args.scale_events).split(",")]
     args.state_keys = [int(x) for x in str(args.state_keys).split(",")]
+    args.large_batch_events = [int(x) for x in str(args.large_batch_events).split(",")]
+    if args.parts is None:
+        args.parts = ",".join(x for x in PARTS if not (args.quick and x in SLOW_PARTS))
     chosen = []
     for x in args.parts.split(","):
         x = x.strip()
@@ -1442,6 +1523,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         "joins_async": lambda: part_joins_async(spark, args, work),
         "state_growth": lambda: part_state_growth(spark, args, work),
         "savepoint": lambda: part_savepoint(spark, args, work),
+        "large_batch": lambda: part_large_batch(spark, args, work),
+        "largest_batch": lambda: part_largest_batch(args, work),
     }
     try:
         tiny = os.path.join(work, "tiny")

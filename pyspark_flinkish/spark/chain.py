@@ -366,13 +366,31 @@ def route_partition(
     (``generators``: the custom watermark generators' state, ``spark/generators.py``; ``fanout``: the keyed groups
     that get the statistics, on the one-pass path)."""
     runner = ChainRunner(plan, watermarks, now, partitions, generators)
-    with reported_to_driver():
-        _route_frames(runner, frames, source_index)
-        runner.finish()
+    chunks = _route_frames(runner, frames, source_index)
+    while True:
+        with reported_to_driver():
+            if next(chunks, None) is None:
+                runner.finish()
+                break
+        yield _records_frame(runner)
     yield _routed_frame(runner, fanout)
 
 
-def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict[str, int]) -> None:
+ROUTE_CHUNK_ROWS = 10_000
+"""A route task hands its record rows on whenever it holds this many (Spark's default Arrow batch), not all at its
+end: its Python worker's memory stays bounded by the chunk, not by the task's input (issue 25: a 1M-event batch had
+two such workers at 1.1 GB each, the whole task's rows held as dicts and turned into one frame)."""
+
+
+def _records_frame(runner: ChainRunner) -> Any:
+    """The record rows ``runner`` holds now, as a frame (taken from it): no ``metric`` or ``count`` row is among
+    them before :meth:`ChainRunner.finish` (those come with :func:`_routed_frame`)."""
+    rows, runner.rows = runner.rows, []
+    return row_frame(rows, runner.plan.typed_columns())
+
+
+def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict[str, int]) -> Iterator[bool]:
+    """Route the source rows of ``frames``; yields whenever :data:`ROUTE_CHUNK_ROWS` rows are waiting."""
     import pandas as pd
 
     for pdf in frames:
@@ -393,6 +411,8 @@ def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict
             element = loads(value)
             runner.observe(node, part_val, element, ts_val)
             runner.forward(node, StreamRecord(element, ts_val), [1, *source_order])
+            if len(runner.rows) >= ROUTE_CHUNK_ROWS:
+                yield True
 
 
 def route_records(
@@ -408,12 +428,22 @@ def route_records(
     """``mapInPandas`` body fusing a DataFrame source's conversion with the route: ``records`` are the source's
     ``(element, timestamp, partition, order)``; no element is pickled between the two."""
     runner = ChainRunner(plan, watermarks, now, partitions, generators)
-    with reported_to_driver(plan.nodes[node]):  # the source's own conversion (timestamp assigner) runs in ``records``
+
+    def chunks() -> Iterator[bool]:
         for element, ts, part, order in records:
             runner.stat(node, "" if part is None else part, ts, -1, order)
             runner.observe(node, part, element, ts)
             runner.forward(node, StreamRecord(element, ts), [1, *order])
-        runner.finish()
+            if len(runner.rows) >= ROUTE_CHUNK_ROWS:
+                yield True
+
+    routed = chunks()
+    while True:
+        with reported_to_driver(plan.nodes[node]):  # the source's own conversion (timestamp assigner) runs in ``records``
+            if next(routed, None) is None:
+                runner.finish()
+                break
+        yield _records_frame(runner)
     yield _routed_frame(runner, fanout)
 
 
@@ -442,6 +472,7 @@ __all__ = [
     "ChainRunner",
     "ChainOutput",
     "KeyedOutput",
+    "ROUTE_CHUNK_ROWS",
     "route_partition",
     "route_records",
 ]

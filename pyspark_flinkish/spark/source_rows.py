@@ -138,6 +138,11 @@ def assign_timestamp(t: Transformation, node: Any, value: Any, previous: Optiona
         raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
 
 
+SOURCE_CHUNK_ROWS = 10_000
+"""A source task hands its rows on whenever it holds this many (Spark's default Arrow batch), not all at its end:
+its Python worker's memory stays bounded by the chunk, not by the task's input split."""
+
+
 def dataframe_rows(t: Transformation, uid: str) -> Any:
     """Convert a streaming DataFrame source to the common source rows (on the executors)."""
     records = dataframe_records(t)
@@ -145,11 +150,24 @@ def dataframe_rows(t: Transformation, uid: str) -> Any:
 
     def convert(frames: Any) -> Any:
         out: Dict[str, List[Any]] = {c: [] for c in SOURCE_DTYPES}
-        with reported_to_driver(node):
+
+        def chunks() -> Iterator[bool]:
             for element, ts, part, order in records(frames):
                 for c, v in zip(out, (uid, dumps(element), ts, part, order, -1, False)):
                     out[c].append(v)
-        yield source_frame(out)
+                if len(out["src"]) >= SOURCE_CHUNK_ROWS:
+                    yield True
+
+        converted = chunks()
+        while True:
+            with reported_to_driver(node):
+                more = next(converted, None) is not None
+            if not more:
+                break
+            yield source_frame(out)
+            for column in out.values():
+                column.clear()
+        yield source_frame(out)  # the rest; a task that read no row yields one empty frame of the right dtypes
 
     return t.source.df.mapInPandas(convert, SOURCE_DDL)
 
@@ -192,6 +210,7 @@ def epoch_millis(value: Any) -> int:
 __all__ = [
     "SOURCE_DDL",
     "SOURCE_DTYPES",
+    "SOURCE_CHUNK_ROWS",
     "DataFrameSource",
     "SourceRestart",
     "partition_from_text",

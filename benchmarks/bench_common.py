@@ -339,9 +339,11 @@ def run_flinkish(
     backend: str = "foreach_batch",
     column_aggregate: bool = False,
     key_type: str = "none",
+    handles: Optional[List[Any]] = None,
 ) -> Tuple[Any, List[Window], float, int]:
     """Returns (query, final windows, wall seconds, early firings); ``key_type`` ``long``: ``key_by`` declares
-    ``Types.LONG()`` (its keys cross the stages as a column)."""
+    ``Types.LONG()`` (its keys cross the stages as a column); ``handles``: the job's handle is appended to it (its
+    driver's ``history`` holds each batch's progress)."""
     options = {} if backend == "foreach_batch" else {"backend": backend}
     env = StreamExecutionEnvironment.get_execution_environment(spark, **options)
     stream = env.from_dataframe(
@@ -363,6 +365,8 @@ def run_flinkish(
     name = "bench_flinkish_" + uuid.uuid4().hex[:8]
     t = time.perf_counter()
     handle = env.execute(name, checkpoint_location=os.path.join(work, name), trigger={"availableNow": True})
+    if handles is not None:
+        handles.append(handle)
     finished = handle.query.awaitTermination(timeout_s)
     wall = time.perf_counter() - t
     if not finished:

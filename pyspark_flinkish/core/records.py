@@ -68,20 +68,21 @@ def emit_results(
     but its side outputs carry the timer time, as in Flink), else ``timestamp``. ``subtask``: the input record's
     (a stateless operator's outputs carry the subtask of the keyed operator before it, :class:`StreamRecord`).
     """
-    side_ts = timestamp if side_timestamp is None else side_timestamp
     if results is None:
         return
-    if isinstance(results, (str, bytes, dict)) or not hasattr(results, "__iter__"):
+    if type(results) is not list and (isinstance(results, (str, bytes, dict)) or not hasattr(results, "__iter__")):
         msg = (
             "a process/window function must return or yield its outputs (an iterable); "
             f"got {type(results).__name__} {results!r}. Did you mean `yield value` or `return [value]`?"
         )
         raise InvalidTypeError(msg)
+    collect = output.collect
     for item in results:
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+            side_ts = timestamp if side_timestamp is None else side_timestamp
             output.collect_side(item[0], StreamRecord(item[1], side_ts, subtask))
         else:
-            output.collect(StreamRecord(item, timestamp, subtask))
+            collect(StreamRecord(item, timestamp, subtask))
 
 
 __all__ = [

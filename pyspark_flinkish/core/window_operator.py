@@ -514,10 +514,12 @@ class WindowOperator(KeyedOperator):
         def where() -> str:
             return f"{self.name}: window function (key={short(key)}, window={window!r})"
 
-        self._count("windows_fired")
+        metrics = self.metrics
+        metrics["windows_fired"] = metrics.get("windows_fired", 0) + 1  # ``_count``, inline: once per fired window
         if self.evictor is None:
             elements = contents if self.contents.kind == "list" else [contents]
-            self._call_function(key, elements, where, window)
+            results = call_user(self.window_function.process, where, plain_key(key), self.process_ctx, elements)
+            emit_results(self.output, results, window.max_timestamp())  # ``_call_function``, inline
             return
         buffer = [TimestampedValue(v, t) for v, t in contents]
         call_user(self.evictor.evict_before, lambda: f"{where()}: evict_before", buffer, len(buffer), window, self.evictor_ctx)

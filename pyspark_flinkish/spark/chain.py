@@ -58,6 +58,7 @@ class ChainRunner:
         self.stats: Dict[Tuple[int, Optional[str]], List[int]] = {}
         self._ops: Dict[int, StreamOperator] = {}
         self._outputs: Dict[int, ChainOutput] = {}  # the output each operator was opened with (never op.output)
+        self._consumers: Dict[int, List[Tuple[int, int]]] = {}  # node -> its main consumers with their channels
         horizon = getattr(plan, "future_horizon_ms", None)
         self.future_after = None if horizon is None else now + horizon
         self.future: Dict[Tuple[int, Optional[str]], List[Any]] = {}  # [count, max ts, [(ts, order), ...]]
@@ -158,16 +159,18 @@ class ChainRunner:
     def _push(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
         node = self.plan.nodes[index]
         if node.kind == "sink":
-            self.sink_counts[index] = self.sink_counts.get(index, 0) + 1
+            sink_counts = self.sink_counts
+            sink_counts[index] = sink_counts.get(index, 0) + 1
+            value = record.value
             layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
-            cols = None if layout is None else layout.cell(record.value)
+            cols = None if layout is None else layout.cell(value)
             self.rows.append(
                 {
                     "kind": "rec",
                     "dest": index,
                     "sp": -1,
                     "key": None,
-                    "value": dumps(record.value) if cols is None else None,
+                    "value": dumps(value) if cols is None else None,
                     "ts": record.timestamp,
                     "ord": order,
                     "cols": cols,
@@ -276,9 +279,16 @@ class ChainRunner:
             self.rows.append(metric_row(index, -1, dict(op.metrics)))  # collected with the sinks' rows
 
     def forward(self, index: int, record: StreamRecord, order: List[int]) -> None:
-        node = self.plan.nodes[index]
-        for position, consumer in enumerate(node.main):
-            self.push(consumer, record, order, node.channel_of(position))
+        consumers = self._consumers.get(index)
+        if consumers is None:  # once per node: the plan does not change while the task runs
+            node = self.plan.nodes[index]
+            consumers = self._consumers[index] = [(c, node.channel_of(p)) for p, c in enumerate(node.main)]
+        for consumer, channel in consumers:
+            try:  # :meth:`push`, inline (once per record and consumer)
+                self._push(consumer, record, order, channel)
+            except UserFunctionError as exc:
+                node = self.plan.nodes[consumer]
+                raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
 
     def forward_side(self, index: int, tag: OutputTag, record: StreamRecord, order: List[int]) -> None:
         for consumer in self.plan.nodes[index].side.get(tag, ()):
@@ -294,13 +304,16 @@ class ChainOutput:
         self.base: List[int] = []
         self.n = 0
         self.assigned: List[Optional[int]] = []
+        node = runner.plan.nodes[index]
+        self._assigns = node.generates_watermarks  # report what it emits (timestamps after assignment)
+        self._level = node.level
 
     def _order(self) -> List[int]:
         self.n += 1
         return [*self.base, self.n]
 
     def collect(self, record: StreamRecord) -> None:
-        if self.runner.plan.nodes[self.index].generates_watermarks:
+        if self._assigns:
             self.assigned.append(record.timestamp)
         self.runner.forward(self.index, record, self._order())
 
@@ -333,22 +346,25 @@ class KeyedOutput(ChainOutput):
 
     def collect(self, record: StreamRecord) -> None:
         self.emitted += 1
-        super().collect(record)
+        if self._assigns:
+            self.assigned.append(record.timestamp)
+        self.runner.forward(self.index, record, self._order())
 
     def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
         self.emitted += 1
         super().collect_side(tag, record)
 
     def _order(self) -> List[int]:
-        self.n += 1
-        if self.phase is None:
-            return [*self.base, self.n]
-        level = self.runner.plan.nodes[self.index].level
-        key_order = getattr(self.op, "key_order", None)
+        n = self.n = self.n + 1
+        phase = self.phase
+        if phase is None:
+            return [*self.base, n]
+        op = self.op
+        key_order = getattr(op, "key_order", None)
         if key_order is not None:  # BATCH: the key's place in Flink's order, the same in every state partition
-            return [self.phase, level, *key_order, self.sp, self.n]
-        ts = self.op.firing_timer if self.op.firing_timer is not None else 0
-        return [self.phase, level, ts, self.sp, self.n]
+            return [phase, self._level, *key_order, self.sp, n]
+        ts = op.firing_timer
+        return [phase, self._level, 0 if ts is None else ts, self.sp, n]
 
 
 def route_partition(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from itertools import repeat
 from typing import Any, Dict, List, Sequence, Tuple
 
 ROW_COLUMNS = ["kind", "dest", "sp", "key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"]
@@ -66,7 +67,7 @@ def _plain(value: Any, depth: int = 0) -> bool:
 def dumps(value: Any) -> bytes:
     """Pickle an element for the next stage: plain ``pickle`` for built-in data (3x faster), cloudpickle for the
     rest (classes defined in ``__main__`` or a notebook travel by value)."""
-    if _plain(value):
+    if (type(value) is tuple and _SCALARS.issuperset(map(type, value))) or _plain(value):  # a tuple of scalars: at once
         return pickle.dumps(value, protocol=4)
     from pyspark import cloudpickle  # pure-Python module shipped with pyspark; no JVM
 
@@ -84,8 +85,9 @@ def row_frame(rows: List[Dict[str, Any]], typed: Sequence[Any] = ()) -> Any:
     import pandas as pd
 
     columns = {}
+    get = dict.get  # ``map`` calls it on every row without a Python frame per row
     for col in ROW_COLUMNS:
-        values = [r.get(col) for r in rows]
+        values = list(map(get, rows, repeat(col, len(rows))))
         if col in ("dest", "sp"):
             columns[col] = pd.Series(values, dtype="int32")
         elif col in ("ts", "stat_max", "stat_count", "stat_batch"):

@@ -91,7 +91,7 @@ def row_frame(rows: List[Dict[str, Any]], typed: Sequence[Any] = ()) -> Any:
         if col in ("dest", "sp"):
             columns[col] = pd.Series(values, dtype="int32")
         elif col in ("ts", "stat_max", "stat_count", "stat_batch"):
-            columns[col] = pd.Series(values, dtype="Int64")
+            columns[col] = _nullable_longs(values)
         else:
             columns[col] = pd.Series(values, dtype=object)
     names = list(ROW_COLUMNS)
@@ -109,6 +109,23 @@ def row_frame(rows: List[Dict[str, Any]], typed: Sequence[Any] = ()) -> Any:
             columns[name] = pd.Series([empty if e is None else e[i] for e in encoded], dtype=dtype)
             names.append(name)
     return pd.DataFrame(columns, columns=names)
+
+
+_INT_OR_NONE = frozenset((int, type(None)))
+
+
+def _nullable_longs(values: List[Any]) -> Any:
+    """``pd.Series(values, dtype="Int64")``, built from one object array where every value is an ``int`` or None
+    (twice as fast for a task's output rows); anything else goes to pandas as it is."""
+    import numpy as np
+    import pandas as pd
+
+    if not _INT_OR_NONE.issuperset(map(type, values)):
+        return pd.Series(values, dtype="Int64")
+    data = np.array(values, dtype=object)
+    mask = np.equal(data, None)
+    data[mask] = 0
+    return pd.Series(pd.arrays.IntegerArray(data.astype(np.int64), mask))
 
 
 def metric_row(index: int, sp: int, metrics: Dict[str, Any]) -> Dict[str, Any]:

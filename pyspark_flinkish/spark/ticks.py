@@ -11,13 +11,14 @@ source, unioned into the query's input, reads that file whenever Spark polls its
 (a *tick*) once the wall clock has passed the timer: Spark runs a micro-batch, every keyed partition advances
 its processing time and fires the timer. A tick carries no element and moves no watermark; each recorded
 batch ticks at most once (its offset is the batch id), so an idle stream without due timers runs no batches.
+The source's classes live in ``spark/tick_source.py``, which Spark's Python process for the reader unpickles
+without importing the package.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..core.assigners import WindowAssigner
 from ..core.errors import StateError
@@ -31,8 +32,6 @@ TICK_SOURCE = "__flinkish_ticks__"
 TICKS_FILE = "ticks.json"
 """Under ``<checkpoint>/flinkish``: ``{"batch": id, "due": ms or null}``, the earliest pending processing-time
 timer after that batch."""
-
-_FORMAT_NAME = "flinkish_ticks"
 
 
 def may_register_processing_timers(transformations: List[Transformation]) -> bool:
@@ -70,59 +69,38 @@ def write_due(flinkish_dir: str, batch_id: int, due: Optional[int]) -> None:
 
 def read_due(flinkish_dir: str) -> Tuple[int, Optional[int]]:
     """``(batch, due)`` as last recorded; ``(-1, None)`` before the first batch."""
-    path = storage.join(flinkish_dir, TICKS_FILE)
+    from .tick_source import parse_due  # PySpark's data source classes: not for the workers that import this module
+
     try:
-        doc = json.loads(storage.read_bytes(path))
-    except (StateError, ValueError):  # not written yet
-        return -1, None
-    return int(doc["batch"]), None if doc["due"] is None else int(doc["due"])
+        data: Optional[bytes] = storage.read_bytes(storage.join(flinkish_dir, TICKS_FILE))
+    except StateError:  # not written yet
+        data = None
+    return parse_due(data)
 
 
 def tick_due(flinkish_dir: str, after_batch: int, now_ms: int) -> Optional[int]:
     """The batch whose due timer needs a tick now, if any: recorded after ``after_batch`` (the last tick's) and
     overdue (``due < now``: a timer fires when the clock has passed it)."""
-    batch, due = read_due(flinkish_dir)
-    if batch > after_batch and due is not None and due < now_ms:
-        return batch
-    return None
+    from .tick_source import due_batch
+
+    return due_batch(read_due(flinkish_dir), after_batch, now_ms)
 
 
 def tick_stream(spark: Any, flinkish_dir: str) -> Any:
     """The tick source as a streaming DataFrame of ``SOURCE_DDL`` rows (``src`` = :data:`TICK_SOURCE`)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
-    class TickReader(SimpleDataSourceStreamReader):
-        def __init__(self, directory: str, options: Dict[str, str]) -> None:
-            self.directory = directory
-            storage.configure(options)  # Spark runs the reader in a Python process of its own
+    from .tick_source import FORMAT_NAME, TickSource, ship_by_value
 
-        def initialOffset(self) -> Dict[str, int]:  # noqa: N802 (Spark's name)
-            return {"batch": read_due(self.directory)[0]}
-
-        def read(self, start: Dict[str, int]) -> Tuple[Iterator[Tuple[Any, ...]], Dict[str, int]]:
-            batch = tick_due(self.directory, int(start["batch"]), int(time.time() * 1000))
-            if batch is None:
-                return iter([]), start
-            return iter([(batch,)]), {"batch": batch}
-
-        def readBetweenOffsets(self, start: Dict[str, int], end: Dict[str, int]) -> Iterator[Tuple[Any, ...]]:  # noqa: N802
-            return iter([(int(end["batch"]),)]) if int(end["batch"]) > int(start["batch"]) else iter([])
-
-    class TickSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return _FORMAT_NAME
-
-        def schema(self) -> str:
-            return "tick long"
-
-        def simpleStreamReader(self, schema: Any) -> SimpleDataSourceStreamReader:  # noqa: N802 (Spark's name)
-            return TickReader(self.options["path"], json.loads(self.options["storage"]))
-
+    ship_by_value()  # Spark's Python process for the reader unpickles the classes without importing the package
     spark.dataSource.register(TickSource)
-    options = json.dumps(storage.current_options())
-    ticks = spark.readStream.format(_FORMAT_NAME).option("path", flinkish_dir).option("storage", options).load()
+    uri = storage.join(flinkish_dir, TICKS_FILE)
+    options: Dict[str, str] = {
+        "uri": uri,
+        "local": storage.local_path(uri) or "",
+        "storage": json.dumps(storage.current_options()),
+    }
+    ticks = spark.readStream.format(FORMAT_NAME).options(**options).load()
     return ticks.select(
         F.lit(TICK_SOURCE).alias("src"),
         F.lit(None).cast("binary").alias("value"),

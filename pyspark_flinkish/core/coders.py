@@ -40,9 +40,10 @@ import math
 import pickle
 import re
 import struct
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional
 
 from .errors import FlinkishError
+from .per_type import PerType
 from .rows import Row
 
 _FLOAT = struct.Struct("<f")
@@ -220,21 +221,15 @@ def coded(value: Any, type_info: Any) -> Any:
 
 
 _REFUSED = (TypeError, ValueError, OverflowError, AttributeError, decimal.InvalidOperation)
-_CODERS: Dict[int, Tuple[Any, Callable[[Any], Any]]] = {}  # id(type_info) -> (type_info, its coder)
-_CACHED_TYPES = 4096
 
 
 def coder_for(type_info: Any) -> Callable[[Any], Any]:
     """:func:`coded` for values of ``type_info`` (what an operator's output calls per record): the function is
     built once per type information (cached by identity), so that per value only the value is walked."""
-    found = _CODERS.get(id(type_info))
-    if found is not None and found[0] is type_info:
-        return found[1]
-    code = _coder(type_info)
-    if len(_CODERS) >= _CACHED_TYPES:
-        _CODERS.clear()
-    _CODERS[id(type_info)] = (type_info, code)  # the entry holds type_info: its id stays its own
-    return code
+    return _CODERS(type_info)
+
+
+_CODERS = PerType(lambda type_info: _coder(type_info))  # _coder is defined below
 
 
 def _same(value: Any) -> Any:

@@ -25,10 +25,11 @@ order, lives there), and never reach it through ``operator.output``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Optional
 
 from .coders import CoderError, coder_for, is_coded, type_name
 from .errors import UserFunctionError
+from .per_type import PerType
 from .records import Output, OutputTag, StreamRecord
 from .rows import needs_conversion, shaper_for
 
@@ -39,21 +40,13 @@ def declared(value: Any, type_info: Optional[Any]) -> Any:
     return declaring_function(type_info)(value)
 
 
-_DECLARING: Dict[int, Tuple[Any, Callable[[Any], Any]]] = {}  # id(type_info) -> (type_info, its function)
-_CACHED_TYPES = 4096
-
-
 def declaring_function(type_info: Optional[Any]) -> Callable[[Any], Any]:
     """:func:`declared` for values of ``type_info``, its checks made and its shaper and coder built once per type
     information (cached by identity)."""
-    found = _DECLARING.get(id(type_info))
-    if found is not None and found[0] is type_info:
-        return found[1]
-    convert = _declaring(type_info)
-    if len(_DECLARING) >= _CACHED_TYPES:
-        _DECLARING.clear()
-    _DECLARING[id(type_info)] = (type_info, convert)  # the entry holds type_info: its id stays its own
-    return convert
+    return _DECLARING(type_info)
+
+
+_DECLARING = PerType(lambda type_info: _declaring(type_info))  # _declaring is defined below
 
 
 def _declaring(type_info: Optional[Any]) -> Callable[[Any], Any]:

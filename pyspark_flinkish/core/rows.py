@@ -13,6 +13,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .per_type import PerType
+
 
 class RowKind(Enum):
     """The kind of change a row stands for in a changelog; ``str`` gives Flink's short form (``+I``, ``-U``,
@@ -207,21 +209,10 @@ def as_declared(value: Any, type_info: Any) -> Any:
     return shaper_for(type_info)(value)
 
 
-_SHAPERS: Dict[int, Tuple[Any, Callable[[Any], Any]]] = {}  # id(type_info) -> (type_info, its shaper)
-_CACHED_TYPES = 4096
-
-
 def shaper_for(type_info: Any) -> Callable[[Any], Any]:
     """:func:`as_declared` for values of ``type_info``: the function is built once per type information (cached
     by identity), so that per value only the value is walked."""
-    found = _SHAPERS.get(id(type_info))
-    if found is not None and found[0] is type_info:
-        return found[1]
-    shape = _shaper(type_info) or _same
-    if len(_SHAPERS) >= _CACHED_TYPES:
-        _SHAPERS.clear()
-    _SHAPERS[id(type_info)] = (type_info, shape)  # the entry holds type_info: its id stays its own
-    return shape
+    return _SHAPERS(type_info)
 
 
 def _same(value: Any) -> Any:
@@ -272,10 +263,17 @@ def _unread(type_info: Any) -> Callable[[Any], Any]:
     return shape
 
 
-def _row_shaper(type_info: Any, children: Tuple[Any, ...], names: Tuple[str, ...]) -> Callable[[Any], Any]:
+_SHAPERS = PerType(lambda type_info: _shaper(type_info) or _same)
+
+
+def _field_shapers(children: Tuple[Any, ...]) -> Tuple[List[Callable[[Any], Any]], bool]:
+    """The shapers of a ``ROW``'s or ``TUPLE``'s fields, and whether every field is left as it is."""
     fields = [_shaper(c) for c in children]
-    shapers = [f or _same for f in fields]
-    plain = not any(fields)
+    return [f or _same for f in fields], not any(fields)
+
+
+def _row_shaper(type_info: Any, children: Tuple[Any, ...], names: Tuple[str, ...]) -> Callable[[Any], Any]:
+    shapers, plain = _field_shapers(children)
     count = len(children)
 
     def shape(value: Any) -> Any:
@@ -306,9 +304,7 @@ def _row_shaper(type_info: Any, children: Tuple[Any, ...], names: Tuple[str, ...
 
 
 def _tuple_shaper(type_info: Any, children: Tuple[Any, ...]) -> Callable[[Any], Any]:
-    fields = [_shaper(c) for c in children]
-    shapers = [f or _same for f in fields]
-    plain = not any(fields)
+    shapers, plain = _field_shapers(children)
     count = len(children)
 
     def shape(value: Any) -> Any:

@@ -20,7 +20,7 @@ from ..core.key_identity import distinct_key, plain_key
 from ..core.operators import KeyedOperator, StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks
-from .error_transport import reported_to_driver
+from .error_transport import reported_steps
 from .generators import assigner_row, install_assigner_state, mid_batch_order, route_splits, splits_row
 from .keys import NO_KEY, encode_key, state_partition
 from .plan import ExecPlan
@@ -382,12 +382,12 @@ def route_partition(
     (``generators``: the custom watermark generators' state, ``spark/generators.py``; ``fanout``: the keyed groups
     that get the statistics, on the one-pass path)."""
     runner = ChainRunner(plan, watermarks, now, partitions, generators)
-    chunks = _route_frames(runner, frames, source_index)
-    while True:
-        with reported_to_driver():
-            if next(chunks, None) is None:
-                runner.finish()
-                break
+
+    def steps() -> Iterator[bool]:
+        yield from _route_frames(runner, frames, source_index)
+        runner.finish()
+
+    for _ in reported_steps(steps()):
         yield _records_frame(runner)
     yield _routed_frame(runner, fanout)
 
@@ -452,13 +452,10 @@ def route_records(
             runner.forward(node, StreamRecord(element, ts), [1, *order])
             if len(runner.rows) >= ROUTE_CHUNK_ROWS:
                 yield True
+        runner.finish()
 
-    routed = chunks()
-    while True:
-        with reported_to_driver(plan.nodes[node]):  # the source's own conversion (timestamp assigner) runs in ``records``
-            if next(routed, None) is None:
-                runner.finish()
-                break
+    # the source's own conversion (timestamp assigner) runs in ``records``: reported as the source node's
+    for _ in reported_steps(chunks(), plan.nodes[node]):
         yield _records_frame(runner)
     yield _routed_frame(runner, fanout)
 

@@ -140,10 +140,21 @@ def package_error_from(exc: BaseException) -> Optional[FlinkishError]:
     return user_error_from(exc) or unsupported_error_from(exc)
 
 
+
+def reported_steps(steps: Iterator[Any], node: Optional[Node] = None) -> Iterator[None]:
+    """Run a task body that pauses whenever it has output to hand on (``steps``, a generator), each step inside
+    :func:`reported_to_driver`; yields after each step that paused (the caller hands the output on outside it)."""
+    while True:
+        with reported_to_driver(node):
+            if next(steps, None) is None:
+                return
+        yield
+
 __all__ = [
     "BatchInterruptedError",
     "interruption_from",
     "package_error_from",
+    "reported_steps",
     "reported_to_driver",
     "stops_cleanly",
     "unsupported_error_from",

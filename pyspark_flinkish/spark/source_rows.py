@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from ..core.errors import UserFunctionError
 from ..core.operators import call_user, in_node, short
 from ..datastream.plan import Transformation
-from .error_transport import reported_to_driver
+from .error_transport import reported_steps
 from .plan import Node
 from .rows import dumps
 
@@ -158,12 +158,7 @@ def dataframe_rows(t: Transformation, uid: str) -> Any:
                 if len(out["src"]) >= SOURCE_CHUNK_ROWS:
                     yield True
 
-        converted = chunks()
-        while True:
-            with reported_to_driver(node):
-                more = next(converted, None) is not None
-            if not more:
-                break
+        for _ in reported_steps(chunks(), node):
             yield source_frame(out)
             for column in out.values():
                 column.clear()

@@ -14,7 +14,6 @@ Imported modules are not ``__main__``: this module registers itself with cloudpi
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import threading
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from proc_cpu import tree_cpu_by_pid
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
@@ -50,7 +50,6 @@ __all__ = [
     "reset_peak",
     "run_large_batch",
     "run_native",
-    "tree_cpu_by_pid",
     "write_sources",
 ]
 
@@ -160,31 +159,6 @@ def reset_peak() -> bool:
     except OSError:
         return False
     return True
-
-
-def tree_cpu_by_pid(root: int = 0) -> Dict[int, float]:
-    """CPU seconds (user+system, its own) of ``root`` (default: this process) and each of its descendants now."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: Dict[int, List[int]] = {}
-    cpu: Dict[int, float] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split()
-        children.setdefault(int(fields[1]), []).append(int(name))
-        cpu[int(name)] = (int(fields[11]) + int(fields[12])) / tick
-    out: Dict[int, float] = {}
-    todo = [root or os.getpid()]
-    while todo:
-        pid = todo.pop()
-        if pid in cpu:
-            out[pid] = cpu[pid]
-        todo.extend(children.get(pid, ()))
-    return out
 
 
 class CpuSampler:

@@ -6,11 +6,13 @@ import os
 from typing import Dict, List
 
 
-def tree_cpu(root: int = 0) -> float:
-    """CPU seconds (user+system, including reaped children) of ``root`` (default: this process) and its descendants."""
+def tree_cpu_by_pid(root: int = 0, reaped: bool = False) -> Dict[int, float]:
+    """CPU seconds (user+system) of ``root`` (default: this process) and each of its descendants now; with
+    ``reaped``, each process's figure includes its reaped children's."""
     tick = os.sysconf("SC_CLK_TCK")
     children: Dict[int, List[int]] = {}
     stats: Dict[int, float] = {}
+    last = 15 if reaped else 13  # utime stime [cutime cstime]
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -22,10 +24,17 @@ def tree_cpu(root: int = 0) -> float:
         fields = text[text.rindex(")") + 2 :].split()
         pid, ppid = int(name), int(fields[1])
         children.setdefault(ppid, []).append(pid)
-        stats[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
-    total, todo = 0.0, [root or os.getpid()]
+        stats[pid] = sum(int(x) for x in fields[11:last]) / tick
+    out: Dict[int, float] = {}
+    todo = [root or os.getpid()]
     while todo:
         pid = todo.pop()
-        total += stats.get(pid, 0.0)
+        if pid in stats:
+            out[pid] = stats[pid]
         todo.extend(children.get(pid, ()))
-    return total
+    return out
+
+
+def tree_cpu(root: int = 0) -> float:
+    """CPU seconds (user+system, including reaped children) of ``root`` (default: this process) and its descendants."""
+    return sum(tree_cpu_by_pid(root, reaped=True).values())

@@ -1,4 +1,4 @@
-"""Benchmark part 9, per-record enrichment (issue 25): every record goes out, with keyed state, into Delta.
+"""Benchmark 11 (standalone), per-record enrichment (issue 25): every record goes out, with keyed state, into Delta.
 
     .venv/bin/python benchmarks/bench_enrichment.py [--events 2000000] [--keys 10000] [--batch-rows 200000]
         [--repeats 3] [--engines flinkish,apply_in_pandas_with_state,transform_with_state_in_pandas]
@@ -213,7 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         expected = expected_counts(input_dir)
         engines = [e for e in args.engines.split(",") if e]
         load = os.getloadavg()[0]
-        print(f"part 9, per-record enrichment: {args.events:,} events, {args.keys:,} keys, {args.batch_rows:,}-event "
+        print(f"benchmark 11, per-record enrichment: {args.events:,} events, {args.keys:,} keys, {args.batch_rows:,}-event "
               f"batches, {args.partitions} partitions; load average {load:.1f} at the start", flush=True)
         results: Dict[str, List[Dict[str, Any]]] = {e: [] for e in engines}
         bad: List[str] = []

@@ -1,4 +1,4 @@
-"""Benchmark part 10, Kafka -> Kafka (issue 26): ``KafkaSink`` at ``EXACTLY_ONCE`` and ``AT_LEAST_ONCE`` against
+"""Benchmark 12 (standalone), Kafka -> Kafka (issue 26): ``KafkaSink`` at ``EXACTLY_ONCE`` and ``AT_LEAST_ONCE`` against
 Spark's own Kafka writer, side by side in one run on one broker.
 
     .venv/bin/python benchmarks/bench_kafka_sink.py [--events 200000] [--keys 1000] [--batch-rows 20000]

@@ -28,6 +28,7 @@ from .errors import InvalidTypeError
 from .functions import TimeDomain, TimerService
 from .operators import (
     KeyedOperator,
+    KeyedTimerContext,
     KeyedTimerService,
     StreamOperator,
     call_user,
@@ -35,17 +36,11 @@ from .operators import (
     open_function,
     short,
 )
-from .records import Output, OutputTag, StreamRecord, emit_results
+from .records import Output, OutputTag, StreamRecord, check_output_tag, emit_results
 from .state import VOID_NAMESPACE
 from .state_descriptors import MapStateDescriptor
 
 BROADCAST_STATE = "__broadcast_state"  # the state name of the broadcast maps in their snapshot
-
-
-def _check_tag(tag: Any) -> None:
-    if not isinstance(tag, OutputTag):
-        msg = f"output() needs an OutputTag as first argument; got {type(tag).__name__} {tag!r}"
-        raise InvalidTypeError(msg)
 
 
 class TwoInputOperator(StreamOperator):
@@ -152,7 +147,7 @@ class _CoContext(CoProcessFunction.Context):
         return self._timers
 
     def output(self, output_tag: Any, value: Any) -> None:
-        _check_tag(output_tag)
+        check_output_tag(output_tag)
         self._op.output.collect_side(output_tag, StreamRecord(value, self.ts))
 
 
@@ -187,31 +182,8 @@ class CoProcessOperator(TwoInputOperator):
 # ------------------------------------------------------------------------------------ keyed
 
 
-class _KeyedCoContext(KeyedCoProcessFunction.OnTimerContext):
-    def __init__(self, op: KeyedOperator) -> None:
-        self._op = op
-        self.ts: Optional[int] = None
-        self.domain: Optional[TimeDomain] = None
-        self._timers = KeyedTimerService(op)
-
-    def timestamp(self) -> Optional[int]:
-        return self.ts
-
-    def timer_service(self) -> TimerService:
-        return self._timers
-
-    def get_current_key(self) -> Any:
-        return self._op.backend.get_current_key()
-
-    def time_domain(self) -> TimeDomain:
-        if self.domain is None:
-            msg = "time_domain() is only available in on_timer"
-            raise InvalidTypeError(msg)
-        return self.domain
-
-    def output(self, output_tag: Any, value: Any) -> None:
-        _check_tag(output_tag)
-        self._op.output.collect_side(output_tag, StreamRecord(value, self.ts))
+class _KeyedCoContext(KeyedTimerContext, KeyedCoProcessFunction.OnTimerContext):
+    pass
 
 
 class KeyedTwoInputOperator(KeyedOperator):
@@ -317,7 +289,7 @@ class _BroadcastContext(BaseBroadcastProcessFunction.Context):
         return self._op.broadcast_state.view(state_descriptor, self._writable)  # type: ignore[no-any-return]
 
     def output(self, output_tag: Any, value: Any) -> None:
-        _check_tag(output_tag)
+        check_output_tag(output_tag)
         self._op.output.collect_side(output_tag, StreamRecord(value, self.ts))
 
 

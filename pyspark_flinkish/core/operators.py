@@ -25,7 +25,7 @@ from .functions import (
     TimerService,
 )
 from .javamath import LONG_MAX, LONG_MIN
-from .records import Output, OutputTag, StreamRecord, emit_results
+from .records import Output, StreamRecord, check_output_tag, emit_results
 from .state import VOID_NAMESPACE, KeyedStateBackend
 from .state_descriptors import (
     AggregatingStateDescriptor,
@@ -311,14 +311,8 @@ class _Ctx(ProcessFunction.Context):
         return self._op.timer_service()
 
     def output(self, output_tag: Any, value: Any) -> None:
-        _check_tag(output_tag)
+        check_output_tag(output_tag)
         self._op.output.collect_side(output_tag, StreamRecord(value, self._op.timestamp()))
-
-
-def _check_tag(tag: Any) -> None:
-    if not isinstance(tag, OutputTag):
-        msg = f"output() needs an OutputTag as first argument; got {type(tag).__name__} {tag!r}"
-        raise InvalidTypeError(msg)
 
 
 # ---------------------------------------------------------------------------------- keyed operators
@@ -458,8 +452,13 @@ class _KeyedTimerService(TimerService):
 KeyedTimerService = _KeyedTimerService  # the timer service of every keyed operator's function context
 
 
-class _KeyedProcessContext(KeyedProcessFunction.OnTimerContext):
-    def __init__(self, op: KeyedProcessOperator) -> None:
+class KeyedTimerContext:
+    """The body of a keyed function's context and on-timer context (``KeyedProcessFunction``'s and
+    ``KeyedCoProcessFunction``'s): the element's or timer's timestamp (``ts``), the keyed timer service, the current
+    key, the timer's time domain (``domain``, only in ``on_timer``) and side outputs at ``ts``. Mixed in before the
+    PyFlink context class it implements."""
+
+    def __init__(self, op: KeyedOperator) -> None:
         self._op = op
         self.ts: Optional[int] = None
         self.domain: Optional[TimeDomain] = None
@@ -481,8 +480,12 @@ class _KeyedProcessContext(KeyedProcessFunction.OnTimerContext):
         return self.domain
 
     def output(self, output_tag: Any, value: Any) -> None:
-        _check_tag(output_tag)
+        check_output_tag(output_tag)
         self._op.output.collect_side(output_tag, StreamRecord(value, self.ts))
+
+
+class _KeyedProcessContext(KeyedTimerContext, KeyedProcessFunction.OnTimerContext):
+    pass
 
 
 class KeyedProcessOperator(KeyedOperator):
@@ -558,6 +561,7 @@ __all__ = [
     "KeyedOperator",
     "NamespacedStateStore",
     "KeyedProcessOperator",
+    "KeyedTimerContext",
     "KeyedTimerService",
     "MapOperator",
     "ProcessOperator",

@@ -43,6 +43,13 @@ class OutputTag:
         return f"OutputTag({self.tag_id!r})"
 
 
+def check_output_tag(tag: Any) -> None:
+    """A context's ``output(tag, value)`` takes an :class:`OutputTag` only (PyFlink's type check)."""
+    if not isinstance(tag, OutputTag):
+        msg = f"output() needs an OutputTag as first argument; got {type(tag).__name__} {tag!r}"
+        raise InvalidTypeError(msg)
+
+
 class Output(Protocol):
     """Where an operator sends records, side outputs, watermarks and idleness."""
 
@@ -89,5 +96,6 @@ __all__ = [
     "StreamRecord",
     "OutputTag",
     "Output",
+    "check_output_tag",
     "emit_results",
 ]

@@ -5,11 +5,13 @@ foreachBatch executor's ``ExecPlan`` (``spark/plan.py``), over a pipeline with e
 
 from __future__ import annotations
 
-from typing import Any, List
+from dataclasses import fields
+from typing import Any, Dict, List
 
 from pyspark_flinkish.common import WatermarkStrategy
 from pyspark_flinkish.core.clock import ManualClock
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
+from pyspark_flinkish.datastream.compiled_graph import CompiledNode, compile_graph
 from pyspark_flinkish.datastream.functions import KeyedCoProcessFunction, ProcessFunction
 from pyspark_flinkish.datastream.plan import consumers, topological
 from pyspark_flinkish.local.executor import LocalExecutor
@@ -47,6 +49,14 @@ def _sinks() -> List[Any]:
     return env._sinks
 
 
+def _compiled(node: CompiledNode) -> Dict[str, Any]:
+    """The compiled node's fields, a valve as its kind and state (valves have no equality)."""
+    values = {f.name: getattr(node, f.name) for f in fields(CompiledNode)}
+    valve = node.make_valve()
+    values["valve"] = (type(valve).__name__, valve.to_dict())
+    return values
+
+
 def test_the_local_engine_and_the_spark_plan_compile_the_same_graph() -> None:
     sinks = _sinks()
     order = topological(sinks)
@@ -62,10 +72,16 @@ def test_the_local_engine_and_the_spark_plan_compile_the_same_graph() -> None:
         assert {tag: [(position[id(c)], ch) for c, ch in cs] for tag, cs in mine.side.items()} == expected.side
         assert node.main == [c for c, _ in expected.main], order[i].name
         assert node.side == {tag: [c for c, _ in cs] for tag, cs in expected.side.items()}
-        # a two-input operator learns which input a record came on; any other consumer reads channel 0
-        assert [node.channel_of(p) for p in range(len(node.main))] == [
-            ch if plan.nodes[c].two_input else 0 for c, ch in expected.main
-        ]
+        assert [node.channel_of(p) for p in range(len(node.main))] == [ch for _, ch in expected.main]
+    # both are the one compiled graph (``datastream/compiled_graph.py``): the Spark node extends the compiled node
+    # the local engine instantiates, field for field (a valve by its kind and state)
+    assert [_compiled(n.compiled) for n in local_nodes] == [_compiled(n) for n in plan.nodes]
+    assert [_compiled(n) for n in compile_graph(sinks)] == [_compiled(n) for n in plan.nodes]
+    assert all(isinstance(n, CompiledNode) for n in plan.nodes)
+    # each local node's valve is a fresh one of the compiled node's kind, its own
+    for mine in local_nodes:
+        assert type(mine.valve) is type(mine.compiled.make_valve()) and mine.valve is not mine.compiled.valve
+    assert {type(n.valve).__name__ for n in local_nodes} == {"StatusWatermarkValve", "TwoInputWatermarkValve"}
     # the pipeline has what it is meant to cover: a stream read twice, both inputs of a two-input operator, side outputs
     union = next(i for i, t in enumerate(order) if t.kind == "union" and t.inputs[0] is t.inputs[1])
     assert [e for e in edges[order.index(order[union].inputs[0])].main if e[0] == union] == [(union, 0), (union, 1)]

@@ -21,8 +21,9 @@ from ..core.errors import FlinkishError, StateError, UserFunctionError
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
-from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, consumers, node_uids, topological
+from ..core.watermark_alignment import SplitWatermarks
+from ..datastream.compiled_graph import CompiledNode, compile_graph
+from ..datastream.plan import FileSinkSpec, Transformation, topological
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import watermark_lag
 from .file_sink import LocalFileSinkWriter
@@ -57,18 +58,19 @@ class BatchProgress:
 
 
 class _Node:
-    """A running transformation: its operator (if any), its input valve and its downstream edges."""
+    """A running transformation: an instance of its compiled node (``datastream/compiled_graph.py``) holding its
+    operator (if any), its input valve and its downstream edges as the nodes they lead to."""
 
-    def __init__(self, t: Transformation, operator: Optional[StreamOperator], uid: str = "") -> None:
+    def __init__(self, t: Transformation, compiled: CompiledNode, operator: Optional[StreamOperator]) -> None:
         self.t = t
-        self.uid = uid
+        self.compiled = compiled
+        self.uid = compiled.uid
         self.operator = operator
         self.main: List[Tuple[_Node, int]] = []
         self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
-        make_valve = getattr(t.spec, "make_valve", None)  # a two-input operator's inputs (``datastream/join.py``)
-        self.valve = make_valve() if callable(make_valve) else StatusWatermarkValve(max(1, len(t.inputs)))
+        self.valve = compiled.make_valve()
         self.sink_fn = t.sink
-        self.two_input = isinstance(t.spec, TwoInputSpec)
+        self.two_input = compiled.two_input
 
     # -- Output protocol (the operator's output goes to the downstream edges)
     def collect(self, record: StreamRecord) -> None:
@@ -262,12 +264,13 @@ class LocalExecutor:
         self.restore_every_batch = restore_every_batch
         self.progress = progress
         self.order = topological(sinks)
+        self.graph = compile_graph(sinks)  # the compiled graph both executors start from
         self.nodes: Dict[int, _Node] = {}
-        for t, uid in zip(self.order, node_uids(self.order)):
-            op = t.factory() if t.factory is not None else None
+        for t, compiled in zip(self.order, self.graph):
+            op = compiled.factory() if compiled.factory is not None else None
             if watermarks_only and op is not None and not isinstance(op, TimestampsAndWatermarksOperator):
                 op = StreamOperator(op.name)  # the Spark driver tracks watermarks only: forward them
-            self.nodes[t.id] = _Node(t, op, uid)
+            self.nodes[t.id] = _Node(t, compiled, op)
         # FileSink: local part files, committed at the end of every micro-batch (the engine's checkpoint)
         self.file_writers: List[LocalFileSinkWriter] = []
         for t in self.order:
@@ -275,12 +278,12 @@ class LocalExecutor:
                 writer = LocalFileSinkWriter(t.spec.sink, t.inputs[0].output_type, clock)
                 self.file_writers.append(writer)
                 self.nodes[t.id].sink_fn = writer.write
-        # the edges (``datastream.plan.consumers``, as ``spark/plan.py`` compiles them); a side-output selector is
+        # the compiled edges (as ``spark/plan.py`` ships them), as the nodes they lead to; a side-output selector is
         # itself a pass-through node
         ordered = [self.nodes[t.id] for t in self.order]
-        for node, edges in zip(ordered, consumers(self.order)):
-            node.main = [(ordered[c], ch) for c, ch in edges.main]
-            node.side = {tag: [(ordered[c], ch) for c, ch in edges_of] for tag, edges_of in edges.side.items()}
+        for node, compiled in zip(ordered, self.graph):
+            node.main = [(ordered[c], compiled.channel_of(p)) for p, c in enumerate(compiled.main)]
+            node.side = {tag: [(ordered[c], 0) for c in edges_of] for tag, edges_of in compiled.side.items()}
         self.sources = [SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
         self.runners = {t.id: r for t, r in zip([t for t in self.order if t.kind == "source"], self.sources)}
 

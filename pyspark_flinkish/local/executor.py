@@ -21,11 +21,13 @@ from ..core.errors import FlinkishError, StateError, UserFunctionError
 from ..core.javamath import LONG_MAX, LONG_MIN
 from ..core.operators import StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
-from ..core.watermark_alignment import SplitWatermarks, StatusWatermarkValve
-from ..datastream.plan import FileSinkSpec, Transformation, TwoInputSpec, consumers, node_uids, topological
+from ..core.watermark_alignment import SplitWatermarks
+from ..datastream.compiled_graph import CompiledNode, compile_graph
+from ..datastream.plan import FileSinkSpec, Transformation, topological
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import watermark_lag
 from .file_sink import LocalFileSinkWriter
+from .graph_runner import GraphRunner
 
 
 @dataclass
@@ -57,76 +59,64 @@ class BatchProgress:
 
 
 class _Node:
-    """A running transformation: its operator (if any), its input valve and its downstream edges."""
+    """A running transformation: an instance of its compiled node (``datastream/compiled_graph.py``) in the job's
+    :class:`~.graph_runner.GraphRunner`, which holds its operator (if any), its sink function and its input valve;
+    the output its operator is opened with (records and watermarks go on through the runner) and where idleness
+    goes (``main`` and ``side``: the nodes its edges lead to)."""
 
-    def __init__(self, t: Transformation, operator: Optional[StreamOperator], uid: str = "") -> None:
+    def __init__(self, t: Transformation, compiled: CompiledNode, runner: GraphRunner) -> None:
         self.t = t
-        self.uid = uid
-        self.operator = operator
+        self.compiled = compiled
+        self.index = compiled.index
+        self.uid = compiled.uid
+        self.runner = runner
         self.main: List[Tuple[_Node, int]] = []
         self.side: Dict[OutputTag, List[Tuple[_Node, int]]] = {}
-        make_valve = getattr(t.spec, "make_valve", None)  # a two-input operator's inputs (``datastream/join.py``)
-        self.valve = make_valve() if callable(make_valve) else StatusWatermarkValve(max(1, len(t.inputs)))
-        self.sink_fn = t.sink
-        self.two_input = isinstance(t.spec, TwoInputSpec)
 
-    # -- Output protocol (the operator's output goes to the downstream edges)
+    @property
+    def operator(self) -> Optional[StreamOperator]:
+        return self.runner.operators.get(self.index)
+
+    @operator.setter
+    def operator(self, op: StreamOperator) -> None:
+        self.runner.operators[self.index] = op
+
+    @property
+    def valve(self) -> Any:
+        return self.runner.valves[self.index]
+
+    @valve.setter
+    def valve(self, valve: Any) -> None:
+        self.runner.valves[self.index] = valve
+
+    # -- Output protocol (the operator's output goes to the downstream edges, through the runner)
     def collect(self, record: StreamRecord) -> None:
-        for node, ch in self.main:
-            node.push_record(ch, record)
+        self.runner.forward(self.index, record)
 
     def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
-        for node, ch in self.side.get(tag, ()):
-            node.push_record(ch, record)
+        self.runner.forward_side(self.index, tag, record)
 
     def emit_watermark(self, watermark: int) -> None:
-        for node, ch in self.main:
-            node.push_watermark(ch, watermark)
-        for edges in self.side.values():
-            for node, ch in edges:
-                node.push_watermark(ch, watermark)
+        self.runner.forward_watermark(self.index, watermark)
 
     def emit_idle(self, idle: bool) -> None:
         for node, ch in self.main + [e for edges in self.side.values() for e in edges]:
             node.push_idle(ch, idle)
 
     # -- inputs
-    def push_record(self, channel: int, record: StreamRecord) -> None:
-        try:
-            if self.two_input and self.operator is not None:
-                self.operator.process_input(channel, record)  # type: ignore[attr-defined]
-            elif self.operator is not None:
-                self.operator.process_element(record)
-            elif self.sink_fn is not None:
-                call_user(self.sink_fn, lambda: f"{self.t.name}: sink function on {short(record.value)}", record.value)
-            else:  # union, side-output selector: pass through
-                self.collect(record)
-        except UserFunctionError as exc:
-            raise in_node(exc, self.t.name, self.uid)  # noqa: B904 (its cause is the user's exception)
-
-    def push_watermark(self, channel: int, watermark: int) -> None:
-        new = self.valve.input_watermark(channel, watermark)
-        if new is None:
-            return
-        try:
-            if self.operator is not None:
-                self.operator.process_watermark(new)
-            elif self.sink_fn is None:
-                self.emit_watermark(new)
-        except UserFunctionError as exc:
-            raise in_node(exc, self.t.name, self.uid)  # noqa: B904 (its cause is the user's exception)
-
     def push_idle(self, channel: int, idle: bool) -> None:
         new, status = self.valve.input_idle(channel, idle)
+        operator = self.operator
+        passes = operator is None and self.compiled.kind != "sink"  # a pass-through node hands it on
         if new is not None:
-            if self.operator is not None:
-                self.operator.process_watermark(new)
-            elif self.sink_fn is None:
+            if operator is not None:
+                operator.process_watermark(new)
+            elif passes:
                 self.emit_watermark(new)
         if status is not None:
-            if self.operator is not None:
-                self.operator.process_idle(status)
-            elif self.sink_fn is None:
+            if operator is not None:
+                operator.process_idle(status)
+            elif passes:
                 self.emit_idle(status)
 
 
@@ -262,25 +252,32 @@ class LocalExecutor:
         self.restore_every_batch = restore_every_batch
         self.progress = progress
         self.order = topological(sinks)
+        self.graph = compile_graph(sinks)  # the compiled graph both executors start from
+        self.runner = GraphRunner(self.graph)  # the one dispatch of both executors (``local/graph_runner.py``)
         self.nodes: Dict[int, _Node] = {}
-        for t, uid in zip(self.order, node_uids(self.order)):
-            op = t.factory() if t.factory is not None else None
+        for t, compiled in zip(self.order, self.graph):
+            op = compiled.factory() if compiled.factory is not None else None
             if watermarks_only and op is not None and not isinstance(op, TimestampsAndWatermarksOperator):
                 op = StreamOperator(op.name)  # the Spark driver tracks watermarks only: forward them
-            self.nodes[t.id] = _Node(t, op, uid)
+            if op is not None:
+                self.runner.operators[compiled.index] = op
+            if t.sink is not None:
+                self.runner.sink_functions[compiled.index] = t.sink
+            self.runner.valves[compiled.index] = compiled.make_valve()
+            self.nodes[t.id] = _Node(t, compiled, self.runner)
         # FileSink: local part files, committed at the end of every micro-batch (the engine's checkpoint)
         self.file_writers: List[LocalFileSinkWriter] = []
         for t in self.order:
             if isinstance(t.spec, FileSinkSpec) and not watermarks_only:
                 writer = LocalFileSinkWriter(t.spec.sink, t.inputs[0].output_type, clock)
                 self.file_writers.append(writer)
-                self.nodes[t.id].sink_fn = writer.write
-        # the edges (``datastream.plan.consumers``, as ``spark/plan.py`` compiles them); a side-output selector is
+                self.runner.sink_functions[self.nodes[t.id].index] = writer.write
+        # the compiled edges (as ``spark/plan.py`` ships them), as the nodes they lead to; a side-output selector is
         # itself a pass-through node
         ordered = [self.nodes[t.id] for t in self.order]
-        for node, edges in zip(ordered, consumers(self.order)):
-            node.main = [(ordered[c], ch) for c, ch in edges.main]
-            node.side = {tag: [(ordered[c], ch) for c, ch in edges_of] for tag, edges_of in edges.side.items()}
+        for node, compiled in zip(ordered, self.graph):
+            node.main = [(ordered[c], compiled.channel_of(p)) for p, c in enumerate(compiled.main)]
+            node.side = {tag: [(ordered[c], 0) for c in edges_of] for tag, edges_of in compiled.side.items()}
         self.sources = [SourceRunner(self.nodes[t.id], clock) for t in self.order if t.kind == "source"]
         self.runners = {t.id: r for t, r in zip([t for t in self.order if t.kind == "source"], self.sources)}
 

@@ -20,6 +20,7 @@ from ..core.key_identity import distinct_key, plain_key
 from ..core.operators import KeyedOperator, StreamOperator, TimestampsAndWatermarksOperator, call_user, in_node, short
 from ..core.records import OutputTag, StreamRecord
 from ..core.watermark_alignment import SplitWatermarks
+from ..local.graph_runner import PASS_THROUGH, GraphRunner
 from .error_transport import reported_steps
 from .generators import assigner_row, install_assigner_state, mid_batch_order, route_splits, splits_row
 from .keys import NO_KEY, encode_key, state_partition
@@ -37,9 +38,11 @@ class FixedClock:
         return self._now
 
 
-class ChainRunner:
-    """Runs the stateless operators of a chain depth-first on an executor (like the JVM-free engine),
-    turning what reaches a keyed operator or a sink into output rows."""
+class ChainRunner(GraphRunner):
+    """Runs the stateless operators of a chain depth-first on an executor with the JVM-free engine's dispatch
+    (``local/graph_runner.py``), turning what reaches a keyed operator or a sink into output rows: it overrides what
+    a sink and a keyed operator do with a record or a watermark (a row), how an operator's emissions are ordered
+    (``ord``, :class:`ChainOutput`) and how operators are opened (lazily, per task)."""
 
     def __init__(
         self,
@@ -49,6 +52,7 @@ class ChainRunner:
         partitions: int,
         generators: Optional[Dict[int, bytes]] = None,
     ) -> None:
+        super().__init__(plan.nodes)
         self.plan = plan
         self.watermarks = watermarks
         self.now = now
@@ -56,9 +60,7 @@ class ChainRunner:
         self.rows: List[Dict[str, Any]] = []
         self.sink_counts: Dict[int, int] = {}  # records this task sent to each sink (``count`` rows)
         self.stats: Dict[Tuple[int, Optional[str]], List[int]] = {}
-        self._ops: Dict[int, StreamOperator] = {}
         self._outputs: Dict[int, ChainOutput] = {}  # the output each operator was opened with (never op.output)
-        self._consumers: Dict[int, List[Tuple[int, int]]] = {}  # node -> its main consumers with their channels
         horizon = getattr(plan, "future_horizon_ms", None)
         self.future_after = None if horizon is None else now + horizon
         self.future: Dict[Tuple[int, Optional[str]], List[Any]] = {}  # [count, max ts, [(ts, order), ...]]
@@ -68,11 +70,11 @@ class ChainRunner:
         self.splits: Dict[int, SplitWatermarks] = {}
         self.watermark_order: Optional[List[int]] = None
 
-    def _operator(self, index: int) -> Tuple[StreamOperator, ChainOutput]:
-        """The node's operator, opened on first use, and the output it was opened with: the operator's own
-        ``output`` may stand in front of it (a declared output type, ``core/declared_output.py``), and the
-        processing order of what it emits is numbered here, below the input record's."""
-        op = self._ops.get(index)
+    def operator(self, index: int) -> StreamOperator:
+        """The node's operator, opened on first use with a :class:`ChainOutput` (kept in ``_outputs``: the
+        operator's own ``output`` may stand in front of it, a declared output type, ``core/declared_output.py``) on
+        a :class:`FixedClock` at the batch's processing time, at the watermark the driver's graph gives it."""
+        op = self.operators.get(index)
         if op is None:
             node = self.plan.nodes[index]
             op = node.factory()  # type: ignore[misc]
@@ -81,8 +83,17 @@ class ChainRunner:
             op.current_watermark = self.watermarks.get(index, op.current_watermark)
             if node.custom_generator and isinstance(op, TimestampsAndWatermarksOperator):
                 install_assigner_state(op, self.generators.get(index))
-            self._ops[index] = op
-        return op, self._outputs[index]
+            self.operators[index] = op
+        return op
+
+    def record_operator(self, index: int, order: Any) -> StreamOperator:
+        """The node's operator, its emissions numbered below the input record's ``order``."""
+        op = self.operators.get(index)
+        if op is None:
+            op = self.operator(index)
+        out = self._outputs[index]
+        out.base, out.n = order, 0
+        return op
 
     def stat(
         self, node: int, part: Optional[str], ts: Optional[int], batch: int = -1, order: Optional[List[int]] = None
@@ -117,105 +128,85 @@ class ChainRunner:
     def generator_rows(self) -> List[Dict[str, Any]]:
         """One ``gen`` row per custom generator this task ran: its new state, for the driver."""
         rows = [splits_row(index, splits) for index, splits in self.splits.items()]
-        for index, op in self._ops.items():
+        for index, op in self.operators.items():
             if self.plan.nodes[index].custom_generator and isinstance(op, TimestampsAndWatermarksOperator):
                 rows.append(assigner_row(index, op))
         return rows
 
-    def forward_watermark(self, index: int, watermark: int, order: List[int]) -> None:
-        """A mid-batch watermark leaves node ``index`` at ``order``: stateless operators after it process it now,
-        keyed operators get a ``wm`` row in every state partition (their tasks process it at ``order``)."""
-        node = self.plan.nodes[index]
+    def forward_watermark(self, index: int, watermark: int, order: Any = None) -> None:
+        """A mid-batch watermark leaves node ``index`` at ``order`` (``spark/generators.py``): stateless operators
+        after it process it now, keyed operators get a ``wm`` row in every state partition (their tasks process it
+        at ``order``); what an operator passes on while processing it goes on at the same ``order``."""
         saved, self.watermark_order = self.watermark_order, order
         try:
-            for consumer in [*node.main, *(c for cs in node.side.values() for c in cs)]:
-                self._push_watermark(consumer, watermark, order)
+            super().forward_watermark(index, watermark, order)
         finally:
             self.watermark_order = saved
 
-    def _push_watermark(self, index: int, watermark: int, order: List[int]) -> None:
+    def input_watermark(self, index: int, channel: int, watermark: int) -> Optional[int]:
+        """No valve in a task: a mid-batch watermark only travels where one input decides (what would need a valve
+        is refused, ``generators.refuse_unaligned_generators``); an operator takes it if it is past its own (the
+        driver's graph's) watermark, and a sink has no use for it."""
         node = self.plan.nodes[index]
         if node.kind == "sink":
-            return
-        if node.keyed:
-            for sp in range(self.partitions):
-                row = {"kind": "wm", "dest": index, "sp": sp, "key": None, "value": None, "ts": watermark, "ord": order}
-                self.rows.append(row)
-            return
-        if node.kind in ("union", "side_output"):
-            self.forward_watermark(index, watermark, order)
-            return
-        op, _ = self._operator(index)
-        if watermark > op.current_watermark:
-            op.process_watermark(watermark)  # passed on through its output (``ChainOutput.emit_watermark``)
+            return None
+        if node.keyed or node.kind in PASS_THROUGH:
+            return watermark
+        return watermark if watermark > self.operator(index).current_watermark else None
 
-    def push(self, index: int, record: StreamRecord, order: List[int], channel: int = 0) -> None:
-        try:
-            self._push(index, record, order, channel)
-        except UserFunctionError as exc:
-            node = self.plan.nodes[index]
-            raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
+    def keyed_watermark(self, index: int, watermark: int, order: Any) -> None:
+        """A keyed operator's mid-batch watermark: a ``wm`` row at ``order`` in every state partition."""
+        for sp in range(self.partitions):
+            row = {"kind": "wm", "dest": index, "sp": sp, "key": None, "value": None, "ts": watermark, "ord": order}
+            self.rows.append(row)
 
-    def _push(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
+    def sink_record(self, index: int, record: StreamRecord, order: Any) -> None:
+        """A sink's record: an output row (its value as columns where its type is declared, else pickled)."""
+        sink_counts = self.sink_counts
+        sink_counts[index] = sink_counts.get(index, 0) + 1
+        value = record.value
+        layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
+        cols = None if layout is None else layout.cell(value)
+        self.rows.append(
+            {
+                "kind": "rec",
+                "dest": index,
+                "sp": -1,
+                "key": None,
+                "value": dumps(value) if cols is None else None,
+                "ts": record.timestamp,
+                "ord": order,
+                "cols": cols,
+            }
+        )
+
+    def keyed_record(self, index: int, record: StreamRecord, order: Any, channel: int) -> None:
+        """A keyed operator's record: a row for the keyed stage with the key's bytes (or columns) and its state
+        partition."""
         node = self.plan.nodes[index]
-        if node.kind == "sink":
-            sink_counts = self.sink_counts
-            sink_counts[index] = sink_counts.get(index, 0) + 1
-            value = record.value
-            layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
-            cols = None if layout is None else layout.cell(value)
-            self.rows.append(
-                {
-                    "kind": "rec",
-                    "dest": index,
-                    "sp": -1,
-                    "key": None,
-                    "value": dumps(value) if cols is None else None,
-                    "ts": record.timestamp,
-                    "ord": order,
-                    "cols": cols,
-                }
-            )
-            return
-        if node.keyed and node.two_input:
+        if node.two_input:
             self._keyed_two_input_rows(index, record, order, channel)
             return
-        if node.keyed:
-            key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
-            dk = distinct_key(key, node.key_type)
-            kb = encode_key(dk)
-            layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
-            cols = None if layout is None else layout.cell(record.value)
-            key_layout = self.plan.key_columns.get(index)  # a declared key_type: the key crosses as columns
-            kcols = None if key_layout is None else key_layout.cell(plain_key(dk))
-            self.rows.append(
-                {
-                    "kind": "rec",
-                    "dest": index,
-                    "sp": state_partition(kb, self.partitions),
-                    "key": kb if kcols is None else None,
-                    "value": dumps(record.value) if cols is None else None,
-                    "ts": record.timestamp,
-                    "ord": order,
-                    "cols": cols,
-                    "kcols": kcols,
-                }
-            )
-            return
-        if node.kind in ("union", "side_output"):
-            self.forward(index, record, order)
-            return
-        op, out = self._operator(index)
-        out.base, out.n = order, 0
-        if node.two_input:
-            op.process_input(channel, record)  # type: ignore[attr-defined]
-        else:
-            op.process_element(record)
-        if node.generates_watermarks and not node.custom_generator:
-            # the operator's generator runs on the driver: report what it saw (timestamps after assignment)
-            for rec in out.assigned:
-                self.stat(index, "", rec)
-            out.assigned.clear()
+        key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
+        dk = distinct_key(key, node.key_type)
+        kb = encode_key(dk)
+        layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
+        cols = None if layout is None else layout.cell(record.value)
+        key_layout = self.plan.key_columns.get(index)  # a declared key_type: the key crosses as columns
+        kcols = None if key_layout is None else key_layout.cell(plain_key(dk))
+        self.rows.append(
+            {
+                "kind": "rec",
+                "dest": index,
+                "sp": state_partition(kb, self.partitions),
+                "key": kb if kcols is None else None,
+                "value": dumps(record.value) if cols is None else None,
+                "ts": record.timestamp,
+                "ord": order,
+                "cols": cols,
+                "kcols": kcols,
+            }
+        )
 
     def _keyed_two_input_rows(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
         """Rows for a keyed two-input operator: the element with its input (``(channel, element)`` pickled); a
@@ -263,12 +254,12 @@ class ChainRunner:
         operator's last input), then closes. The task, and so the micro-batch, ends with no request in flight."""
         done: set = set()  # type: ignore[type-arg]
         while True:
-            pending = [i for i in sorted(self._ops) if i not in done and isinstance(self._ops[i], AsyncWaitOperator)]
+            pending = [i for i in sorted(self.operators) if i not in done and isinstance(self.operators[i], AsyncWaitOperator)]
             if not pending:
                 return
             index = pending[0]
             done.add(index)
-            op = self._ops[index]
+            op = self.operators[index]
             try:
                 op.end_input()
             except UserFunctionError as exc:
@@ -277,22 +268,6 @@ class ChainRunner:
             finally:
                 op.close()
             self.rows.append(metric_row(index, -1, dict(op.metrics)))  # collected with the sinks' rows
-
-    def forward(self, index: int, record: StreamRecord, order: List[int]) -> None:
-        consumers = self._consumers.get(index)
-        if consumers is None:  # once per node: the plan does not change while the task runs
-            node = self.plan.nodes[index]
-            consumers = self._consumers[index] = [(c, node.channel_of(p)) for p, c in enumerate(node.main)]
-        for consumer, channel in consumers:
-            try:  # :meth:`push`, inline (once per record and consumer)
-                self._push(consumer, record, order, channel)
-            except UserFunctionError as exc:
-                node = self.plan.nodes[consumer]
-                raise in_node(exc, node.name, node.uid)  # noqa: B904 (its cause is the user's exception)
-
-    def forward_side(self, index: int, tag: OutputTag, record: StreamRecord, order: List[int]) -> None:
-        for consumer in self.plan.nodes[index].side.get(tag, ()):
-            self.push(consumer, record, order)
 
 
 class ChainOutput:
@@ -303,9 +278,10 @@ class ChainOutput:
         self.index = index
         self.base: List[int] = []
         self.n = 0
-        self.assigned: List[Optional[int]] = []
         node = runner.plan.nodes[index]
-        self._assigns = node.generates_watermarks  # report what it emits (timestamps after assignment)
+        # an ``assign_timestamps_and_watermarks`` whose generator runs on the driver: report the timestamps it
+        # assigns (the statistics the driver's generator sees)
+        self._stats = node.generates_watermarks and not node.custom_generator
         self._level = node.level
 
     def _order(self) -> List[int]:
@@ -313,8 +289,8 @@ class ChainOutput:
         return [*self.base, self.n]
 
     def collect(self, record: StreamRecord) -> None:
-        if self._assigns:
-            self.assigned.append(record.timestamp)
+        if self._stats:
+            self.runner.stat(self.index, "", record.timestamp)
         self.runner.forward(self.index, record, self._order())
 
     def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
@@ -345,9 +321,7 @@ class KeyedOutput(ChainOutput):
         self.emitted = 0  # records the operator emitted (main and side outputs): its numRecordsOut
 
     def collect(self, record: StreamRecord) -> None:
-        self.emitted += 1
-        if self._assigns:
-            self.assigned.append(record.timestamp)
+        self.emitted += 1  # a keyed operator never assigns timestamps (refused after a keyed one, ``spark/plan.py``)
         self.runner.forward(self.index, record, self._order())
 
     def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:

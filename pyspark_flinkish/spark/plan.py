@@ -6,13 +6,12 @@ a :class:`Node` holds only what running it needs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.batch_window import batch_eligibility
 from ..core.errors import UnsupportedFeatureError
-from ..core.operators import StreamOperator
-from ..core.records import OutputTag
+from ..datastream.compiled_graph import CompiledNode, compiled_fields, link
 from ..datastream.plan import (
     BatchWriterSinkSpec,
     ForeachBatchSpec,
@@ -20,7 +19,6 @@ from ..datastream.plan import (
     Transformation,
     TwoInputSpec,
     WindowSpec,
-    consumers,
     node_uids,
     topological,
 )
@@ -30,23 +28,14 @@ from .rows import ROW_DDL
 
 
 @dataclass
-class Node:
-    """One plan node as executors see it (no source data, only what running it needs)."""
+class Node(CompiledNode):
+    """One plan node as executors see it: its compiled node (``datastream/compiled_graph.py``, as the JVM-free engine
+    instantiates it) and what the Spark executors add to it (no source data, only what running it needs)."""
 
-    index: int
-    kind: str  # source | operator | union | side_output | sink
-    uid: str
-    factory: Optional[Callable[[], StreamOperator]]
-    keyed: bool
-    key_selector: Optional[Callable[[Any], Any]]
-    main: List[int] = field(default_factory=list)
-    side: Dict[OutputTag, List[int]] = field(default_factory=dict)
+    key_selector: Optional[Callable[[Any], Any]] = None
     level: int = 0  # keyed operators: 1 + the deepest keyed ancestor
     generates_watermarks: bool = False  # assign_timestamps_and_watermarks
     batched: bool = False  # a window run by BatchWindowOperator (core/batch_window.py)
-    name: str = ""  # the transformation's name (error messages)
-    main_channels: List[int] = field(default_factory=list)  # per entry of ``main``: the consumer's input it feeds
-    two_input: bool = False  # a connect / broadcast operator (``core/co_operators.py``): records carry their input
     key_selectors: Optional[List[Optional[Callable[[Any], Any]]]] = None  # keyed two-input: one per input
     broadcast_input: Optional[int] = None  # the input whose records go to every state partition (broadcast state)
     key_type: Any = None  # key_by's key_type (None: untyped): which keys are one key (``core/key_identity.py``)
@@ -55,10 +44,6 @@ class Node:
     custom_generator: bool = False
     strategy: Optional[Any] = None
     source_partitions: Tuple[Any, ...] = ()
-
-    def channel_of(self, position: int) -> int:
-        """The input of ``main[position]`` this node feeds (0 for one-input consumers)."""
-        return self.main_channels[position] if position < len(self.main_channels) else 0
 
 
 def refuse_per_event_generators(transformations: List[Transformation]) -> None:
@@ -119,16 +104,10 @@ class ExecPlan:
         for i, (t, uid) in enumerate(zip(order, node_uids(order))):
             self.nodes.append(
                 Node(
-                    index=i,
-                    kind=t.kind,
-                    uid=uid,
-                    factory=t.factory,
-                    keyed=t.keyed,
+                    **compiled_fields(t, i, uid),  # the compiled node (``datastream/compiled_graph.py``)
                     key_selector=getattr(t.spec, "key_selector", None) if t.keyed else None,
                     generates_watermarks=isinstance(t.spec, TimestampsSpec),
                     batched=vectorize and isinstance(t.spec, WindowSpec) and batch_eligibility(t.factory()) is None,
-                    name=t.name,
-                    two_input=isinstance(t.spec, TwoInputSpec),
                     key_selectors=t.spec.key_selectors if isinstance(t.spec, TwoInputSpec) else None,
                     broadcast_input=t.spec.broadcast_input if isinstance(t.spec, TwoInputSpec) else None,
                     key_type=getattr(t.spec, "key_type", None),
@@ -141,10 +120,7 @@ class ExecPlan:
                 if t.kind == "source":
                     node.strategy = strategy
                     node.source_partitions = tuple(getattr(t.source, "partitions", ()))
-        for node, edges in zip(self.nodes, consumers(order)):  # the local engine's edges (``datastream.plan``)
-            node.main = [c for c, _ in edges.main]
-            node.main_channels = [channel if self.nodes[c].two_input else 0 for c, channel in edges.main]
-            node.side = {tag: [c for c, _ in edges_of] for tag, edges_of in edges.side.items()}
+        link(self.nodes, order)  # the compiled edges, as the local engine's (``datastream/compiled_graph.py``)
         for i, t in enumerate(order):  # levels of keyed operators
             node = self.nodes[i]
             parents = [self.nodes[index[p.id]] for p in t.inputs]

@@ -112,6 +112,7 @@ class ForeachBatchDriver(DriverCheckpoint):
         self.durations: Dict[str, float] = {}  # milliseconds per phase of the last batch (progress, profiling)
         self.input_counts: Dict[str, Dict[str, int]] = {}  # progress: records per source and partition, last batch
         self._heartbeats: Any = None  # the columnar path's heartbeat rows, built once per query
+        self._keyed_heartbeats: Dict[int, Any] = {}  # the general path's, per keyed level (``_level_heartbeats``)
         self.metric_rows: List[Tuple[int, int, Dict[str, Any]]] = []  # (step, operator, metrics) of the batch
         self.history: Deque[Dict[str, Any]] = collections.deque(maxlen=100)  # progress of the recent batches
         self.watermark_graph = self._new_graph()
@@ -133,6 +134,7 @@ class ForeachBatchDriver(DriverCheckpoint):
         # the sinks whose records the driver collects (add_sink, print, execute_and_collect); the others' stay on
         # the executors and reach their writers as DataFrames (``spark/sink_frames.py``)
         self.client_sinks = [i for i in self.plan.sinks if is_client_sink(self.plan.transformations[i])]
+        self.frame_sinks = [i for i in self.plan.sinks if i not in self.client_sinks]  # read the stages' outputs again
         self.sink_counts: Dict[int, int] = {}  # records per sink in the batch (from the tasks' count rows)
         self.collected_rows = 0  # rows the driver collected in the batch (coordination and driver-side sinks)
         self.spark_jobs: Optional[SparkJobs] = None  # the Spark jobs of each batch, by phase (progress)
@@ -228,6 +230,11 @@ class ForeachBatchDriver(DriverCheckpoint):
                     driver.spark_jobs.mark(name)
 
         return _Timer()
+
+    def _planned(self, since: float) -> None:
+        """Add the time since ``since`` (``time.perf_counter()``) to the phase ``plan``: the driver building the
+        batch's Spark plans (no Spark job)."""
+        self.durations["plan"] = self.durations.get("plan", 0.0) + (time.perf_counter() - since) * 1000
 
     def _run(self, df: Any, batch_id: int) -> None:
         self.durations = {}
@@ -363,6 +370,7 @@ class ForeachBatchDriver(DriverCheckpoint):
             return self._step_columnar(df, batch_id)
         from pyspark.sql import functions as F
 
+        planning = time.perf_counter()
         plan, parts = self.exec_plan, self.partitions
         now = self.env.clock.now()
         wm_prev = self._wm_now()
@@ -400,6 +408,7 @@ class ForeachBatchDriver(DriverCheckpoint):
             )
         if keep:
             routed = routed.persist()
+        self._planned(planning)
         if advance is not None:  # one pass: the keyed tasks advance the watermarks from the route's ``stats`` rows
             outputs = [routed.filter(F.col("kind").isin("rec", "metric", "count", "wm", "stats"))]
             return self._levels_and_sinks(
@@ -437,29 +446,30 @@ class ForeachBatchDriver(DriverCheckpoint):
 
         plan, parts = self.exec_plan, self.partitions
         for level in levels:
+            planning = time.perf_counter()
             nodes = plan.keyed_at(level)
             pending = outputs[0]
             for o in outputs[1:]:
                 pending = pending.unionByName(o)
             pending = pending.filter(F.col("dest").isin(nodes))
-            heartbeats = self.spark.createDataFrame(
-                [("hb", n, sp) for n in nodes for sp in range(parts)], "kind string, dest int, sp int"
-            )
-            for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
-                heartbeats = heartbeats.withColumn(c, F.lit(None).cast(outputs[0].schema[c].dataType))
-            for layout in plan.typed_columns():  # never null (``spark/record_columns.py``)
-                for c, empty in zip(layout.columns, layout.placeholders):
-                    heartbeats = heartbeats.withColumn(c, F.lit(empty).cast(outputs[0].schema[c].dataType))
+            heartbeats = self._level_heartbeats(level, nodes, outputs[0].schema)
             reporter = (nodes[0], 0) if advance is not None else None  # the group that passes the statistics on
             function = keyed_level_function(
                 plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests(), advance, reporter
             )
-            keyed = pending.unionByName(heartbeats).groupBy("dest", "sp").applyInPandas(function, plan.row_ddl()).persist()
+            keyed = pending.unionByName(heartbeats).groupBy("dest", "sp").applyInPandas(function, plan.row_ddl())
+            # persisted where it is read again (its state is written once): by a later level, or by the sinks whose
+            # records stay on the executors (``_frame``). The last level of a batch whose sinks are all driver-side
+            # is read once, by the collect below: persisting it would only add a Spark job (adaptive execution
+            # materialises a cached plan in a job of its own before the collect's)
+            if level != levels[-1] or self.frame_sinks:
+                keyed = keyed.persist()
+                materialized.append(keyed)
+            self._planned(planning)
             if level != levels[-1]:  # a later level reads it; the last one is computed by the collect below
                 with self._phase(f"keyed level {level}"):
                     keyed.count()
             outputs.append(keyed)
-            materialized.append(keyed)
 
         by_sink: Dict[int, List[Any]] = {i: [] for i in self.client_sinks}
         step = len({s for s, _, _ in self.metric_rows})
@@ -501,6 +511,26 @@ class ForeachBatchDriver(DriverCheckpoint):
         with self._phase("watermarks"):
             batch_index = self.take_statistics(blobs, step, now, advance)
         return by_sink, materialized, outputs, batch_index
+
+    def _level_heartbeats(self, level: int, nodes: List[int], schema: Any) -> Any:
+        """One row per keyed group (operator ``nodes`` x state partition) of ``level``, so that every group runs in
+        every batch (its watermark and timers advance with no record); the same DataFrame every batch, built on
+        first use (its columns' casts are a round trip to Spark each)."""
+        from pyspark.sql import functions as F
+
+        if level in self._keyed_heartbeats:
+            return self._keyed_heartbeats[level]
+        heartbeats = self.spark.createDataFrame(
+            [("hb", n, sp) for n in nodes for sp in range(self.partitions)], "kind string, dest int, sp int"
+        )
+        columns = [F.col("kind"), F.col("dest"), F.col("sp")]
+        for c in ("key", "value", "ts", "ord", "part", "stat_max", "stat_count", "stat_batch"):
+            columns.append(F.lit(None).cast(schema[c].dataType).alias(c))
+        for layout in self.exec_plan.typed_columns():  # never null (``spark/record_columns.py``)
+            for c, empty in zip(layout.columns, layout.placeholders):
+                columns.append(F.lit(empty).cast(schema[c].dataType).alias(c))
+        self._keyed_heartbeats[level] = heartbeats.select(*columns)
+        return self._keyed_heartbeats[level]
 
     def take_statistics(self, blobs: List[bytes], step: int, now: int, advance: WatermarkAdvance) -> Optional[int]:
         """The one-pass path's statistics, as the reporting keyed group passed them on (``stats`` rows' values): the

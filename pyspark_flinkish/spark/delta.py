@@ -272,8 +272,11 @@ class DeltaBatchWriter:
             finally:
                 done.set()
 
-        # not a daemon: the interpreter waits for a checkpoint being written before it exits
-        thread = threading.Thread(target=run, name=f"flinkish-delta-commit-{batch_id}")
+        from pyspark.util import InheritableThread
+
+        # with the batch's local properties (the query's job group: its jobs are the batch's, and stopping the query
+        # cancels them, as inside the batch); not a daemon: the interpreter waits for a checkpoint being written
+        thread = InheritableThread(run, name=f"flinkish-delta-commit-{batch_id}")
         thread.start()
         delay = 0.005
         while not done.wait(delay):

@@ -19,6 +19,14 @@ options: its ``userMetadata`` is set with Delta's session setting
 ``newSession()``, on the job's session for the MERGE: see :class:`DeltaBatchWriter`).
 An empty batch is committed too (an empty append): it carries the watermark.
 
+An append's batch ends as soon as its commit file is in the table's log (the commit is durable then); Delta's
+post-commit work (the log checkpoint every ``delta.checkpointInterval`` commits, the checksum, the log clean-up)
+finishes on a background thread of the writer while the next batch runs (:meth:`DeltaBatchWriter.flush` waits for
+it). Delta 4.x offers no switch for this: its checkpoint hook runs inside the writing call, so the writer runs
+that call on its thread and watches the log for its commit (:func:`.delta_commits.find_commit`). A MERGE, a Spark
+Connect session, a table whose location :mod:`.storage` cannot reach and ``with_background_checkpoints(False)``
+keep the post-commit work inside the batch.
+
 Commit metadata and reading the log: :mod:`.delta_commits`; reading a table as a source (``env.from_delta``):
 :mod:`.delta_source`.
 """
@@ -28,11 +36,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 import uuid
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..datastream.plan import DeltaSinkSpec, Transformation
-from .delta_commits import app_id, commit_metadata, last_committed_batch, table_identifier
+from . import storage
+from .delta_commits import app_id, commit_metadata, find_commit, last_committed_batch, log_versions, table_identifier
 from .sink_frames import SinkFrame
 
 _log = logging.getLogger("pyspark_flinkish.spark.delta")
@@ -85,15 +95,43 @@ class DeltaBatchWriter:
         self.commits = 0  # commits made by this instance
         self.skipped = 0  # replayed batches found already committed and not written again
         self.rows_written = 0  # records committed by this instance
+        self._log_dir: Optional[str] = None  # the table's _delta_log ("": not reachable: post-commit in the batch)
+        self._next_version = 0  # the first log version not yet read by find_commit
+        self._background: List[Tuple[threading.Thread, List[BaseException], int]] = []  # (thread, failure, batch)
+        self.background_commits = 0  # commits whose post-commit work ran after the batch ended
+        self.post_commit_failures = 0  # background post-commit work that failed after its commit (logged)
 
     def __getstate__(self) -> Dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_session=None, _shared=False, _lock=None)  # a session and a lock do not travel
+        # a session, a lock and threads do not travel
+        state.update(_session=None, _shared=False, _lock=None, _background=[], _log_dir=None)
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Wait for the post-commit work (log checkpoints) still running after earlier batches; True when none is
+        left. Called when the job stops; a failure of that work is logged (its commit stands)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread, _, _ in list(self._background):
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self._reap()
+        return not self._background
+
+    def _reap(self) -> None:
+        """Forget the background threads that ended; log the failure of one whose commit had succeeded."""
+        running = []
+        for thread, failure, batch_id in self._background:
+            if thread.is_alive():
+                running.append((thread, failure, batch_id))
+            elif failure:
+                self.post_commit_failures += 1
+                _log.warning("Delta sink %s: the post-commit work of batch %d failed after its commit (the batch "
+                             "is committed; Delta writes the next log checkpoint at its next interval): %s",
+                             self.sink.target, batch_id, failure[0])
+        self._background = running
 
     def _own_session(self, spark: Any) -> Any:
         # MERGE takes its commit's userMetadata from session settings: a session of its own keeps them from other
@@ -169,11 +207,11 @@ class DeltaBatchWriter:
                 return
             try:
                 if frame.count == 0:  # still a commit: it carries the watermark
-                    self._append(session, session.createDataFrame([], schema), metadata, empty=True)
+                    self._append(session, session.createDataFrame([], schema), metadata, empty=True, commit=(app, batch_id))
                 elif self.sink.merge_keys:
                     self._merge(session, frame.last_per_key(self.sink.merge_keys, self.output_type), metadata)
                 else:
-                    self._append(session, frame.typed(self.output_type), metadata, empty=False)
+                    self._append(session, frame.typed(self.output_type), metadata, empty=False, commit=(app, batch_id))
             except BaseException:
                 del self._last[app]  # the commit may have happened: read the log again before the next write
                 raise
@@ -181,18 +219,75 @@ class DeltaBatchWriter:
             self.commits += 1
             self.rows_written += frame.count
 
-    def _append(self, spark: Any, df: Any, metadata: str, empty: bool) -> None:
+    def _append(self, spark: Any, df: Any, metadata: str, empty: bool, commit: Tuple[str, int]) -> None:
         """Append ``df`` (written by the executors: ``df.write`` runs in the session ``df`` belongs to) with the
-        commit's ``userMetadata``."""
+        commit's ``userMetadata``; returns once the commit ``(app id, batch id)`` is durable (see the module's
+        docstring for the post-commit work after it)."""
         writer = df.write.format("delta").mode("append").option("userMetadata", metadata)
         if self.sink.partition_by:
             writer = writer.partitionBy(*self.sink.partition_by)
-        # an empty batch is still a commit: it carries the watermark (Delta elides empty commits by default)
-        with self._settings(spark, {SKIP_EMPTY_COMMITS_CONF: "false"} if empty else {}):
-            if self.sink.path is not None:
-                writer.save(self.sink.path)
-            else:
-                writer.saveAsTable(self.sink.table)
+
+        def save() -> None:
+            # an empty batch is still a commit: it carries the watermark (Delta elides empty commits by default)
+            with self._settings(spark, {SKIP_EMPTY_COMMITS_CONF: "false"} if empty else {}):
+                if self.sink.path is not None:
+                    writer.save(self.sink.path)
+                else:
+                    writer.saveAsTable(self.sink.table)
+
+        log_dir = self._table_log(spark) if self.sink.background_checkpoints and not self._shared else None
+        if log_dir is None:
+            save()
+        else:
+            self._save_until_committed(save, log_dir, *commit)
+
+    def _table_log(self, spark: Any) -> Optional[str]:
+        """The table's ``_delta_log`` as :mod:`.storage` reaches it (the location Spark resolved, from ``DESCRIBE
+        DETAIL``), or None when it cannot (an unsupported file system: the post-commit work stays in the batch)."""
+        if self._log_dir is None:
+            self._log_dir = ""
+            try:
+                detail = spark.sql(f"DESCRIBE DETAIL {table_identifier(self.sink.path, self.sink.table)}").first()
+                log_dir = storage.join(str(detail["location"]), "_delta_log")
+                versions = log_versions(log_dir)  # reachable: the commits so far
+                self._next_version = versions[-1] + 1 if versions else 0
+                self._log_dir = log_dir
+            except Exception as exc:  # any reason it is unreachable: the batch keeps the work
+                _log.info("Delta sink %s: the table's log is not reachable from Python (%s); Delta's post-commit "
+                          "work stays inside each batch", self.sink.target, exc)
+        return self._log_dir or None
+
+    def _save_until_committed(self, save: Callable[[], None], log_dir: str, app: str, batch_id: int) -> None:
+        """Run ``save`` on a thread of its own and return once its commit is in the log at ``log_dir`` (or ``save``
+        ended: its failure is raised); the thread finishes Delta's post-commit work after that."""
+        self._reap()
+        done = threading.Event()
+        failure: List[BaseException] = []
+
+        def run() -> None:
+            try:
+                save()
+            except BaseException as exc:  # handed to the batch, or logged when its commit had succeeded
+                failure.append(exc)
+            finally:
+                done.set()
+
+        from pyspark.util import InheritableThread
+
+        # with the batch's local properties (the query's job group: its jobs are the batch's, and stopping the query
+        # cancels them, as inside the batch); not a daemon: the interpreter waits for a checkpoint being written
+        thread = InheritableThread(run, name=f"flinkish-delta-commit-{batch_id}")
+        thread.start()
+        delay = 0.005
+        while not done.wait(delay):
+            version, self._next_version = find_commit(log_dir, self._next_version, app, batch_id)
+            if version is not None:
+                self._background.append((thread, failure, batch_id))
+                self.background_commits += 1
+                return
+            delay = min(delay * 2, 0.05)
+        if failure:
+            raise failure[0]
 
     def _merge(self, spark: Any, df: Any, metadata: str) -> None:
         """MERGE ``df`` (one row per merge key) into the table on the writer's session ``spark``: ``df`` belongs to

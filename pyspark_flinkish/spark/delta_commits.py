@@ -14,6 +14,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..core.errors import StateError
 from . import storage
 from .checkpoint import spark_query_id
 
@@ -150,6 +151,29 @@ def last_committed_batch(spark: Any, path: Optional[str], table: Optional[str], 
     return None
 
 
+def log_versions(log_dir: str) -> List[int]:
+    """The versions of the commit files (``<version>.json``) in a table's ``_delta_log`` at ``log_dir`` (any location
+    :mod:`.storage` reaches), ascending; none when the directory does not exist."""
+    names = storage.list_names(log_dir)
+    return sorted(int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
+
+
+def find_commit(log_dir: str, first: int, app: str, batch_id: int) -> Tuple[Optional[int], int]:
+    """Look for the commit of ``(app, batch_id)`` in the log at ``log_dir`` from version ``first`` on, version by
+    version while the commit files exist: ``(its version or None, the first version not read)``. A commit file
+    appears whole (Delta writes it with a rename or a single PUT), so once it is found the commit is durable."""
+    v = first
+    while True:
+        try:
+            text = storage.read_bytes(storage.join(log_dir, f"{v:020d}.json")).decode("utf-8")
+        except StateError:  # not (yet) there
+            return None, v
+        info = next((json.loads(line)["commitInfo"] for line in text.splitlines() if '"commitInfo"' in line), {})
+        v += 1
+        if parse_commit(info.get("userMetadata")) == (app, batch_id):
+            return v - 1, v
+
+
 def commit_watermarks(spark: Any, path: str, versions: Sequence[int]) -> Dict[int, Optional[int]]:
     """The watermark recorded with each commit (None where none is): from ``_delta_log`` when the table is on a
     local path, else from the table's history (``DESCRIBE HISTORY``)."""
@@ -184,5 +208,7 @@ __all__ = [
     "table_detail",
     "history",
     "last_committed_batch",
+    "log_versions",
+    "find_commit",
     "commit_watermarks",
 ]

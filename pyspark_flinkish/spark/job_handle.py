@@ -151,6 +151,7 @@ class SparkJobHandle:
             if self.client is not None:
                 self.client.stop()
             self._remove_listeners()
+            self._flush_sink_writers()
         if self.driver is not None:
             self.driver.raise_if_failed()
         return result  # type: ignore[no-any-return]
@@ -180,6 +181,15 @@ class SparkJobHandle:
             self.client.stop()
         self._drain()
         self._remove_listeners()
+        self._flush_sink_writers()
+
+    def _flush_sink_writers(self) -> None:
+        """Wait for the sinks' work left after their last batch (``DeltaSink``'s log checkpoint written in the
+        background, :meth:`.delta.DeltaBatchWriter.flush`)."""
+        for t in self.driver.plan.transformations if self.driver is not None else ():
+            flush = getattr(getattr(t.spec, "writer", None), "flush", None)
+            if callable(flush):
+                flush()
 
     def stop_with_savepoint(self, savepoint_directory: str, advance_to_end_of_event_time: bool = False) -> str:
         """Flink's stop-with-savepoint: stop the query, then write a savepoint of its last committed micro-batch (keyed

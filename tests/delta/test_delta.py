@@ -157,6 +157,77 @@ def test_writer_merge_is_idempotent_and_last_record_of_a_key_wins(spark: Any, tm
     assert [c["operation"] for c in _commits(path)] == ["CREATE TABLE", "MERGE", "MERGE"]
 
 
+def _checkpoint_table(spark: Any, path: str) -> None:
+    """A table whose log is checkpointed every 2 commits (the user's property, which the writer keeps)."""
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (key STRING, ts BIGINT, v BIGINT) USING delta "
+        "TBLPROPERTIES ('delta.checkpointInterval' = '2', 'delta.enableChangeDataFeed' = 'true')"
+    )
+
+
+def _checkpoints(path: str) -> List[int]:
+    return sorted(int(os.path.basename(f)[:20]) for f in glob.glob(os.path.join(path, "_delta_log", "*.checkpoint.parquet")))
+
+
+def test_writer_log_checkpoints_in_the_background_equal_synchronous_ones(spark: Any, tmp_path: Any) -> None:
+    """The default writer returns once a batch's commit is in the log and writes Delta's log checkpoint (every
+    ``delta.checkpointInterval`` commits) on its background thread: the same commits, rows, checkpoints and
+    ``_last_checkpoint`` as a writer doing it inside the batch, and the table's property unchanged."""
+    from pyspark_flinkish.spark.delta import DeltaBatchWriter
+    from pyspark_flinkish.spark.sink_frames import SinkFrame
+
+    tables = {}
+    for name, sink in (("bg", DeltaSink.for_path(str(tmp_path / "bg"))),
+                       ("sync", DeltaSink.for_path(str(tmp_path / "sync")).with_background_checkpoints(False))):
+        path = str(tmp_path / name)
+        _checkpoint_table(spark, path)
+        writer = DeltaBatchWriter(sink, EVENT)
+        context = {"checkpoint": str(tmp_path / f"ck-{name}"), "sink_uid": "out", "watermark": 7}
+        for b in range(5):  # versions 1..5: checkpoints at 2 and 4; batch 2 is empty (still a commit)
+            rows = [] if b == 2 else [(f"k{b}", b, i) for i in range(3)]
+            writer(spark, SinkFrame.of_values(spark, rows, EVENT), b, context)
+            assert len(_rows(spark, path, ["key"])) == 3 * sum(1 for x in range(b + 1) if x != 2)  # in when the batch ends
+        writer(spark, SinkFrame.of_values(spark, [("zzz", 9, 9)], EVENT), 4, context)  # a replay: skipped
+        assert writer.flush(timeout=120)
+        assert (writer.commits, writer.skipped, writer.post_commit_failures) == (5, 1, 0)
+        assert writer.background_commits == (0 if name == "sync" else 5)
+        with open(os.path.join(path, "_delta_log", "_last_checkpoint")) as f:
+            last = json.load(f)["version"]
+        props = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["properties"]
+        tables[name] = (_rows(spark, path, ["key", "ts", "v"]), [c["operation"] for c in _commits(path)],
+                        _checkpoints(path), last, props.get("delta.checkpointInterval"))
+    assert tables["bg"] == tables["sync"]
+    assert tables["bg"][2:] == ([2, 4], 4, "2")
+
+
+@pytest.mark.timeout(600)
+def test_a_crash_while_the_log_checkpoint_is_written_leaves_a_readable_table(tmp_path: Any, driver_runs: Any) -> None:
+    """A driver SIGKILLed while its writer's background thread writes the log checkpoint of version 2: the table
+    reads back with every committed batch; a restarted writer skips the committed batch, goes on, and Delta writes
+    the next checkpoint (version 4)."""
+    from pyspark_flinkish.spark.delta import DeltaBatchWriter
+    from pyspark_flinkish.spark.session import session
+    from pyspark_flinkish.spark.sink_frames import SinkFrame
+    from pyspark_flinkish.testing.sigkill import DriverRun
+
+    path, ck = str(tmp_path / "t"), str(tmp_path / "ck")
+    job = os.path.join(os.path.dirname(__file__), "delta_checkpoint_crash_job.py")
+    run = DriverRun(job, [path, ck], tmp_path / "crash.log")
+    driver_runs.append(run)
+    rc = run.finish(300)
+    assert rc == -9 and any(ln.startswith("SIGKILL during the checkpoint") for ln in run.lines()), run.tail()
+    spark = session()
+    assert _rows(spark, path, ["key", "ts", "v"]) == [("k0", 0, 0), ("k1", 1, 1)]
+    writer = DeltaBatchWriter(DeltaSink.for_path(path), EVENT)
+    context = {"checkpoint": ck, "sink_uid": "out", "watermark": 0}
+    for b in (1, 2, 3):  # 1: the replay of the last committed batch
+        writer(spark, SinkFrame.of_values(spark, [(f"k{b}", b, b)], EVENT), b, context)
+    assert writer.flush(timeout=120)
+    assert (writer.commits, writer.skipped) == (2, 1)
+    assert _rows(spark, path, ["key", "ts", "v"]) == [(f"k{b}", b, b) for b in range(4)]
+    assert 4 in _checkpoints(path)
+
+
 # ------------------------------------------------------------------------------------------------- pipelines
 def _expected_chain() -> Tuple[List[tuple], List[tuple], List[tuple]]:
     """The chain as one job on the JVM-free engine: (silver, gold, late) records."""

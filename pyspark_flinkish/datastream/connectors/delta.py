@@ -38,6 +38,10 @@ class DeltaSink:
         table: the catalog table's name (``for_table``), or None with ``path``.
         partition_by: partition columns of a table this sink creates.
         merge_keys: key columns for merge mode (empty: append).
+        background_checkpoints: True (default): an append's batch ends once its commit is in the table's log;
+            Delta's post-commit work (the log checkpoint of every ``delta.checkpointInterval``-th commit, the
+            checksum, the log clean-up) finishes on a background thread while the next batch runs
+            (``with_background_checkpoints(False)``: inside the batch, as Delta's own writers do).
 
     Differences from Flink: Flink's DeltaSink commits on Flink checkpoints (two-phase commit); here every Spark
     micro-batch is one commit, idempotent per (query, sink, batch id). It runs on the Spark executors only.
@@ -49,6 +53,7 @@ class DeltaSink:
         table: Optional[str] = None,
         partition_by: Sequence[str] = (),
         merge_keys: Sequence[str] = (),
+        background_checkpoints: bool = True,
     ) -> None:
         if (path is None) == (table is None):
             msg = (
@@ -64,6 +69,10 @@ class DeltaSink:
         self.table = table
         self.partition_by: Tuple[str, ...] = _names("partition column", partition_by)
         self.merge_keys: Tuple[str, ...] = _names("merge key", merge_keys)
+        if not isinstance(background_checkpoints, bool):
+            msg = f"DeltaSink background_checkpoints must be True or False; got {background_checkpoints!r}"
+            raise InvalidTypeError(msg)
+        self.background_checkpoints = background_checkpoints
 
     @staticmethod
     def for_path(path: str, partition_by: Sequence[str] = (), merge_keys: Sequence[str] = ()) -> DeltaSink:
@@ -77,7 +86,7 @@ class DeltaSink:
 
     def with_partition_columns(self, *columns: str) -> DeltaSink:
         """A copy partitioning the table it creates by ``columns`` (Flink: ``withPartitionColumns``)."""
-        return DeltaSink(self.path, self.table, _flatten(columns), self.merge_keys)
+        return DeltaSink(self.path, self.table, _flatten(columns), self.merge_keys, self.background_checkpoints)
 
     def with_merge_keys(self, *keys: str) -> DeltaSink:
         """A copy in merge mode: records upsert by ``keys`` (the last firing of a key wins)."""
@@ -85,7 +94,14 @@ class DeltaSink:
         if not keys:
             msg = "with_merge_keys needs at least one key column, e.g. with_merge_keys('key', 'window_start')"
             raise InvalidArgumentError(msg)
-        return DeltaSink(self.path, self.table, self.partition_by, keys)
+        return DeltaSink(self.path, self.table, self.partition_by, keys, self.background_checkpoints)
+
+    def with_background_checkpoints(self, enabled: bool = True) -> DeltaSink:
+        """A copy that finishes Delta's post-commit work of an append (the log checkpoint every
+        ``delta.checkpointInterval`` commits) in the background (``True``, the default) or inside the batch
+        (``False``). Either way every commit's records are in the table when the batch ends, and no table property
+        is changed; see ``docs/kafka-and-delta.md``, *Log checkpoints*."""
+        return DeltaSink(self.path, self.table, self.partition_by, self.merge_keys, enabled)
 
     def build(self) -> DeltaSink:
         """Flink's builders end with ``build()``; this sink is already built."""
@@ -128,7 +144,7 @@ class DeltaSink:
         return hash(self._fields())
 
     def _fields(self) -> tuple:  # type: ignore[type-arg]
-        return (self.path, self.table, self.partition_by, self.merge_keys)
+        return (self.path, self.table, self.partition_by, self.merge_keys, self.background_checkpoints)
 
     def __repr__(self) -> str:
         target = f"for_path({self.path!r})" if self.path is not None else f"for_table({self.table!r})"
@@ -137,6 +153,8 @@ class DeltaSink:
             out += f".with_partition_columns{self.partition_by!r}"
         if self.merge_keys:
             out += f".with_merge_keys{self.merge_keys!r}"
+        if not self.background_checkpoints:
+            out += ".with_background_checkpoints(False)"
         return out
 
 

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set,
 
 from ..core.batch_window import BatchWindowOperator
 from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_value
+from ..core.errors import FlinkishError
 from ..core.operators import KeyedOperator
 from ..core.records import StreamRecord
 from ..monitoring import partition_metrics
@@ -57,7 +58,7 @@ KEYED_INPUT_COLUMNS = ("kind", "key", "value", "ts")
 """The stage row columns a keyed task reads of its records, besides ``ord`` and their typed columns."""
 
 
-class OutOfOrderInputError(RuntimeError):
+class OutOfOrderInputError(FlinkishError, RuntimeError):
     """A keyed task's input did not arrive in processing order (``ord``): the keyed stage's plan lost the order
     :func:`in_processing_order` gives it. The task stops rather than process its records in another order."""
 

@@ -3,7 +3,8 @@
 The Spark driver (``ForeachBatchDriver``) runs each micro-batch as Spark jobs around pure-pandas bodies: the route
 (``route_partition``, one call per Spark task), the driver's watermark advance (``_advance_watermarks``; on the
 one-pass path, one keyed level, the keyed tasks run it on the route's ``stats`` rows and the driver after them,
-``take_statistics``), the keyed levels (``groupBy("dest", "sp").applyInPandas`` of ``run_keyed_partition``, batch-wise windows included) and the
+``take_statistics``), the keyed levels (``groupBy("dest", "sp").applyInPandas`` of ``run_keyed_partition`` in its iterator form, each group's rows
+sorted by ``ord`` and in small chunks, batch-wise windows included) and the
 sinks (rows sorted by ``ord``, ``_deliver``). This harness drives the same objects in the same order with pandas
 frames in place of Spark DataFrames and a temporary directory as the checkpoint: only the Spark plumbing between
 the bodies (``mapInPandas``, ``filter``, ``unionByName``, ``groupBy``, ``collect``) is done here, by pandas.
@@ -33,13 +34,44 @@ from pyspark_flinkish.spark.columnar import columnar_function
 from pyspark_flinkish.spark.driver import ForeachBatchDriver
 from pyspark_flinkish.spark.environment import SparkStreamExecutionEnvironment
 from pyspark_flinkish.spark.generators import generator_states, ordered_route
-from pyspark_flinkish.spark.keyed_partition import keyed_level_function
+from pyspark_flinkish.spark.keyed_partition import KeyedInput, keyed_level_function, run_keyed_partition
 from pyspark_flinkish.spark.record_columns import KEY_PREFIX, RecordColumns
 from pyspark_flinkish.spark.replay import replay_rows
 from pyspark_flinkish.spark.rows import ROW_COLUMNS
 from pyspark_flinkish.spark.source_rows import dataframe_records
 
-__all__ = ["PandasStream", "count_key_crossings", "local_outputs", "run_foreach_batch"]
+__all__ = [
+    "GROUP_CHUNK_ROWS",
+    "PandasStream",
+    "count_key_crossings",
+    "group_frames",
+    "keyed_task",
+    "local_outputs",
+    "run_foreach_batch",
+]
+
+GROUP_CHUNK_ROWS = 3
+"""Rows per frame of a keyed group's iterator here (Spark's: ``spark.sql.execution.arrow.maxRecordsPerBatch``,
+10,000): small, so that every scenario's keyed tasks read their input across chunk boundaries."""
+
+
+def group_frames(frame: pd.DataFrame, chunk: int = GROUP_CHUNK_ROWS) -> List[pd.DataFrame]:
+    """One keyed group's rows as ``keyed_partition.in_processing_order`` and ``applyInPandas``' iterator form give
+    them to its task: sorted by ``ord`` (rows without one first), in frames of ``chunk`` rows."""
+
+    def position(i: int) -> Any:
+        o = frame["ord"].iloc[i]
+        missing = o is None or (isinstance(o, float) and o != o)
+        return (0, []) if missing else (1, [int(x) for x in o])
+
+    ordered = frame.iloc[sorted(range(len(frame)), key=position)].reset_index(drop=True)
+    return [ordered.iloc[k : k + chunk].reset_index(drop=True) for k in range(0, len(ordered), chunk)]
+
+
+def keyed_task(plan: Any, frame: pd.DataFrame, *args: Any) -> pd.DataFrame:
+    """``run_keyed_partition`` over one group's rows (``frame``, in any order) as its Spark task runs it: the rows
+    in processing order and in chunks (:func:`group_frames`), its output frames concatenated."""
+    return pd.concat(list(run_keyed_partition(plan, KeyedInput(plan, group_frames(frame)), *args)), ignore_index=True)
 
 
 def run_foreach_batch(
@@ -179,11 +211,11 @@ def _levels_and_sinks(
         keyed = keyed_level_function(
             plan, wm_prev, wm_new, now, parts, driver.state_root, batch_id, driver.manifests(), advance, reporter
         )
-        for group in groups.values():  # groupBy("dest", "sp").applyInPandas: one frame per group
+        for group in groups.values():  # groupBy("dest", "sp").applyInPandas: an iterator of frames per group
             columns = ROW_COLUMNS + [c for layout in plan.typed_columns() for c in layout.columns]
             frame = pd.DataFrame({c: pd.Series([r.get(c) for r in group], dtype=object) for c in columns})
             frame["dest"], frame["sp"] = frame["dest"].astype("int32"), frame["sp"].astype("int32")
-            out = _records(keyed(frame))
+            out = [r for f in keyed(iter(group_frames(frame))) for r in _records(f)]
             outputs.extend(out)
             passed = [bytes(r["value"]) for r in out if r["kind"] == "stats"]  # what the reporting group passes on
             assert not passed or (int(frame["dest"][0]), int(frame["sp"][0])) == reporter

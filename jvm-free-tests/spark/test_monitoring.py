@@ -12,13 +12,13 @@ from typing import Any, Dict, List
 
 import pandas as pd
 import pytest
+from foreach_batch_harness import keyed_task
 
 from pyspark_flinkish import monitoring
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, OutputTag, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.spark import progress_files
-from pyspark_flinkish.spark.keyed_partition import run_keyed_partition
 from pyspark_flinkish.spark.keys import encode_key, state_partition
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import dumps
@@ -67,7 +67,7 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
     root = str(tmp_path / "state")
     # batch 0 at watermark LONG_MIN -> 15: a@1, a@3 and b@12 open [0,10) of a and [10,20) of b; [0,10) fires
     batch0 = [{"k": "a", "t": 1, "v": 1}, {"k": "a", "t": 3, "v": 2}, {"k": "b", "t": 12, "v": 5}]
-    out = run_keyed_partition(plan, _frame(plan, window, batch0, sp), {window: LONG_MIN}, {window: 15}, 0, 1, root, 0, {})
+    out = keyed_task(plan, _frame(plan, window, batch0, sp), {window: LONG_MIN}, {window: 15}, 0, 1, root, 0, {})
     m = _metrics(out)
     uid = plan.nodes[window].uid
     manifest = m.pop("stateManifest")
@@ -95,7 +95,7 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
     assert m["busyTimeMs"] >= 0
     # batch 1 at watermark 15: a@4 is late (its window was cleaned up), b@19 is on time; nothing fires
     batch1 = [{"k": "a", "t": 4, "v": 9}, {"k": "b", "t": 19, "v": 1}]
-    out = run_keyed_partition(plan, _frame(plan, window, batch1, sp), {window: 15}, {window: 15}, 0, 1, root, 1, {uid: {sp: manifest}})
+    out = keyed_task(plan, _frame(plan, window, batch1, sp), {window: 15}, {window: 15}, 0, 1, root, 1, {uid: {sp: manifest}})
     m = _metrics(out)
     manifest = m["stateManifest"]
     assert (m["numRecordsIn"], m["numWindowsFired"], m["openWindows"], m["numKeys"]) == (2, 0, 1, 1)
@@ -104,7 +104,7 @@ def test_keyed_stage_reports_exact_metrics(tmp_path: Path, vectorize: bool, late
     assert (m["numLateRecordsToSideOutput"], m["numLateRecordsDropped"]) == ((1, 0) if late_tag else (0, 1))
     assert m["numRecordsOut"] == (1 if late_tag else 0)  # the side output's record
     # batch 2, no records (a heartbeat): the end of input fires [10,20) of b and empties the state
-    out = run_keyed_partition(plan, _frame(plan, window, [], sp), {window: 15}, {window: LONG_MAX}, 0, 1, root, 2, {uid: {sp: manifest}})
+    out = keyed_task(plan, _frame(plan, window, [], sp), {window: 15}, {window: LONG_MAX}, 0, 1, root, 2, {uid: {sp: manifest}})
     m = _metrics(out)
     assert m["numKeysLoaded"] == 1  # no record: b is loaded because its window's timer is due
     assert (m["numRecordsIn"], m["numWindowsFired"], m["openWindows"], m["numKeys"], m["numRecordsOut"]) == (0, 1, 0, 0, 1)

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pandas as pd
 import pytest
-from foreach_batch_harness import local_outputs, run_foreach_batch
+from foreach_batch_harness import keyed_task, local_outputs, run_foreach_batch
 
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.core.javamath import LONG_MIN
@@ -24,7 +24,6 @@ from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.state import StateTtlConfig, ValueStateDescriptor
 from pyspark_flinkish.spark import state_store
-from pyspark_flinkish.spark.keyed_partition import run_keyed_partition
 from pyspark_flinkish.spark.keys import encode_key, state_partition
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import dumps
@@ -401,13 +400,13 @@ def test_ttl_state_of_keys_no_record_touches_is_dropped_once_it_expires(tmp_path
         return json.loads(frame[frame["kind"] == "metric"]["value"].iloc[0])  # type: ignore[no-any-return]
 
     heartbeat = pd.DataFrame([{"kind": "hb", "dest": node, "sp": 0, "key": None, "value": None, "ts": None, "ord": None}])
-    m = metrics(run_keyed_partition(plan, pd.DataFrame(rows), {node: LONG_MIN}, {node: 2}, 1_000, 1, str(tmp_path), 0, {}))
+    m = metrics(keyed_task(plan, pd.DataFrame(rows), {node: LONG_MIN}, {node: 2}, 1_000, 1, str(tmp_path), 0, {}))
     assert (m["numKeys"], m["numKeysLoaded"]) == (3, 0)
     manifests = {uid: {0: m["stateManifest"]}}
-    m = metrics(run_keyed_partition(plan, heartbeat, {node: 2}, {node: 2}, 3_499, 1, str(tmp_path), 1, manifests))
+    m = metrics(keyed_task(plan, heartbeat, {node: 2}, {node: 2}, 3_499, 1, str(tmp_path), 1, manifests))
     assert (m["numKeys"], m["numKeysLoaded"]) == (3, 0)  # nothing expires before 1_000 + 2_500
     manifests = {uid: {0: m["stateManifest"]}}
-    m = metrics(run_keyed_partition(plan, heartbeat, {node: 2}, {node: 2}, 3_500, 1, str(tmp_path), 2, manifests))
+    m = metrics(keyed_task(plan, heartbeat, {node: 2}, {node: 2}, 3_500, 1, str(tmp_path), 2, manifests))
     assert (m["numKeys"], m["numKeysLoaded"]) == (0, 3)
 
 

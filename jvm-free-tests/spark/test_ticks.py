@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, List
 
 import pandas as pd
+from foreach_batch_harness import keyed_task
 
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
@@ -17,7 +18,6 @@ from pyspark_flinkish.datastream.window import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from pyspark_flinkish.spark.keyed_partition import run_keyed_partition
 from pyspark_flinkish.spark.keys import encode_key, state_partition
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import dumps
@@ -75,18 +75,18 @@ def test_a_keyed_partition_reports_its_earliest_processing_time_timer(tmp_path: 
         for i, (k, t) in enumerate([("a", 1), ("b", 2)])
     ]
     frame = pd.DataFrame(rows)
-    out = run_keyed_partition(plan, frame, {node: LONG_MIN}, {node: 2}, 1_000, 1, str(tmp_path), 0, {})
+    out = keyed_task(plan, frame, {node: LONG_MIN}, {node: 2}, 1_000, 1, str(tmp_path), 0, {})
     metrics = json.loads(out[out["kind"] == "metric"]["value"].iloc[0])
     assert metrics["nextProcessingTimer"] == 1_500
     manifests = {plan.nodes[node].uid: {0: metrics["stateManifest"]}}
     # a batch that touches neither key and comes before the timers are due still reports them (from the store:
     # the keys are not in memory)
     heartbeat = pd.DataFrame([{"kind": "hb", "dest": node, "sp": 0, "key": None, "value": None, "ts": None, "ord": None}])
-    out = run_keyed_partition(plan, heartbeat, {node: 2}, {node: 2}, 1_200, 1, str(tmp_path), 1, manifests)
+    out = keyed_task(plan, heartbeat, {node: 2}, {node: 2}, 1_200, 1, str(tmp_path), 1, manifests)
     metrics = json.loads(out[out["kind"] == "metric"]["value"].iloc[0])
     assert (metrics["nextProcessingTimer"], metrics["numKeysLoaded"]) == (1_500, 0)
     # at 1_501 both timers have fired (a timer fires once the clock has passed it): nothing is pending
-    out = run_keyed_partition(plan, heartbeat, {node: 2}, {node: 2}, 1_501, 1, str(tmp_path), 2, manifests)
+    out = keyed_task(plan, heartbeat, {node: 2}, {node: 2}, 1_501, 1, str(tmp_path), 2, manifests)
     metrics = json.loads(out[out["kind"] == "metric"]["value"].iloc[0])
     assert (metrics["nextProcessingTimer"], metrics["numKeysLoaded"]) == (None, 2)
 

@@ -44,7 +44,7 @@ from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import interruption_from, package_error_from
 from .far_future import FutureRecords
 from .generators import generator_states, ordered_route, refuse_unaligned_generators
-from .keyed_partition import keyed_level_function
+from .keyed_partition import in_processing_order, keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
 from .progress_files import write_progress
 from .replay import replay_stream
@@ -457,7 +457,8 @@ class ForeachBatchDriver(DriverCheckpoint):
             function = keyed_level_function(
                 plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests(), advance, reporter
             )
-            keyed = pending.unionByName(heartbeats).groupBy("dest", "sp").applyInPandas(function, plan.row_ddl())
+            arranged = in_processing_order(pending.unionByName(heartbeats))  # each group's rows streamed in order
+            keyed = arranged.groupBy("dest", "sp").applyInPandas(function, plan.row_ddl())
             # persisted where it is read again (its state is written once): by a later level, or by the sinks whose
             # records stay on the executors (``_frame``). The last level of a batch whose sinks are all driver-side
             # is read once, by the collect below: persisting it would only add a Spark job (adaptive execution

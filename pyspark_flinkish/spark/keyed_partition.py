@@ -1,7 +1,13 @@
-"""The keyed stage of the foreachBatch executor: one ``applyInPandas`` call per (keyed operator, state partition)
+"""The keyed stage of the foreachBatch executor: one ``applyInPandas`` task body per (keyed operator, state partition)
 loads the keys of the partition that the batch needs (the keys its records touch and those with a timer or TTL
 expiry due, :class:`~.state_store.PartitionStore`), processes its records in Flink's order, fires timers and writes
 the keys whose state changed; its ``metric`` row carries the partition's new manifest to the driver.
+
+A task streams its input: Spark sorts each group's rows by ``ord`` (:func:`in_processing_order`) and hands them
+over in Arrow batches (``applyInPandas``' iterator form); :class:`KeyedInput` reads them once (the ``stats`` rows,
+the keys to load, the records spilled to a local file) and the task then processes the records chunk by chunk and
+hands its output on every :data:`KEYED_CHUNK_ROWS` rows. Its Python worker holds a chunk, the keys the batch
+touches and their state, never the partition's whole input.
 
 A broadcast operator (``KeyedBroadcastProcessOperator``) keeps its broadcast state in the same store, as the key
 :data:`OPERATOR_STATE_KEY` (no encoded key is empty), loaded in every batch: every state partition is one instance
@@ -14,17 +20,22 @@ state partitions are not Flink's parallel instances (``core/subtasks.py``).
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from itertools import chain
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..core.batch_window import BatchWindowOperator
 from ..core.codec import decode_snapshot, decode_value, encode_snapshot, encode_value
+from ..core.errors import FlinkishError
 from ..core.operators import KeyedOperator
 from ..core.records import StreamRecord
 from ..monitoring import partition_metrics
 from . import storage
 from .chain import ChainRunner, FixedClock, KeyedOutput
-from .error_transport import reported_to_driver
+from .error_transport import reported_steps
 from .generators import mid_batch_order
 from .keys import decode_key, encode_key
 from .plan import ExecPlan
@@ -40,17 +51,118 @@ Manifests = Dict[str, Dict[int, Manifest]]
 """The manifests of the state partitions of every keyed operator (by uid, then partition) as of a batch."""
 
 
-def _record_keys(pdf: Any, keys: List[Tuple[Optional[bytes], Any]]) -> List[bytes]:
-    """The encoded keys of the partition's records (``keys``: :func:`~.record_columns.frame_keys` of ``pdf``; a
-    broadcast element has none: ``keys.NO_KEY``)."""
-    return [kb for kind, (kb, _) in zip(pdf["kind"], keys) if kind == "rec" and kb]
+KEYED_CHUNK_ROWS = 10_000
+"""A keyed task hands its output rows on whenever it holds this many, as the route does (``chain.ROUTE_CHUNK_ROWS``)."""
+
+KEYED_INPUT_COLUMNS = ("kind", "key", "value", "ts")
+"""The stage row columns a keyed task reads of its records, besides ``ord`` and their typed columns."""
 
 
-def _crossed_as_columns(pdf: Any, keys: List[Tuple[Optional[bytes], Any]]) -> Dict[str, int]:
-    """How many of the partition's records crossed into it as typed columns rather than pickled
-    (``numRecordsInAsColumns``), and how many keys rather than as their bytes (``numKeysInAsColumns``)."""
-    records = sum(1 for kind, v in zip(pdf["kind"], pdf["value"]) if kind == "rec" and v is None)
-    return {"numRecordsInAsColumns": records, "numKeysInAsColumns": sum(1 for _, key in keys if key is not None)}
+class OutOfOrderInputError(FlinkishError, RuntimeError):
+    """A keyed task's input did not arrive in processing order (``ord``): the keyed stage's plan lost the order
+    :func:`in_processing_order` gives it. The task stops rather than process its records in another order."""
+
+
+def in_processing_order(rows: Any) -> Any:
+    """``rows`` (the stage rows of one keyed level, a Spark DataFrame) arranged for the keyed stage: hash-partitioned
+    by group (``dest``, ``sp``) and sorted within each partition by group, then by ``ord`` (rows without one, the
+    ``stats`` and heartbeat rows, first). ``groupBy("dest", "sp")`` keeps that order (its required clustering and
+    ordering are met, so Spark adds no exchange and no sort of its own) and the group's iterator of frames delivers
+    the rows so: a keyed task reads its input in Flink's processing order, chunk by chunk, and sorts nothing."""
+    return rows.repartition("dest", "sp").sortWithinPartitions("dest", "sp", rows["ord"].asc_nulls_first())
+
+
+class KeyedInput:
+    """One keyed group's input of a batch (its operator's state partition), read once as the group's frames
+    arrive (:func:`in_processing_order`): the route's ``stats`` rows, the keys its records touch, how many crossed as
+    columns, and its ``rec``/``wm`` rows spilled chunk by chunk to a local temporary file (the executor's Spark local
+    directory), which :meth:`chunks` reads back in order. The task so holds one chunk of its input, not all of it: the
+    state it loads needs every key the batch touches before the first record is processed, and a batch's watermarks
+    need every ``stats`` row.
+
+    Raises :class:`OutOfOrderInputError` when a record's ``ord`` is below the one before it."""
+
+    def __init__(self, plan: ExecPlan, frames: Iterable[Any]) -> None:
+        frames = iter(frames)
+        first = next(frames)  # Spark calls a group's function only for a group with rows
+        self.dest, self.sp = int(first["dest"].iloc[0]), int(first["sp"].iloc[0])
+        node = plan.nodes[self.dest]
+        key_layout = plan.key_columns.get(self.dest)
+        typed = [layout for layout in (plan.record_columns.get(self.dest), key_layout) if layout is not None]
+        self.columns = [*KEYED_INPUT_COLUMNS, *(c for layout in typed for c in layout.columns)]
+        self.stats: List[bytes] = []
+        """The route tasks' ``stats`` rows (the one-pass path)."""
+        self.keys: Set[bytes] = set()
+        """The encoded keys of the group's records (a broadcast element has none)."""
+        self.received = 0
+        self.crossed = {"numRecordsInAsColumns": 0, "numKeysInAsColumns": 0}
+        self._file: Any = tempfile.TemporaryFile(dir=_local_dir())
+        self._last: Optional[List[int]] = None
+        try:
+            for pdf in chain([first], frames):
+                self._read(pdf, key_layout, node.key_type)
+        except BaseException:
+            self._file.close()
+            raise
+
+    def _read(self, pdf: Any, key_layout: Any, key_type: Any) -> None:
+        kinds = pdf["kind"].tolist()
+        self.stats.extend(bytes(v) for kind, v in zip(kinds, pdf["value"].tolist()) if kind == "stats")
+        wanted = [i for i, kind in enumerate(kinds) if kind in ("rec", "wm")]
+        if not wanted:
+            return
+        rows = pdf.iloc[wanted] if len(wanted) < len(kinds) else pdf
+        orders = [o.tolist() if hasattr(o, "tolist") else [int(x) for x in o] for o in rows["ord"].tolist()]
+        self._check_order(orders)
+        keys = frame_keys(rows, key_layout, key_type)
+        kinds = rows["kind"].tolist()
+        self.keys.update(kb for kind, (kb, _) in zip(kinds, keys) if kind == "rec" and kb)
+        self.received += sum(1 for kind in kinds if kind == "rec")
+        self.crossed["numRecordsInAsColumns"] += sum(
+            1 for kind, v in zip(kinds, rows["value"].tolist()) if kind == "rec" and v is None
+        )
+        self.crossed["numKeysInAsColumns"] += sum(1 for _, key in keys if key is not None)
+        pickle.dump((orders, {c: rows[c].tolist() for c in self.columns}), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _check_order(self, orders: List[List[int]]) -> None:
+        previous = self._last
+        for order in orders:
+            if previous is not None and order < previous:
+                msg = (
+                    f"keyed task ({self.dest}, {self.sp}): its input arrived out of processing order "
+                    f"(ord {order} after {previous}); the keyed stage's plan must keep in_processing_order's sort"
+                )
+                raise OutOfOrderInputError(msg)
+            previous = order
+        self._last = previous
+
+    def chunks(self) -> Iterator[Tuple[List[List[int]], Any]]:
+        """The spilled ``rec``/``wm`` rows in processing order, chunk by chunk: each chunk's ``ord``s (as lists) and
+        a frame of :attr:`columns` (object columns holding the values Spark's conversion gave), closing the file
+        at the end."""
+        import pandas as pd
+
+        f, self._file = self._file, None
+        if f is None:
+            return
+        with f:
+            f.seek(0)
+            while True:
+                try:
+                    orders, columns = pickle.load(f)
+                except EOFError:
+                    return
+                yield orders, pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in columns.items()})
+
+
+def _local_dir() -> Optional[str]:
+    """The first of Spark's local directories, which Spark gives its Python workers (``SPARK_LOCAL_DIRS``); else
+    the system's temporary directory."""
+    return os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or None
+
+
+def _timestamp(t: Any) -> Optional[int]:
+    return None if t is None or t != t else int(t)
 
 
 def store_metrics(
@@ -74,7 +186,7 @@ def store_metrics(
 
 def run_keyed_partition(
     plan: ExecPlan,
-    pdf: Any,
+    group: KeyedInput,
     watermarks_prev: Dict[int, int],
     watermarks_new: Dict[int, int],
     now: int,
@@ -82,13 +194,13 @@ def run_keyed_partition(
     state_root: str,
     batch_id: int,
     manifests: Manifests,
-) -> Any:
-    """``applyInPandas`` body for one (keyed operator, state partition): load, process, fire, write; the output
-    ends with the partition's ``metric`` row. Its Spark task runs it inside :func:`reported_to_driver`."""
+) -> Iterator[Any]:
+    """The body for one (keyed operator, state partition): load, process, fire, write, over ``group`` (its input
+    read once, :class:`KeyedInput`); yields its output frames every :data:`KEYED_CHUNK_ROWS` rows, the last one
+    ending with the partition's ``metric`` row. Its Spark task runs it inside :func:`reported_steps`."""
     started = time.perf_counter()
     storage.configure(plan.storage_options)
-    index = int(pdf["dest"].iloc[0])
-    sp = int(pdf["sp"].iloc[0])
+    index, sp = group.dest, group.sp
     node = plan.nodes[index]
     runner = ChainRunner(plan, watermarks_prev, now, partitions)
     op: KeyedOperator = node.factory()  # type: ignore[assignment,misc]
@@ -96,16 +208,15 @@ def run_keyed_partition(
     op.open(out, FixedClock(now))
     store = PartitionStore(state_root, node.uid, sp, manifests.get(node.uid, {}).get(sp))
     layout = plan.record_columns.get(index)  # its records may cross as columns (``spark/record_columns.py``)
-    keys = frame_keys(pdf, plan.key_columns.get(index), node.key_type)  # and its keys
     if node.batched:
         wm_prev, wm_new = watermarks_prev[index], watermarks_new[index]
-        elements = frame_values(pdf, layout)
-        metrics = _run_batched(op, out, pdf, elements, keys, wm_prev, wm_new, now, store, batch_id)
-        metrics.update(_crossed_as_columns(pdf, keys))
+        metrics = yield from _run_batched(plan, op, out, group, wm_prev, wm_new, now, store, batch_id)
+        metrics.update(group.crossed)
         runner.finish()
-        return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
+        yield row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
+        return
     broadcast = hasattr(op, "snapshot_broadcast_state")
-    wanted = _record_keys(pdf, keys) + ([OPERATOR_STATE_KEY] if broadcast else [])
+    wanted = sorted(group.keys) + ([OPERATOR_STATE_KEY] if broadcast else [])
     for key_bytes, state in store.load(wanted, watermarks_new[index], now).items():
         snapshot = decode_snapshot(state.rows[0][1])
         if broadcast and key_bytes == OPERATOR_STATE_KEY:
@@ -117,19 +228,16 @@ def run_keyed_partition(
         if sp != 0:  # partition 0 sends what process_broadcast_element emits, once per parallel instance
             op.broadcast_copies = 0  # type: ignore[attr-defined]
 
-    # records, and the watermarks a custom generator emitted within the batch (``spark/generators.py``), in order
-    records = [
-        ([int(x) for x in o], kind, v, None if t is None or t != t else int(t))
-        for kind, o, v, t in zip(pdf["kind"], pdf["ord"], frame_values(pdf, layout), pdf["ts"])
-        if kind in ("rec", "wm")
-    ]
-    records.sort(key=lambda r: r[0])
-    early = [r for r in records if r[0][0] == 0]
-    late = [r for r in records if r[0][0] != 0]
-
-    def process(batch: List[Tuple[List[int], str, Any, Optional[int]]]) -> None:
-        for order, kind, value, ts in batch:
+    # records, and the watermarks a custom generator emitted within the batch (``spark/generators.py``), in order:
+    # the processing-time timers due at ``now`` fire after the records ordered before them (``ord[0] == 0``)
+    fired = False
+    for orders, pdf in group.chunks():
+        for order, kind, value, t in zip(orders, pdf["kind"].tolist(), frame_values(pdf, layout), pdf["ts"].tolist()):
+            if not fired and order[0] != 0:
+                out.phase, fired = 0, True
+                op.advance_processing_time(now)
             out.base, out.n, out.phase = order, 0, None
+            ts = _timestamp(t)
             if kind == "wm":
                 if ts > op.current_watermark:  # type: ignore[operator]
                     op.process_watermark(ts)  # type: ignore[arg-type]  # timers' outputs ordered here
@@ -139,11 +247,11 @@ def run_keyed_partition(
                 op.process_input(channel, StreamRecord(element, ts))  # type: ignore[attr-defined]
             else:
                 op.process_element(StreamRecord(value, ts))
-
-    process(early)
-    out.phase = 0
-    op.advance_processing_time(now)
-    process(late)
+            if len(runner.rows) >= KEYED_CHUNK_ROWS:
+                yield _taken_frame(runner)
+    if not fired:
+        out.phase = 0
+        op.advance_processing_time(now)
     out.phase = 2
     if watermarks_new[index] > op.current_watermark:
         op.process_watermark(watermarks_new[index])
@@ -162,57 +270,60 @@ def run_keyed_partition(
         snap = encode_snapshot(op.snapshot_broadcast_state())  # type: ignore[attr-defined]
         states[OPERATOR_STATE_KEY] = KeyState(((None, snap),), None, None, None, None)
     manifest = store.commit(batch_id, states)
-    received = sum(1 for r in records if r[1] == "rec")
-    metrics = partition_metrics(op, received, out.emitted, started)
+    metrics = partition_metrics(op, group.received, out.emitted, started)
     metrics = store_metrics(metrics, store, manifest, windows, 1 if broadcast else 0)
-    metrics.update(_crossed_as_columns(pdf, keys))
-    return row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
+    metrics.update(group.crossed)
+    yield row_frame([*runner.output_rows(), metric_row(index, sp, metrics)], plan.typed_columns())
+
+
+def _taken_frame(runner: ChainRunner) -> Any:
+    """The output rows ``runner`` holds now, as a frame (taken from it; its ``count`` rows come at the end)."""
+    rows, runner.rows = runner.rows, []
+    return row_frame(rows, runner.plan.typed_columns())
 
 
 def _run_batched(
+    plan: ExecPlan,
     op: Any,
     out: KeyedOutput,
-    pdf: Any,
-    elements: List[Any],
-    keys: List[Tuple[Optional[bytes], Any]],
+    group: KeyedInput,
     wm_prev: int,
     wm_new: int,
     now: int,
     store: PartitionStore,
     batch_id: int,
-) -> Dict[str, Any]:
+) -> Iterator[Any]:
     """The keyed stage of a window that :class:`BatchWindowOperator` runs: one accumulator per (key, window)
-    in the store instead of keyed snapshots (``elements``: the element of each ``rec`` row of ``pdf``; ``keys``:
-    their keys, :func:`~.record_columns.frame_keys`). Returns the partition's metrics."""
+    in the store instead of keyed snapshots. Yields output frames as :func:`run_keyed_partition` does; returns the
+    partition's metrics."""
     started = time.perf_counter()
-    batch = restore_window_table(op, store, _record_keys(pdf, keys), wm_prev, wm_new, now)
-    records = sorted(
-        (
-            ([int(x) for x in o], kind, k, v, None if t is None or t != t else int(t))
-            for kind, o, k, v, t in zip(pdf["kind"], pdf["ord"], keys, elements, pdf["ts"])
-            if kind in ("rec", "wm")
-        ),
-        key=lambda r: r[0],
-    )
+    batch = restore_window_table(op, store, sorted(group.keys), wm_prev, wm_new, now)
+    layout, key_layout = plan.record_columns.get(out.index), plan.key_columns.get(out.index)
+    key_type = plan.nodes[out.index].key_type
     decoded: Dict[bytes, Any] = {}
-    received = 0
-    for order, kind, (kb, rebuilt), value, ts in records:
-        out.base, out.n, out.phase = order, 0, None
-        if kind == "wm":  # a custom generator's mid-batch watermark (``spark/generators.py``)
-            if ts > op.current_watermark:
-                batch.advance_watermark(ts)
-                out.runner.forward_watermark(out.index, ts, mid_batch_order(order))
-            continue
-        received += 1
-        key = decoded.get(kb)  # type: ignore[arg-type]
-        if key is None:  # a key that crossed as columns is the one its bytes decode to
-            key = decoded[kb] = decode_key(kb) if rebuilt is None else rebuilt  # type: ignore[index]
-        batch.process_element(key, value, ts)
+    for orders, pdf in group.chunks():
+        keys = frame_keys(pdf, key_layout, key_type)
+        for order, kind, (kb, rebuilt), value, t in zip(
+            orders, pdf["kind"].tolist(), keys, frame_values(pdf, layout), pdf["ts"].tolist()
+        ):
+            out.base, out.n, out.phase = order, 0, None
+            ts = _timestamp(t)
+            if kind == "wm":  # a custom generator's mid-batch watermark (``spark/generators.py``)
+                if ts > op.current_watermark:
+                    batch.advance_watermark(ts)  # type: ignore[arg-type]
+                    out.runner.forward_watermark(out.index, ts, mid_batch_order(order))  # type: ignore[arg-type]
+                continue
+            key = decoded.get(kb)  # type: ignore[arg-type]
+            if key is None:  # a key that crossed as columns is the one its bytes decode to
+                key = decoded[kb] = decode_key(kb) if rebuilt is None else rebuilt  # type: ignore[index,arg-type]
+            batch.process_element(key, value, ts)
+            if len(out.runner.rows) >= KEYED_CHUNK_ROWS:
+                yield _taken_frame(out.runner)
     out.phase = 2
     batch.advance_watermark(wm_new)
     op.close()
     manifest = save_window_table(batch, store, batch_id)
-    return store_metrics(partition_metrics(op, received, out.emitted, started), store, manifest, True)
+    return store_metrics(partition_metrics(op, group.received, out.emitted, started), store, manifest, True)
 
 
 def restore_window_table(
@@ -267,34 +378,46 @@ def keyed_level_function(
     manifests: Manifests,
     advance: Optional[WatermarkAdvance] = None,
     reporter: Optional[Tuple[int, int]] = None,
-) -> Callable[[Any], Any]:
-    """The applyInPandas function of one batch's keyed level, with its arguments bound now (not by loop reference).
+) -> Callable[[Any], Iterator[Any]]:
+    """The function of one batch's keyed level for ``applyInPandas`` in its iterator form (typed so: pyspark picks
+    the form from the type hints), with its arguments bound now (not by loop reference): it takes a group's frames
+    in processing order (:func:`in_processing_order`) and yields its output frames.
 
     On the one-pass path (``advance`` given, ``wm_new`` unused) each group computes the batch's new watermarks from
     the route tasks' ``stats`` rows it received (every group receives all of them), and the group ``reporter``
     (``(dest, sp)``) passes those rows on to the driver, which runs the same advance on them."""
+    import pandas as pd
 
-    def keyed(pdf):  # type: ignore[no-untyped-def]
-        dest, sp = int(pdf["dest"].iloc[0]), int(pdf["sp"].iloc[0])
-        with reported_to_driver(plan.nodes[dest]):
-            if advance is None:
-                return run_keyed_partition(plan, pdf, wm_prev, wm_new, now, parts, state_root, batch_id, manifests)
-            import pandas as pd
+    def keyed(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        first = next(frames)  # Spark calls it only for a group with rows
+        dest, sp = int(first["dest"].iloc[0]), int(first["sp"].iloc[0])
+        pending: List[Any] = []
+        stats: List[bytes] = []
 
-            blobs = [bytes(v) for kind, v in zip(pdf["kind"], pdf["value"]) if kind == "stats"]
-            watermarks = advance.run(sorted_stats(blobs)).watermarks
-            out = run_keyed_partition(plan, pdf, wm_prev, watermarks, now, parts, state_root, batch_id, manifests)
-            if (dest, sp) != reporter or not blobs:
-                return out
-            passed = row_frame([{"kind": "stats", "dest": dest, "sp": sp, "value": b} for b in blobs], plan.typed_columns())
-            return pd.concat([out, passed], ignore_index=True)
+        def steps() -> Iterator[bool]:
+            group = KeyedInput(plan, chain([first], frames))
+            stats.extend(group.stats)
+            watermarks = wm_new if advance is None else advance.run(sorted_stats(group.stats)).watermarks
+            for frame in run_keyed_partition(plan, group, wm_prev, watermarks, now, parts, state_root, batch_id, manifests):
+                pending.append(frame)
+                yield True
 
+        for _ in reported_steps(steps(), plan.nodes[dest]):
+            yield pending.pop()
+        if advance is not None and (dest, sp) == reporter and stats:
+            yield row_frame([{"kind": "stats", "dest": dest, "sp": sp, "value": b} for b in stats], plan.typed_columns())
+
+    keyed.__annotations__ = {"frames": Iterator[pd.DataFrame], "return": Iterator[pd.DataFrame]}  # the iterator form
     return keyed
 
 
 __all__ = [
+    "KEYED_CHUNK_ROWS",
+    "KeyedInput",
     "Manifests",
     "OPERATOR_STATE_KEY",
+    "OutOfOrderInputError",
+    "in_processing_order",
     "keyed_level_function",
     "run_keyed_partition",
     "restore_window_table",

@@ -19,14 +19,17 @@ run took 59-167 s at 200,000 and 243 s at 1,000,000.
 from __future__ import annotations
 
 import os
+import random
 import sys
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Iterator, List
 
+import pandas as pd
 import pytest
 
 from pyspark_flinkish.common import Duration, WatermarkStrategy
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
+from pyspark_flinkish.spark.keyed_partition import in_processing_order
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import large_batch_job as job  # noqa: E402
@@ -78,3 +81,48 @@ def test_a_continuing_query_reads_splits_without_rows(spark: Any, tmp_path: Path
     finally:
         spark.conf.set(name, before)
     assert sorted(tuple(int(x) for x in row) for row in out) == job.expected(events)
+
+
+def _group_order(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """What one group's task saw: its frames, its records' ``ord``s in arrival order, ``stats`` rows after a
+    record (never, when the order holds)."""
+    orders: List[List[int]] = []
+    count, dest, sp, late_stats = 0, -1, -1, 0
+    for frame in frames:
+        count += 1
+        dest, sp = int(frame["dest"].iloc[0]), int(frame["sp"].iloc[0])
+        for kind, order in zip(frame["kind"], frame["ord"]):
+            if kind == "stats":
+                late_stats += bool(orders)
+            else:
+                orders.append([int(x) for x in order])
+    yield pd.DataFrame(
+        {"dest": [dest], "sp": [sp], "frames": [count], "rows": [len(orders)], "ordered": [orders == sorted(orders)],
+         "late_stats": [late_stats]}
+    )
+
+
+def test_the_keyed_stage_streams_each_group_in_processing_order(spark: Any, capsys: Any) -> None:
+    """``keyed_partition.in_processing_order`` then ``groupBy(...).applyInPandas`` in its iterator form: one shuffle
+    and one sort (Spark adds none for the grouping), and every group's rows reach its task in ``ord`` order, the
+    ``stats`` rows first, across many Arrow batches (7 rows each here), from input spread over several partitions in
+    random order (without the sort by ``ord``, a group's rows come in the shuffle's arrival order)."""
+    r = random.Random(25)
+    rows = [("rec", d, sp, [1, i, r.randint(0, 3)]) for d in (3, 5) for sp in range(3) for i in range(300)]
+    rows += [("stats", d, sp, None) for d in (3, 5) for sp in range(3)]
+    r.shuffle(rows)
+    frame = spark.createDataFrame(rows, "kind string, dest int, sp int, ord array<long>").repartition(5)
+    name = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(name)
+    spark.conf.set(name, "7")
+    try:
+        schema = "dest int, sp int, frames int, rows int, ordered boolean, late_stats int"
+        grouped = in_processing_order(frame).groupBy("dest", "sp").applyInPandas(_group_order, schema)
+        capsys.readouterr()
+        grouped.explain()
+        plan = capsys.readouterr().out
+        seen = sorted(tuple(row) for row in grouped.collect())
+    finally:
+        spark.conf.set(name, before)
+    assert plan.count("Sort [") == 1 and plan.count("Exchange ") == 1, plan
+    assert seen == [(d, sp, 43, 300, True, 0) for d in (3, 5) for sp in range(3)]

@@ -201,12 +201,13 @@ def test_writer_log_checkpoints_in_the_background_equal_synchronous_ones(spark: 
 
 
 @pytest.mark.timeout(600)
-def test_a_crash_while_the_log_checkpoint_is_written_leaves_a_readable_table(tmp_path: Any, driver_runs: Any) -> None:
+def test_a_crash_while_the_log_checkpoint_is_written_leaves_a_readable_table(
+    spark: Any, tmp_path: Any, driver_runs: Any
+) -> None:
     """A driver SIGKILLed while its writer's background thread writes the log checkpoint of version 2: the table
     reads back with every committed batch; a restarted writer skips the committed batch, goes on, and Delta writes
     the next checkpoint (version 4)."""
     from pyspark_flinkish.spark.delta import DeltaBatchWriter
-    from pyspark_flinkish.spark.session import session
     from pyspark_flinkish.spark.sink_frames import SinkFrame
     from pyspark_flinkish.testing.sigkill import DriverRun
 
@@ -216,7 +217,7 @@ def test_a_crash_while_the_log_checkpoint_is_written_leaves_a_readable_table(tmp
     driver_runs.append(run)
     rc = run.finish(300)
     assert rc == -9 and any(ln.startswith("SIGKILL during the checkpoint") for ln in run.lines()), run.tail()
-    spark = session()
+    # the module's session (``session()`` here would reset the shared session's shuffle partitions for later tests)
     assert _rows(spark, path, ["key", "ts", "v"]) == [("k0", 0, 0), ("k1", 1, 1)]
     writer = DeltaBatchWriter(DeltaSink.for_path(path), EVENT)
     context = {"checkpoint": ck, "sink_uid": "out", "watermark": 0}

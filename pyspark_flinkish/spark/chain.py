@@ -188,25 +188,29 @@ class ChainRunner(GraphRunner):
             self._keyed_two_input_rows(index, record, order, channel)
             return
         key = call_user(node.key_selector, lambda: f"{node.name}: key selector on {short(record.value)}", record.value)  # type: ignore[arg-type]
-        dk = distinct_key(key, node.key_type)
-        kb = encode_key(dk)
         layout = self.plan.record_columns.get(index)  # a declared type: the record crosses as columns
         cols = None if layout is None else layout.cell(record.value)
-        key_layout = self.plan.key_columns.get(index)  # a declared key_type: the key crosses as columns
+        row = self._keyed_row(index, key, dumps(record.value) if cols is None else None, record, order)
+        row["cols"] = cols
+        self.rows.append(row)
+
+    def _keyed_row(self, index: int, key: Any, value: Any, record: StreamRecord, order: List[int]) -> Dict[str, Any]:
+        """The stage row of a keyed record: its key's state partition, and the key as its bytes or, where the
+        ``key_type`` is declared (``record_columns.key_columns``), as columns."""
+        dk = distinct_key(key, self.plan.nodes[index].key_type)
+        kb = encode_key(dk)
+        key_layout = self.plan.key_columns.get(index)
         kcols = None if key_layout is None else key_layout.cell(plain_key(dk))
-        self.rows.append(
-            {
-                "kind": "rec",
-                "dest": index,
-                "sp": state_partition(kb, self.partitions),
-                "key": kb if kcols is None else None,
-                "value": dumps(record.value) if cols is None else None,
-                "ts": record.timestamp,
-                "ord": order,
-                "cols": cols,
-                "kcols": kcols,
-            }
-        )
+        return {
+            "kind": "rec",
+            "dest": index,
+            "sp": state_partition(kb, self.partitions),
+            "key": kb if kcols is None else None,
+            "value": value,
+            "ts": record.timestamp,
+            "ord": order,
+            "kcols": kcols,
+        }
 
     def _keyed_two_input_rows(self, index: int, record: StreamRecord, order: List[int], channel: int) -> None:
         """Rows for a keyed two-input operator: the element with its input (``(channel, element)`` pickled); a
@@ -223,22 +227,7 @@ class ChainRunner(GraphRunner):
             return
         selector = node.key_selectors[channel]  # type: ignore[index]
         key = call_user(selector, lambda: f"{node.name}: key selector {channel + 1} on {short(record.value)}", record.value)  # type: ignore[arg-type]
-        dk = distinct_key(key, node.key_type)
-        kb = encode_key(dk)
-        key_layout = self.plan.key_columns.get(index)  # a declared key_type: the key crosses as columns
-        kcols = None if key_layout is None else key_layout.cell(plain_key(dk))
-        self.rows.append(
-            {
-                "kind": "rec",
-                "dest": index,
-                "sp": state_partition(kb, self.partitions),
-                "key": kb if kcols is None else None,
-                "value": value,
-                "ts": record.timestamp,
-                "ord": order,
-                "kcols": kcols,
-            }
-        )
+        self.rows.append(self._keyed_row(index, key, value, record, order))
 
     def output_rows(self) -> List[Dict[str, Any]]:
         """The task's rows, then one ``count`` row per sink it sent records to (``stat_count``: how many): the

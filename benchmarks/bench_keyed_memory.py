@@ -83,15 +83,8 @@ def child(n: int, driver_memory: str, work: Path) -> Dict[str, Any]:
     import large_batch_job as job
 
     import pyspark_flinkish
-    from pyspark_flinkish.spark import session
 
-    spark = session("keyed-memory", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
-                    spark__driver__memory=driver_memory)
-    spark.sparkContext.setLogLevel("ERROR")
-    frame = job.events(n, seed=25)
-    sources = job.write_sources(work / "in", frame)
-    expected = job.expected(frame)
-    del frame
+    spark, sources, expected = job.prepare("keyed-memory", n, driver_memory, work / "in")
     peaks = WorkerPeaks()
     peaks.start()
     run = job.run_large_batch(spark, sources, work / "ck")

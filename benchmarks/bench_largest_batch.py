@@ -34,15 +34,7 @@ def child(engine: str, n: int, driver_memory: str, work: Path) -> Dict[str, Any]
     sys.path.insert(0, str(HERE))
     import large_batch_job as job
 
-    from pyspark_flinkish.spark import session
-
-    spark = session("largest-batch", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
-                    spark__driver__memory=driver_memory)
-    spark.sparkContext.setLogLevel("ERROR")
-    frame = job.events(n, seed=25)
-    sources = job.write_sources(work / "in", frame)
-    expected = job.expected(frame)
-    del frame
+    spark, sources, expected = job.prepare("largest-batch", n, driver_memory, work / "in")
     run = (job.run_large_batch if engine == "flinkish" else job.run_native)(spark, sources, work / "ck")
     result = {"engine": engine, "events": n, "equal": run.rows == expected, "seconds": round(run.seconds, 1),
               "driver_before_mb": run.before_rss >> 20, "driver_peak_mb": run.peak_rss >> 20,

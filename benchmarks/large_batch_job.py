@@ -47,6 +47,7 @@ __all__ = [
     "events",
     "expected",
     "memory",
+    "prepare",
     "reset_peak",
     "run_large_batch",
     "run_native",
@@ -144,6 +145,18 @@ def expected(frame: pd.DataFrame) -> List[Tuple[int, int, int, int]]:
         msg = "too few events for every timer to fire in the batch"
         raise ValueError(msg)
     return sorted((int(k), TIMER_BASE + int(k), int(r["count"]), int(r["sum"])) for k, r in by_key.iterrows())
+
+
+def prepare(app: str, n: int, driver_memory: str, directory: Path) -> Tuple[Any, List[Path], List[Tuple[int, int, int, int]]]:
+    """A benchmark child's setup: a fresh ``local[2]`` SparkSession with ``driver_memory`` (2 shuffle partitions),
+    ``n`` events (seed 25) written as the job's sources under ``directory``, and the expected output."""
+    from pyspark_flinkish.spark import session
+
+    spark = session(app, master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
+                    spark__driver__memory=driver_memory)
+    spark.sparkContext.setLogLevel("ERROR")
+    frame = events(n, seed=25)
+    return spark, write_sources(directory, frame), expected(frame)
 
 
 def memory() -> Dict[str, int]:

@@ -6,7 +6,8 @@ Every record's event time is above the watermark when it arrives (timestamps ris
 to commit, no out-of-orderness), so the restore's watermark at ``MIN`` (Flink restores none) changes no firing: each
 restored run gives exactly the uninterrupted run's output, which is the JVM-free engine's. The ids sink sees every
 record: one missing is a lost record, one twice a record read twice. The same file-stream job also restarts on its
-own checkpoint with another number of state partitions (``spark/rescale.py``).
+own checkpoint with another number of state partitions (``spark/rescale.py``); a ``from_delta`` job does both with its
+checkpoints and its savepoint on the test HDFS.
 """
 
 from __future__ import annotations
@@ -333,6 +334,13 @@ def _commit(spark: Any, table: str, i: int) -> None:
     writer.option("delta.enableChangeDataFeed", "true").save(table)
 
 
+def _cdf_job(spark: Any, table: str, partitions: int, ids: List[Any], sums: List[Any], changed: bool = False) -> Any:
+    """The pipeline on ``from_delta`` of ``table`` with the writer's watermarks (its change data feed)."""
+    env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
+    _pipeline(env.from_delta(table, timestamp_column="t").uid("table"), ids, sums, changed)
+    return env
+
+
 def test_a_from_delta_job_with_upstream_watermarks_restored_from_a_savepoint(spark: Any, tmp_path: Path) -> None:
     """``from_delta`` reading the change data feed and the writer's watermarks (one Flink micro-batch per commit,
     ``spark/delta_source.py``, which finds each Spark batch's commits from the offsets log: after the restore, from
@@ -342,9 +350,7 @@ def test_a_from_delta_job_with_upstream_watermarks_restored_from_a_savepoint(spa
         _commit(spark, table, i)
 
     def job(partitions: int, ids: List[Any], sums: List[Any], changed: bool = False) -> Any:
-        env = StreamExecutionEnvironment.get_execution_environment(spark, state_partitions=partitions)
-        _pipeline(env.from_delta(table, timestamp_column="t").uid("table"), ids, sums, changed)
-        return env
+        return _cdf_job(spark, table, partitions, ids, sums, changed)
 
     ids: List[Any] = []
     sums: List[Any] = []
@@ -358,6 +364,52 @@ def test_a_from_delta_job_with_upstream_watermarks_restored_from_a_savepoint(spa
     handle.process_all_available()
     handle.stop()
     check(ids, sums, jvm_free(FILES))
+
+
+@pytest.mark.hdfs
+def test_a_from_delta_job_on_hdfs_rescaled_in_place_2_4_3_then_restored_from_a_savepoint(
+    spark: Any, hdfs_cluster: Any, tmp_path: Path
+) -> None:
+    """``from_delta`` with the writer's watermarks, its checkpoints and its savepoint on the test HDFS. The Spark
+    offsets it steps its batches by are read through the storage layer (``delta_source.read_offset``; a plain
+    ``open()`` finds nothing on HDFS, and the job's watermark silently never advances: no window would fire). Restarted
+    in place on its checkpoint with 2, then 4, then 3 state partitions (``spark/rescale.py`` on HDFS; the window
+    ``[10000, 15000)`` holds a record from before the last two rescalings and fires only after the restore), stopped
+    with a savepoint on HDFS and restored with an added operator into 2: every record once, the uninterrupted run's
+    windows."""
+    root = f"{hdfs_cluster.uri}/delta-savepoints/{uuid.uuid4().hex[:8]}"
+    checkpoint = f"{root}/ck1"
+    table = str(tmp_path / "events")
+    expected = jvm_free(FILES)
+    ids: List[Any] = []
+    sums: List[Any] = []
+    path = ""
+    for i in range(BEFORE):
+        _commit(spark, table, i)
+    for run, (partitions, commits, fired_before) in enumerate([(2, [], 5_000), (4, [BEFORE], 10_000), (3, [], 10_000)]):
+        for i in commits:
+            _commit(spark, table, i)
+        handle = _cdf_job(spark, table, partitions, ids, sums).execute(f"hdfs-cdf-{run}", checkpoint_location=checkpoint)
+        handle.process_all_available()
+        if run < 2:
+            handle.stop()
+        else:
+            path = handle.stop_with_savepoint(f"{root}/savepoints")
+        # the writer's watermarks reached the windows (commit 2's is 7499, commit 3's 10499)
+        assert sorted(sums) == sorted(s for s in expected if s[1] < fired_before), (run, sums)
+        assert read_meta(checkpoint)["state_partitions"] == partitions
+        assert all(sp < partitions for sp in state_partitions_named(checkpoint))
+        assert not storage.exists(f"{checkpoint}/flinkish/rescale")
+    assert sorted(ids) == list(range(1, 10))
+    assert path.startswith(f"{root}/savepoints/savepoint-")
+    _commit(spark, table, BEFORE + 1)
+    handle = _cdf_job(spark, table, 2, ids, sums, changed=True).execute(
+        "hdfs-cdf-restored", checkpoint_location=f"{root}/ck2", from_savepoint=path
+    )
+    handle.process_all_available()
+    handle.stop()
+    check(ids, sums, expected)
+    assert read_meta(f"{root}/ck2")["state_partitions"] == 2
 
 
 def test_a_file_stream_unioned_with_a_micro_batch_source_is_placed_after_the_replay_stream(spark: Any, tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ import glob
 import json
 import os
 import time
+import uuid
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -385,9 +387,10 @@ def test_merge_keys_keep_the_late_firing_on_the_apply_in_pandas_with_state_execu
 
 
 def test_delta_sinks_are_written_by_the_executors_and_the_driver_collects_no_record(spark: Any, tmp_path: Any) -> None:
-    """Issue 25: a keyed window into a DeltaSink, its late data into a second one. The driver collects the same few
-    coordination rows (metrics and per-sink counts) for a batch of 10 records and for one of 3,000, and the tables
-    hold exactly the JVM-free engine's rows; each batch's progress names its Spark jobs, one pass over its input."""
+    """Issue 25: a keyed window into a DeltaSink partitioned by key, its late data into a second one, a table named in
+    the catalog. The driver collects the same few coordination rows (metrics and per-sink counts) for a batch of 10
+    records and for one of 3,000, and the tables hold exactly the JVM-free engine's rows (the first partitioned by
+    key, one directory per key); each batch's progress names its Spark jobs, one pass over its input."""
     small = [(f"k{i % 5}", 1_000 * i, i) for i in range(10)]
     large = [(f"k{i % 50}", 20_000 + i, i) for i in range(3_000)]
     batches = [small, large, [("k1", 500, -1), ("k2", 40_000, 7)]]  # k1@500: late at watermark 22_999
@@ -413,14 +416,25 @@ def test_delta_sinks_are_written_by_the_executors_and_the_driver_collects_no_rec
 
     env = StreamExecutionEnvironment.get_execution_environment(spark)
     paths = {name: str(tmp_path / name) for name in ("main", "late")}
-    build(env, lambda s: s.sink_to(DeltaSink.for_path(paths["main"])).uid("main"),
-          lambda s: s.sink_to(DeltaSink.for_path(paths["late"])).uid("late"))
+    # the late table by its name (created outside the warehouse: the writer's CREATE TABLE IF NOT EXISTS keeps it)
+    late_table = f"flinkish_late_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {late_table} (key STRING, ts BIGINT, v BIGINT) USING delta LOCATION '{paths['late']}'")
+    build(env, lambda s: s.sink_to(DeltaSink.for_path(paths["main"]).with_partition_columns("key")).uid("main"),
+          lambda s: s.sink_to(DeltaSink.for_table(late_table)).uid("late"))
     reported: List[Dict[str, Any]] = []
-    handle = env.execute("executor sinks", checkpoint_location=str(tmp_path / "ck"), trigger={"availableNow": True},
-                         progress=reported.append)
-    handle.await_termination()
+    try:
+        handle = env.execute("executor sinks", checkpoint_location=str(tmp_path / "ck"),
+                             trigger={"availableNow": True}, progress=reported.append)
+        handle.await_termination()
+        late_rows = sorted(tuple(r) for r in spark.table(late_table).select("key", "ts", "v").collect())
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {late_table}")
+    assert late_rows == sorted(expected["late"])
     for name, path in paths.items():
         assert _rows(spark, path, ["key", "ts", "v"]) == sorted(expected[name]), name
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{paths['main']}`").first()
+    assert list(detail["partitionColumns"]) == ["key"]
+    assert {p.name for p in Path(paths["main"]).glob("key=*")} == {f"key={r[0]}" for r in expected["main"]}
     records = [sum(p["input_records"].get("events", {}).values()) for p in reported]
     assert records[:3] == [10, 3_000, 2]
     collected = [p["driver_rows_collected"] for p in reported]

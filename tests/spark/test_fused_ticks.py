@@ -15,6 +15,7 @@ from pyspark_flinkish.datastream import DataStream, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.plan import Transformation
 from pyspark_flinkish.datastream.state import ValueStateDescriptor
+from pyspark_flinkish.spark.fused_ticks import TICK_COLUMN
 from pyspark_flinkish.spark.source_rows import DataFrameSource
 
 pytestmark = pytest.mark.spark
@@ -52,11 +53,13 @@ class RunningCount(KeyedProcessFunction):  # type: ignore[type-arg]
 
 def test_a_dataframe_source_is_fused_with_the_route_when_ticks_are_unioned_in(spark: Any, tmp_path: Path) -> None:
     """A continuing query whose process function registers processing-time timers (so the tick source is in its
-    input): the source's elements reach the route unpickled (they refuse pickling), over two batches, and Spark reports
-    the tick source among the query's sources after the file stream (the order of Spark's offsets log)."""
+    input): the source's elements reach the route unpickled (they refuse pickling), over two batches, none taken for a
+    tick though the source has a column of the marker's name, and Spark reports the tick source among the query's
+    sources after the file stream (the order of Spark's offsets log)."""
     src = tmp_path / "in"
     src.mkdir()
-    df = spark.readStream.schema("k string, v long").json(str(src))
+    # the source has a column of the marker's name: the marker takes another (else every row here would be a tick)
+    df = spark.readStream.schema(f"k string, v long, {TICK_COLUMN} boolean").json(str(src))
     env = StreamExecutionEnvironment.get_execution_environment(spark)
     source = DataFrameSource(df, None, None, [], [], element=element_of)
     strategy = WatermarkStrategy.no_watermarks()
@@ -72,7 +75,8 @@ def test_a_dataframe_source_is_fused_with_the_route_when_ticks_are_unioned_in(sp
     try:
         assert handle.driver.ticks
         for i, batch in enumerate([[("a", 1), ("b", 2), ("a", 3)], [("b", 4), ("a", 5)]]):
-            (src / f"part-{i}.json").write_text("\n".join(json.dumps({"k": k, "v": v}) for k, v in batch))
+            lines = [json.dumps({"k": k, "v": v, TICK_COLUMN: True}) for k, v in batch]
+            (src / f"part-{i}.json").write_text("\n".join(lines))
             handle.process_all_available()
         handle.driver.raise_if_failed()
         progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]

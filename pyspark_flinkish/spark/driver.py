@@ -43,6 +43,7 @@ from .driver_checkpoint import DriverCheckpoint
 from .driver_metrics import operator_metrics, progress_counters, source_metrics
 from .error_transport import interruption_from, package_error_from
 from .far_future import FutureRecords
+from .fused_ticks import with_ticks, without_ticks
 from .generators import generator_states, ordered_route, refuse_unaligned_generators
 from .keyed_partition import in_processing_order, keyed_level_function
 from .plan import ExecPlan, keep_state_layouts
@@ -129,6 +130,8 @@ class ForeachBatchDriver(DriverCheckpoint):
         self.stepper = source_stepper(self.plan)
         self.ticks = False  # processing-time ticks in the input (``spark/ticks.py``), set by ``input_stream``
         self.fused = self._fused_source()
+        # with ticks, the fused source's batches hold the tick rows too, marked by this column (``spark/fused_ticks.py``)
+        self.tick_column: Optional[str] = None
         self.step_watermarks: Dict[int, Optional[int]] = {}
         self.outbox: Any = None  # Spark Connect: where client sinks' values go (``spark/connect.py``)
         # the sinks whose records the driver collects (add_sink, print, execute_and_collect); the others' stay on
@@ -147,7 +150,8 @@ class ForeachBatchDriver(DriverCheckpoint):
     # -- set-up
     def _fused_source(self) -> Optional[int]:
         """The plan index of the one DataFrame source whose conversion runs inside the route (no pickling in
-        between), when the pipeline has exactly one source and it is a plain DataFrame source."""
+        between), when the pipeline has exactly one source and it is a plain DataFrame source (with processing-time
+        ticks too: they join its own rows, ``spark/fused_ticks.py``)."""
         if self.columnar is not None or self.stepper is not None or len(self.plan.sources) != 1:
             return None
         index = self.plan.sources[0]
@@ -155,15 +159,21 @@ class ForeachBatchDriver(DriverCheckpoint):
 
     def input_stream(self, trigger: Optional[Dict[str, Any]] = None) -> Any:
         """One streaming DataFrame with the rows of every source (``SOURCE_DDL`` columns), or the source
-        DataFrame itself on the columnar path (event-time windows only). With processing-time timers on the wall
-        clock in a continuing query (``trigger``), processing-time ticks are unioned in (``spark/ticks.py``)."""
+        DataFrame itself: a fused source's, or the columnar path's (event-time windows only). With processing-time
+        timers on the wall clock in a continuing query (``trigger``), processing-time ticks are unioned in
+        (``spark/ticks.py``): into a fused source's own rows, marked (``spark/fused_ticks.py``), else as common
+        source rows."""
         if self.columnar is not None:
             return self.plan.transformations[self.columnar.source].source.df
         self.ticks = needs_ticks(self.plan.transformations, isinstance(self.env.clock, ManualClock), trigger)
-        if self.ticks:
-            self.fused = None  # the tick rows join the common source rows
+        self.tick_column = None
         if self.fused is not None:
-            return self.plan.transformations[self.fused].source.df
+            source = self.plan.transformations[self.fused].source.df
+            if not self.ticks:
+                return source
+            # the tick rows join the source's own rows, marked; each batch splits them off before the route (``_step``)
+            stream, self.tick_column = with_ticks(source, tick_stream(self.spark, storage.join(self.checkpoint, "flinkish")))
+            return stream
         frames = []
         replay = [t for t in self.plan.transformations if t.kind == "source" and isinstance(t.source, MicroBatchSource)]
         if replay:
@@ -387,6 +397,8 @@ class ForeachBatchDriver(DriverCheckpoint):
         if self.fused is not None:
             source_t, node = self.plan.transformations[self.fused], self.fused
             records = dataframe_records(source_t)
+            if self.tick_column is not None:  # the source's rows only: a tick only made the batch run
+                df = without_ticks(df, self.tick_column)
             order_columns = list(source_t.source.order_columns)
             if ordered:
                 df = df.coalesce(1)

@@ -10,6 +10,29 @@ from ..core.errors import UnsupportedFeatureError
 from ..datastream.sources import MicroBatchSource
 from .plan import ExecPlan
 
+SPREAD_MIN_BYTES = 1 << 20
+"""The estimated size (Spark's statistics of the batch's plan) from which the fused route's input, ordered by
+columns, is spread over all state partitions' tasks (a repartition: a shuffle, and with adaptive execution a Spark
+job of its own, which a small batch pays for and does not gain from). About 100k rows of a Parquet file."""
+
+
+def spread_route_input(df: Any, parts: int) -> Any:
+    """A fused DataFrame source's batch ``df`` whose order comes from columns (so it may be routed in any partitioning)
+    repartitioned over ``parts`` tasks, unless Spark estimates it below :data:`SPREAD_MIN_BYTES`: then routed where
+    it is read. Where Spark has no estimate (a Kafka batch, Spark Connect) it is spread."""
+    size = estimated_bytes(df)
+    return df if size is not None and size < SPREAD_MIN_BYTES else df.repartition(parts)
+
+
+def estimated_bytes(df: Any) -> Optional[int]:
+    """Spark's estimate of the size of ``df``'s optimized plan in bytes (no Spark job), or None where there is none
+    (Spark's default for an unknown size, or a Spark Connect DataFrame, which has no JVM plan here)."""
+    try:
+        size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:
+        return None
+    return None if size >= 2**63 - 1 else size
+
 
 def route_fed_sinks(plan: ExecPlan) -> List[int]:
     """The sinks a source reaches without a keyed operator in between: the route's tasks write their records."""
@@ -67,4 +90,12 @@ def replay_sources(plan: ExecPlan) -> List[Tuple[str, MicroBatchSource]]:
     ]
 
 
-__all__ = ["replay_sources", "replay_steps", "route_fed_sinks", "source_stepper"]
+__all__ = [
+    "SPREAD_MIN_BYTES",
+    "estimated_bytes",
+    "replay_sources",
+    "replay_steps",
+    "route_fed_sinks",
+    "source_stepper",
+    "spread_route_input",
+]

@@ -36,7 +36,7 @@ from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import log_progress
 from . import columnar, storage
-from .batch_input import replay_sources, replay_steps, route_fed_sinks, source_stepper
+from .batch_input import replay_sources, replay_steps, route_fed_sinks, source_stepper, spread_route_input
 from .chain import route_partition, route_records
 from .delivery import deliver_frame, deliver_values, is_client_sink
 from .driver_checkpoint import DriverCheckpoint
@@ -404,8 +404,8 @@ class ForeachBatchDriver(DriverCheckpoint):
                 df = df.coalesce(1)
                 if order_columns:
                     df = df.sortWithinPartitions(*order_columns)
-            elif order_columns:  # order comes from columns: spread the route over all cores
-                df = df.repartition(parts)
+            elif order_columns:  # order comes from columns: a large batch's route is spread over all cores
+                df = spread_route_input(df, parts)
             routed = df.mapInPandas(
                 lambda frames: route_records(plan, records(frames), wm_prev, now, parts, node, generators, fanout),
                 plan.row_ddl(),

@@ -1,10 +1,12 @@
-"""The tick source's cost at a query's start and per trigger (issues 25/27; ``spark/ticks.py``, ``spark/tick_source.py``).
+"""The tick source's cost at a query's start and per trigger (issues 25/27; ``spark/ticks.py``).
 
 Two figures, never a pass/fail:
 
-* ``--imports N``: in N fresh Python processes, the import of Spark's streaming-source runner, then unpickling the
-  tick source's class as that runner does (the ``spark.dataSource.register`` pickle): seconds and the
-  ``pyspark_flinkish`` modules it imported.
+* ``--imports N``: for the Python data source of versions before the file stream of tick files (``c0ec24e`` and
+  earlier, ``spark/tick_source.py``): in N fresh Python processes, the import of Spark's streaming-source runner,
+  then unpickling the tick source's class as that runner does (the ``spark.dataSource.register`` pickle): seconds
+  and the ``pyspark_flinkish`` modules it imported. Since the tick source is Spark's file stream there is no such
+  process: the figure is skipped.
 * ``--rounds N``: a file source and a ``KeyedProcessFunction`` in a continuing query, on the wall clock (the tick
   source unioned in) and on a ``ManualClock`` (none), alternating: ``execute``, its return to Spark's first trigger
   and to the first output; then 4 s idle with ``noDataProgressEventInterval`` 0, each poll's ``latestOffset`` ms.
@@ -76,6 +78,9 @@ def tick_source_pickle() -> bytes:
 
 
 def reader_imports(n: int) -> None:
+    if hasattr(ticks, "TickTimer"):
+        print("reader process: none (the tick source is Spark's text file stream over <checkpoint>/flinkish/ticks)")
+        return
     with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as f:
         f.write(tick_source_pickle())
     try:
@@ -124,7 +129,8 @@ def query_start(spark: Any, work: str, manual: bool) -> Dict[str, Any]:
     at = datetime.strptime(first["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
     idle = sorted(p["durationMs"].get("latestOffset", 0) for p in later
                   if p["numInputRows"] == 0 and p["timestamp"] > first["timestamp"])
-    return {"ticks": handle.driver.ticks, "execute_s": round(returned - t0, 3), "to_first_trigger_s": round(at - returned, 3),
+    kinds = [s["description"].split("[")[0].split("@")[0].rsplit(".", 1)[-1] for s in first["sources"]]
+    return {"ticks": handle.driver.ticks, "sources": kinds, "execute_s": round(returned - t0, 3), "to_first_trigger_s": round(at - returned, 3),
             "to_first_output_s": round(first_out - returned, 3), "idle_polls": len(idle),
             "idle_latestOffset_ms_median": idle[len(idle) // 2] if idle else None, "idle_latestOffset_ms_max": max(idle, default=None)}
 

@@ -13,7 +13,9 @@ Two figures, never a pass/fail:
 
     .venv/bin/python benchmarks/bench_tick_start.py --imports 3 --rounds 3
 
-To compare two commits, run each from its own ``git archive`` of the package (``PYTHONPATH``), alternating.
+To compare two commits, run each from its own ``git archive`` of the package, alternating, with ``PYTHONPATH`` set
+to that directory (the script's directory, not the working directory, is first on ``sys.path``, and the virtualenv's
+editable install names the main checkout).
 """
 
 from __future__ import annotations
@@ -121,6 +123,9 @@ def query_start(spark: Any, work: str, manual: bool) -> Dict[str, Any]:
         first_out = time.time()
         while not handle.query.recentProgress and time.time() < returned + 120:
             time.sleep(0.02)
+        if not handle.query.recentProgress:
+            handle.driver.raise_if_failed()
+            raise RuntimeError(f"no progress within 120 s: {handle.query.exception()}")
         first = _progress(handle.query.recentProgress[0])
         time.sleep(0 if manual else 4)  # idle: Spark polls its sources (no batch runs)
         later = [_progress(p) for p in handle.query.recentProgress]

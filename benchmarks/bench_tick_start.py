@@ -1,17 +1,21 @@
-"""The tick source's cost at a query's start and per trigger (issues 25/27; ``spark/ticks.py``, ``spark/tick_source.py``).
+"""The tick source's cost at a query's start and per trigger (issues 25/27; ``spark/ticks.py``).
 
 Two figures, never a pass/fail:
 
-* ``--imports N``: in N fresh Python processes, the import of Spark's streaming-source runner, then unpickling the
-  tick source's class as that runner does (the ``spark.dataSource.register`` pickle): seconds and the
-  ``pyspark_flinkish`` modules it imported.
+* ``--imports N``: for the Python data source of versions before the file stream of tick files (``c0ec24e`` and
+  earlier, ``spark/tick_source.py``): in N fresh Python processes, the import of Spark's streaming-source runner,
+  then unpickling the tick source's class as that runner does (the ``spark.dataSource.register`` pickle): seconds
+  and the ``pyspark_flinkish`` modules it imported. Since the tick source is Spark's file stream there is no such
+  process: the figure is skipped.
 * ``--rounds N``: a file source and a ``KeyedProcessFunction`` in a continuing query, on the wall clock (the tick
   source unioned in) and on a ``ManualClock`` (none), alternating: ``execute``, its return to Spark's first trigger
   and to the first output; then 4 s idle with ``noDataProgressEventInterval`` 0, each poll's ``latestOffset`` ms.
 
     .venv/bin/python benchmarks/bench_tick_start.py --imports 3 --rounds 3
 
-To compare two commits, run each from its own ``git archive`` of the package (``PYTHONPATH``), alternating.
+To compare two commits, run each from its own ``git archive`` of the package, alternating, with ``PYTHONPATH`` set
+to that directory (the script's directory, not the working directory, is first on ``sys.path``, and the virtualenv's
+editable install names the main checkout).
 """
 
 from __future__ import annotations
@@ -76,6 +80,9 @@ def tick_source_pickle() -> bytes:
 
 
 def reader_imports(n: int) -> None:
+    if hasattr(ticks, "TickTimer"):
+        print("reader process: none (the tick source is Spark's text file stream over <checkpoint>/flinkish/ticks)")
+        return
     with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as f:
         f.write(tick_source_pickle())
     try:
@@ -116,6 +123,9 @@ def query_start(spark: Any, work: str, manual: bool) -> Dict[str, Any]:
         first_out = time.time()
         while not handle.query.recentProgress and time.time() < returned + 120:
             time.sleep(0.02)
+        if not handle.query.recentProgress:
+            handle.driver.raise_if_failed()
+            raise RuntimeError(f"no progress within 120 s: {handle.query.exception()}")
         first = _progress(handle.query.recentProgress[0])
         time.sleep(0 if manual else 4)  # idle: Spark polls its sources (no batch runs)
         later = [_progress(p) for p in handle.query.recentProgress]
@@ -124,7 +134,8 @@ def query_start(spark: Any, work: str, manual: bool) -> Dict[str, Any]:
     at = datetime.strptime(first["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
     idle = sorted(p["durationMs"].get("latestOffset", 0) for p in later
                   if p["numInputRows"] == 0 and p["timestamp"] > first["timestamp"])
-    return {"ticks": handle.driver.ticks, "execute_s": round(returned - t0, 3), "to_first_trigger_s": round(at - returned, 3),
+    kinds = [s["description"].split("[")[0].split("@")[0].rsplit(".", 1)[-1] for s in first["sources"]]
+    return {"ticks": handle.driver.ticks, "sources": kinds, "execute_s": round(returned - t0, 3), "to_first_trigger_s": round(at - returned, 3),
             "to_first_output_s": round(first_out - returned, 3), "idle_polls": len(idle),
             "idle_latestOffset_ms_median": idle[len(idle) // 2] if idle else None, "idle_latestOffset_ms_max": max(idle, default=None)}
 

@@ -26,11 +26,6 @@ ALLOWED: Dict[str, Tuple[Set[str], str]] = {
     "connect.py": ({"open", "os.walk", "shutil.rmtree"}, "the package's own source files shipped as a Connect artifact"),
     "environment.py": ({"os.path.exists", "os.path.isdir", "shutil.make_archive"}, "add_python_file: the user's local files"),
     "delta_commits.py": ({"os.listdir", "open"}, "a local Delta table's _delta_log (other tables: DESCRIBE HISTORY)"),
-    "tick_source.py": (
-        {"open"},
-        "the tick file on a local path the driver resolved with storage.local_path: read without importing the "
-        "package in Spark's Python process for the reader (other locations: through storage)",
-    ),
     "progress_files.py": ({"os.path.isfile"}, "telling a local log file from a checkpoint location"),
     "checkpoint_migration.py": (
         {"open", "os.remove", "os.listdir", "os.path.isdir"},

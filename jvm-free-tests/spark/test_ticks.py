@@ -1,16 +1,21 @@
 """Processing-time ticks without a JVM (``spark/ticks.py``): which pipelines need them, what a keyed state
-partition reports about its pending processing-time timers, and when the tick source has a new tick."""
+partition reports about its pending processing-time timers, and when the driver writes a tick file."""
 
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import time
 from pathlib import Path
 from typing import Any, List
 
 import pandas as pd
+import pytest
 from foreach_batch_harness import keyed_task
 
 from pyspark_flinkish.common import Duration, WatermarkStrategy
+from pyspark_flinkish.core.errors import StateError
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.window import (
@@ -21,7 +26,18 @@ from pyspark_flinkish.datastream.window import (
 from pyspark_flinkish.spark.keys import encode_key, state_partition
 from pyspark_flinkish.spark.plan import ExecPlan
 from pyspark_flinkish.spark.rows import dumps
-from pyspark_flinkish.spark.ticks import may_register_processing_timers, needs_ticks, read_due, tick_due, write_due
+from pyspark_flinkish.spark.ticks import (
+    START_TICK,
+    TICKS_DIR,
+    TickTimer,
+    may_register_processing_timers,
+    needs_ticks,
+    read_due,
+    refuse_python_tick_source,
+    tick_name,
+    write_due,
+    write_tick,
+)
 
 LONG_MIN = -(2**63)
 
@@ -91,15 +107,82 @@ def test_a_keyed_partition_reports_its_earliest_processing_time_timer(tmp_path: 
     assert (metrics["nextProcessingTimer"], metrics["numKeysLoaded"]) == (None, 2)
 
 
-def test_the_tick_source_ticks_once_per_recorded_batch_when_its_timer_is_overdue(tmp_path: Path) -> None:
+def _ticks(d: str) -> List[str]:
+    return sorted(p.name for p in Path(d, TICKS_DIR).iterdir()) if Path(d, TICKS_DIR).exists() else []
+
+
+def test_the_timer_writes_a_recorded_batchs_tick_once_its_timer_is_overdue(tmp_path: Path) -> None:
     d = str(tmp_path)
     assert read_due(d) == (-1, None)
-    assert tick_due(d, -1, 10**13) is None  # nothing recorded yet
-    write_due(d, 3, 1_000)
-    assert tick_due(d, -1, 1_000) is None  # the timer fires once the clock has passed it
-    assert tick_due(d, -1, 1_001) == 3
-    assert tick_due(d, 3, 5_000) is None  # batch 3's timer has had its tick
-    write_due(d, 4, None)  # the tick's batch fired it: nothing pending
-    assert tick_due(d, 3, 5_000) is None
-    write_due(d, 5, 2_000)
-    assert tick_due(d, 3, 2_001) == 5
+    timer = TickTimer(d)
+    now = int(time.time() * 1000)
+    timer.arm(3, now + 300)
+    time.sleep(0.1)
+    assert _ticks(d) == []  # not due yet
+    time.sleep(0.5)
+    assert _ticks(d) == [tick_name(3)] and timer.written == [3]  # the timer fires once the clock has passed it
+    assert Path(d, TICKS_DIR, tick_name(3)).read_text() == tick_name(3) + "\n"  # one line: one row of the text stream
+    timer.arm(4, None)  # the tick's batch fired it: nothing pending, no tick
+    timer.arm(5, now - 1)  # overdue already: at once
+    time.sleep(0.3)
+    assert _ticks(d) == [tick_name(3), tick_name(5)]
+    # a batch cancels the pending tick (it fires what is due itself); a newer record replaces an older one
+    timer.arm(6, int(time.time() * 1000) + 200)
+    timer.cancel()
+    timer.arm(7, int(time.time() * 1000) + 200)
+    timer.arm(8, int(time.time() * 1000) + 200)
+    time.sleep(0.6)
+    assert _ticks(d) == [tick_name(3), tick_name(5), tick_name(8)]
+    assert not [p for p in Path(d, TICKS_DIR).iterdir() if p.name.startswith(".")]  # no hidden part left
+
+
+def test_a_tick_file_is_written_once_per_recorded_batch(tmp_path: Path) -> None:
+    d = str(tmp_path)
+    assert write_tick(d, 3)
+    os.utime(Path(d, TICKS_DIR, tick_name(3)), (1, 1))
+    assert not write_tick(d, 3)  # a rewrite after a crash leaves the tick Spark may have read as it is
+    assert Path(d, TICKS_DIR, tick_name(3)).stat().st_mtime == 1
+    assert tick_name(12) > tick_name(9)  # names sort by batch
+
+
+def test_a_query_start_ticks_at_once_without_a_record_and_arms_the_recorded_timer(tmp_path: Path) -> None:
+    fresh = str(tmp_path / "fresh")
+    TickTimer(fresh).resume()  # a new job, or one restored from a savepoint: its first batch runs and fires what is due
+    assert _ticks(fresh) == [START_TICK]
+    d = str(tmp_path / "restarted")
+    write_due(d, 3, int(time.time() * 1000) - 1)  # overdue when the job stopped
+    write_due(str(tmp_path / "idle"), 3, None)
+    TickTimer(str(tmp_path / "idle")).resume()
+    timer = TickTimer(d)
+    timer.resume()
+    time.sleep(0.3)
+    assert _ticks(d) == [tick_name(3)] and _ticks(str(tmp_path / "idle")) == []
+    again = TickTimer(d)  # started again before the tick was read: the same file, not another
+    again.resume()
+    time.sleep(0.3)
+    assert _ticks(d) == [tick_name(3)] and again.written == []
+
+
+def test_a_timer_pickles_without_its_thread(tmp_path: Path) -> None:
+    timer = TickTimer(str(tmp_path))
+    timer.arm(1, int(time.time() * 1000) + 60_000)
+    copy = pickle.loads(pickle.dumps(timer))  # the driver shipped to a Spark Connect server
+    timer.cancel()
+    copy.arm(2, int(time.time() * 1000) - 1)
+    time.sleep(0.3)
+    assert _ticks(str(tmp_path)) == [tick_name(2)]
+
+
+def test_a_checkpoint_of_the_python_tick_source_is_refused_naming_the_way_through_a_savepoint(tmp_path: Path) -> None:
+    spark = str(tmp_path / "spark")
+    refuse_python_tick_source(spark)  # no offsets yet
+    meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}})
+    Path(spark, "offsets").mkdir(parents=True)
+    Path(spark, "offsets", "4").write_text("\n".join(["v1", meta, '{"logOffset":2}', '{"batch":3}']))
+    Path(spark, "offsets", "5").write_text("\n".join(["v1", meta, '{"logOffset":2}', '{"logOffset":0}']))
+    refuse_python_tick_source(spark)  # the latest entry is the file stream's
+    Path(spark, "offsets", "12").write_text("\n".join(["v1", meta, '{"logOffset":2}', '{"batch":-1}']))
+    with pytest.raises(StateError, match=r"offsets/12: source 1 is the processing-time tick source .*from_savepoint"):
+        refuse_python_tick_source(spark)
+    Path(spark, "offsets", "13").write_text("\n".join(["v1", meta, '{"batch":{"0":5}}', "-"]))  # a Kafka topic "batch"
+    refuse_python_tick_source(spark)

@@ -56,7 +56,7 @@ from .sink_frames import SinkFrame, sink_rows
 from .source_logs import seed
 from .source_rows import DataFrameSource, dataframe_records, dataframe_rows
 from .spark_jobs import SparkJobs
-from .ticks import needs_ticks, read_due, tick_stream, write_due
+from .ticks import TickTimer, needs_ticks, read_due, tick_stream, write_due
 from .watermark_advance import Advanced, WatermarkAdvance, advance_watermarks, graph_watermarks, sorted_stats, watermark_template
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ class ForeachBatchDriver(DriverCheckpoint):
         # hook: a source that maps its own commits to steps with explicit watermarks (``from_delta``)
         self.stepper = source_stepper(self.plan)
         self.ticks = False  # processing-time ticks in the input (``spark/ticks.py``), set by ``input_stream``
+        self.tick_timer = TickTimer(storage.join(checkpoint, "flinkish"))  # writes the due ticks (``spark/ticks.py``)
         self.fused = self._fused_source()
         # with ticks, the fused source's batches hold the tick rows too, marked by this column (``spark/fused_ticks.py``)
         self.tick_column: Optional[str] = None
@@ -172,7 +173,7 @@ class ForeachBatchDriver(DriverCheckpoint):
             if not self.ticks:
                 return source
             # the tick rows join the source's own rows, marked; each batch splits them off before the route (``_step``)
-            stream, self.tick_column = with_ticks(source, tick_stream(self.spark, storage.join(self.checkpoint, "flinkish")))
+            stream, self.tick_column = with_ticks(source, tick_stream(self.spark, self.tick_timer))
             return stream
         frames = []
         replay = [t for t in self.plan.transformations if t.kind == "source" and isinstance(t.source, MicroBatchSource)]
@@ -185,7 +186,7 @@ class ForeachBatchDriver(DriverCheckpoint):
             if t.kind == "source" and isinstance(t.source, DataFrameSource):
                 frames.append(dataframe_rows(t, self.plan.nodes[self.plan.transformations.index(t)].uid))
         if self.ticks:
-            frames.append(tick_stream(self.spark, storage.join(self.checkpoint, "flinkish")))
+            frames.append(tick_stream(self.spark, self.tick_timer))
         stream = frames[0]
         for f in frames[1:]:
             stream = stream.unionByName(f)
@@ -257,6 +258,8 @@ class ForeachBatchDriver(DriverCheckpoint):
             self.spark_jobs = SparkJobs(df.sparkSession)
         self.spark_jobs.start()
         start = time.perf_counter()
+        if self.ticks:
+            self.tick_timer.cancel()  # the batch fires what is due; its commit arms the next tick
         with self._phase("open"):
             self._open(batch_id)
         with self._phase("replay index"):
@@ -302,6 +305,7 @@ class ForeachBatchDriver(DriverCheckpoint):
                 # a batch whose keyed stages did not run (no step) leaves the pending timers as they were
                 due = self._next_processing_timer() if self.metric_rows else read_due(flinkish)[1]
                 write_due(flinkish, batch_id, due)
+                self.tick_timer.arm(batch_id, due)
         self.batches_run += 1
         if self.future is not None:
             self.future.log()

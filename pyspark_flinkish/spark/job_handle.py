@@ -177,6 +177,8 @@ class SparkJobHandle:
 
     def stop(self) -> None:
         self.query.stop()
+        if self.driver is not None:  # a tick due later is armed again from ticks.json when the job restarts
+            self.driver.tick_timer.cancel()
         if self.client is not None:
             self.client.stop()
         self._drain()

@@ -498,3 +498,35 @@ def test_apply_in_pandas_with_state_is_refused_on_connect(connect_spark) -> None
 
     with pytest.raises(UnsupportedFeatureError, match=r"apply_in_pandas_with_state.*Spark Connect.*get_execution_environment\(spark\)"):
         StreamExecutionEnvironment.get_execution_environment(connect_spark, backend="apply_in_pandas_with_state")
+
+
+class Remind(KeyedProcessFunction):  # type: ignore[type-arg]
+    """A processing-time timer 1 s after a key's element; the timer reports its key."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1000)
+        return iter(())
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        yield ("timer", ctx.get_current_key())
+
+
+def test_processing_time_timers_fire_on_an_idle_stream_on_connect(connect_spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """On the wall clock the tick source is unioned in: the driver that runs the batches (the server's foreachBatch
+    process, the driver pickled without its tick thread) arms the tick that fires the timers without new input."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "p0.json").write_text("\n".join(json.dumps({"k": k, "v": v}) for k, v in [("a", 1), ("b", 2)]))
+    df = connect_spark.readStream.schema("k string, v long").json(str(source))
+    env = StreamExecutionEnvironment.get_execution_environment(connect_spark)
+    out: List[Any] = []
+    env.from_dataframe(df, WatermarkStrategy.no_watermarks()).key_by(lambda r: r["k"]).process(Remind()).add_sink(out.append)
+    handle = env.execute("idle-timers", checkpoint_location=str(tmp_path / "ck"))
+    try:
+        deadline = time.time() + 90
+        while len(out) < 2 and time.time() < deadline and handle.is_active:
+            time.sleep(0.2)
+        assert sorted(out) == [("timer", "a"), ("timer", "b")]
+        assert "tick-00000000000000000000" in [p.name for p in (tmp_path / "ck" / "flinkish" / "ticks").iterdir()]
+    finally:
+        handle.stop()

@@ -468,11 +468,71 @@ def test_processing_time_timers_and_windows_fire_on_an_idle_stream(spark, tmp_pa
         while (len(handle.driver.history) < 2 or len(handle.query.recentProgress) < 2) and time.time() < first_done + 60:
             time.sleep(0.1)
         progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]
-        file_rows = [sum(s["numInputRows"] for s in p["sources"] if "FileStream" in s["description"]) for p in progress]
+        file_rows = [
+            sum(s["numInputRows"] for s in p["sources"] if "FileStream" in s["description"] and "/flinkish/ticks" not in s["description"])
+            for p in progress
+        ]
         assert file_rows[0] == 3 and not any(file_rows[1:])
         assert len(handle.driver.history) > 1
     finally:
         handle.stop()
+
+
+class RemindLater(Remind):
+    """A processing-time timer 40 s after a key's element: due after the job is stopped, even on a loaded machine."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 40_000)
+        return iter(())
+
+
+def _ticked_job(spark, src, timers):  # type: ignore[no-untyped-def]
+    env = StreamExecutionEnvironment.get_execution_environment(spark)
+    df = spark.readStream.schema("k string, v long").json(str(src))
+    env.from_dataframe(df, WatermarkStrategy.no_watermarks()).key_by(lambda r: r.k).process(RemindLater()).add_sink(
+        timers.append
+    )
+    return env
+
+
+def test_the_tick_source_is_a_jvm_file_stream_and_a_restart_ticks_a_timer_due_while_stopped(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The tick source starts no Python process with the query: it is Spark's file stream over the checkpoint's
+    tick directory (``spark/ticks.py``; the Python data source it replaced started Spark's Python runner for its
+    reader at every query start). A timer that falls due while the job is stopped fires after the restart without
+    input: the driver arms its tick from ``ticks.json`` when the query starts."""
+    import time
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "part-0.json").write_text("\n".join(json.dumps({"k": k, "v": v}) for k, v in [("a", 1), ("b", 2)]))
+    ck = str(tmp_path / "ck")
+    timers: list = []
+    handle = _ticked_job(spark, src, timers).execute("jvm-ticks", checkpoint_location=ck)
+    try:
+        while not handle.query.recentProgress and handle.is_active:  # the first batch: the file's two records
+            time.sleep(0.05)
+        handle.driver.raise_if_failed()
+        first = handle.query.recentProgress[0]
+        first = first if isinstance(first, dict) else json.loads(first.json)
+    finally:
+        handle.stop()
+    descriptions = [s["description"] for s in first["sources"]]
+    assert len(descriptions) == 2, descriptions
+    assert all(d.startswith("FileStreamSource[") for d in descriptions), descriptions  # no Python data source
+    assert [d for d in descriptions if d.rstrip("]").endswith("/flinkish/ticks")], descriptions
+    batch, due = json.loads(Path(ck, "flinkish", "ticks.json").read_text()).values()
+    assert batch == 0 and timers == []  # stopped before the timers (40 s after the elements) were due
+    assert time.time() * 1000 < due and [p.name for p in Path(ck, "flinkish", "ticks").iterdir()] == ["tick-start"]
+    time.sleep(max(0.0, (due - time.time() * 1000) / 1000) + 0.2)
+    restarted = _ticked_job(spark, src, timers).execute("jvm-ticks", checkpoint_location=ck)
+    try:
+        deadline = time.time() + 60
+        while len(timers) < 2 and time.time() < deadline and restarted.is_active:
+            time.sleep(0.1)
+        restarted.driver.raise_if_failed()
+        assert sorted(timers) == [("timer", "a"), ("timer", "b")]
+    finally:
+        restarted.stop()
 
 
 class PerElementWatermarkGenerator(WatermarkGenerator):

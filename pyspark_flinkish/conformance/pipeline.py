@@ -127,27 +127,36 @@ def generated_bound(scenario: Dict[str, Any]) -> Optional[int]:
 
 
 def build(
-    env: StreamExecutionEnvironment, scenario: Dict[str, Any], generate_watermarks: bool = False
+    env: StreamExecutionEnvironment,
+    scenario: Dict[str, Any],
+    generate_watermarks: bool = False,
+    generator: Optional[WatermarkStrategy] = None,
 ) -> Tuple[DataStream, Optional[DataStream]]:
     """The scenario's pipeline on ``env``: returns (main output stream, late side-output stream or None).
 
     By default the source replays the scenario's explicit watermarks. With ``generate_watermarks`` the
     source generates them with ``for_bounded_out_of_orderness(bound)`` instead (for scenarios whose
     ``watermark_generation`` says that is how they were made), as an executor without explicit
-    watermarks needs.
+    watermarks needs. With ``generator`` (e.g. ``WatermarkStrategy.for_generator(...)``) the watermarks come
+    from that strategy alone, in ``assign_timestamps_and_watermarks`` right after the source (the batches'
+    ``watermark`` is not read), as a Flink program over a bounded collection assigns them.
     """
     window = scenario["window"]
     bound = generated_bound(scenario) if generate_watermarks else None
     if generate_watermarks and bound is None:
         msg = f"{scenario['name']}: its watermarks were hand-picked, not generated; they can only be replayed"
         raise ValueError(msg)
+    replay = not generate_watermarks and generator is None
     source = MicroBatchSource(
-        [MicroBatch(b["events"], watermark=None if generate_watermarks else b["watermark"]) for b in scenario["batches"]],
+        [MicroBatch(b["events"], watermark=b["watermark"] if replay else None) for b in scenario["batches"]],
         end_of_input=scenario["end_of_input"],
     )
     base = WatermarkStrategy.for_bounded_out_of_orderness(bound) if bound is not None else WatermarkStrategy.no_watermarks()
     strategy = base.with_timestamp_assigner(lambda event, _ts: event["ts"])
-    keyed = env.from_source(source, strategy, scenario["name"]).key_by(lambda event: event["key"])
+    stream = env.from_source(source, strategy, scenario["name"])
+    if generator is not None:
+        stream = stream.assign_timestamps_and_watermarks(generator.with_timestamp_assigner(lambda event, _ts: event["ts"]))
+    keyed = stream.key_by(lambda event: event["key"])
 
     assigner = window["assigner"]
     if assigner["type"] == "count":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 
@@ -35,10 +35,13 @@ def canonical(output: Dict[str, List[Dict[str, Any]]]) -> Dict[str, List[Dict[st
     return {"main": main, "late": late}
 
 
-def attach(env: StreamExecutionEnvironment, scenario: Dict[str, Any], generate_watermarks: bool = False) -> Dict[str, List[Any]]:
-    """Build ``scenario`` on ``env`` and sink its main and late outputs into the returned lists."""
+def attach(
+    env: StreamExecutionEnvironment, scenario: Dict[str, Any], generate_watermarks: bool = False, generator: Any = None
+) -> Dict[str, List[Any]]:
+    """Build ``scenario`` on ``env`` (``generate_watermarks``, ``generator``: see ``pipeline.build``) and sink its
+    main and late outputs into the returned lists."""
     out: Dict[str, List[Any]] = {"main": [], "late": []}
-    main, late = build(env, scenario, generate_watermarks=generate_watermarks)
+    main, late = build(env, scenario, generate_watermarks=generate_watermarks, generator=generator)
     main.add_sink(out["main"].append)
     if late is not None:
         late.add_sink(out["late"].append)
@@ -58,11 +61,16 @@ def run_local(scenario: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     return result(out)
 
 
-def run_spark_all(spark: Any, scenarios: List[Dict[str, Any]], checkpoint: str) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
+def run_spark_all(
+    spark: Any, scenarios: List[Dict[str, Any]], checkpoint: str, generators: Optional[Dict[str, Any]] = None
+) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
     """Run many scenarios as ONE Spark streaming query (foreachBatch executor): every scenario is its own
-    pipeline of the same environment, batch ``i`` of every scenario is Spark micro-batch ``i``."""
+    pipeline of the same environment, batch ``i`` of every scenario is Spark micro-batch ``i``. ``generators``:
+    a ``WatermarkStrategy`` by scenario name, for scenarios whose watermarks that strategy makes (``attach``)."""
     env = StreamExecutionEnvironment.get_execution_environment(spark)
-    outputs = {scenario["name"]: attach(env, scenario) for scenario in scenarios}
+    outputs = {
+        scenario["name"]: attach(env, scenario, generator=(generators or {}).get(scenario["name"])) for scenario in scenarios
+    }
     handle = env.execute("conformance", checkpoint_location=checkpoint, trigger={"availableNow": True})
     handle.await_termination()
     return {name: result(out) for name, out in outputs.items()}

@@ -17,18 +17,39 @@ from pyspark_flinkish.conformance import differences, discover, load
 from pyspark_flinkish.conformance.runner import run_spark_all
 
 pytestmark = pytest.mark.spark
+CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
+sys.path.insert(0, str(CASES_DIR))
+import punctuated_cases  # noqa: E402
+
+sys.path.remove(str(CASES_DIR))
+
+from pyspark import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(punctuated_cases)  # Spark's Python workers cannot import it
+PUNCTUATED = {s["name"]: s for s in punctuated_cases.load()["scenarios"]}
 
 
 @pytest.fixture(scope="module")
 def spark_results(spark, conformance_dir: Path, tmp_path_factory) -> dict:  # type: ignore[no-untyped-def]
+    """The conformance scenarios and the custom punctuated generator's (``punctuated_cases.py``), one query."""
     scenarios = [load(p) for p in discover(conformance_dir / "scenarios")]
-    return run_spark_all(spark, scenarios, str(tmp_path_factory.mktemp("conformance-checkpoint")))
+    assert not set(PUNCTUATED) & {s["name"] for s in scenarios}
+    generators = {name: punctuated_cases.strategy(s["generator"]) for name, s in PUNCTUATED.items()}
+    checkpoint = str(tmp_path_factory.mktemp("conformance-checkpoint"))
+    return run_spark_all(spark, [*scenarios, *PUNCTUATED.values()], checkpoint, generators)
 
 
 def test_scenario_matches_flink_on_spark(conformance_scenario: Path, spark_results: dict, conformance_dir: Path) -> None:
     name = conformance_scenario.stem
     expected = json.loads((conformance_dir / "expected" / f"{name}.expected.json").read_text())
     assert differences(spark_results[name], expected) == []
+
+
+@pytest.mark.parametrize("name", sorted(PUNCTUATED))
+def test_custom_punctuated_generator_matches_flink_on_spark(name: str, spark_results: dict) -> None:
+    """Watermarks from a Python ``WatermarkGenerator`` emitted mid-batch on markers or every n-th event, in the
+    route task (``spark/generators.py``): Flink 2.3.0's outputs (``benchmarks/pyflink_punctuated.py``)."""
+    assert differences(spark_results[name], PUNCTUATED[name]["expected"]) == []
 
 
 def test_cli_spark_engine(tmp_path: Path, conformance_dir: Path) -> None:

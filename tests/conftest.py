@@ -8,11 +8,28 @@ out in collection order, which :func:`pytest_collection_modifyitems` makes longe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict
+
+import pytest
 
 from pyspark_flinkish.testing.fixtures import driver_runs, hdfs_cluster, kafka_broker, kafka_topic, s3_server
 
-__all__ = ["driver_runs", "hdfs_cluster", "kafka_broker", "kafka_topic", "s3_server"]
+__all__ = ["DELTA_SNAPSHOT_PARTITIONS", "driver_runs", "flinkish_spark_options", "hdfs_cluster", "kafka_broker",
+           "kafka_topic", "s3_server"]
+
+#: Delta's ``spark.databricks.delta.snapshotPartitions`` (50 by default: the partitions of a table's state
+#: reconstruction, e.g. a MERGE's file list and every log checkpoint, 50 tasks each on a 2-core ``local[2]``) for
+#: the integration suite's Spark sessions. A static setting (given to the session's builder, or ``--conf``): the
+#: Delta writer's own ``newSession()`` starts from the static settings and never sees a runtime ``conf.set``. The
+#: subprocess jobs, the Spark Connect server, the spark-submit examples and the live demo get the same value (the Delta
+#: crash job's ``local[1]`` session: 1).
+DELTA_SNAPSHOT_PARTITIONS = "2"
+
+
+@pytest.fixture(scope="session")
+def flinkish_spark_options(flinkish_spark_options: Dict[str, Any]) -> Dict[str, Any]:
+    """The plugin's session options, with :data:`DELTA_SNAPSHOT_PARTITIONS` on the builder."""
+    return {**flinkish_spark_options, "spark__databricks__delta__snapshotPartitions": DELTA_SNAPSHOT_PARTITIONS}
 
 
 #: The modules that take longest, longest first: their seconds in the CI-equivalent run of 27 November 2026 (two

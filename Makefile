@@ -67,7 +67,9 @@ test-notebooks: setup jars
 # Spark/Kafka/Delta integration tests; absent or fully deselected suites are not an error. Two pytest-xdist workers,
 # a whole module each at a time (`--dist loadfile`: a module's fixtures and order stay together): much of a test's
 # time is spent waiting on JVMs and drivers starting, Spark's scheduling and Kafka, so two workers overlap on two
-# cores (28 minutes against about 32 in one, on a fresh clone of the 2-core machine).
+# cores (28 minutes against about 32 in one, on a fresh clone of the 2-core machine). Every Spark session the suite
+# starts reconstructs a Delta table's snapshot in 2 partitions, not Delta's 50 (tests/conftest.py's
+# DELTA_SNAPSHOT_PARTITIONS; tests/delta/test_delta.py alone: 826 s against 1,943 s before, side by side under load).
 test-integration: setup jars
 	@if [ -z "$$(find tests -type f \( -name 'test_*.py' -o -name '*_test.py' \) 2>/dev/null | head -1)" ]; then \
 		echo "no integration tests yet"; \

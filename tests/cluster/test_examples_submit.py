@@ -77,6 +77,7 @@ def _submit(shipped: Tuple[Path, Path], script: Path, args: List[str], tmp: Path
         "--conf", f"spark.pyspark.driver.python={python}",
         "--conf", "spark.ui.enabled=false",
         "--conf", f"spark.driver.host={STANDALONE.LOOPBACK}",
+        "--conf", "spark.databricks.delta.snapshotPartitions=2",  # instead of Delta's 50 (tests/conftest.py)
         str(script), *args,
     ]
     started = time.monotonic()

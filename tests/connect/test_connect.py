@@ -65,7 +65,9 @@ def connect_spark(tmp_path_factory: Any) -> Iterator[Any]:
     with socket.socket() as s:
         s.bind(("localhost", 0))
         port = s.getsockname()[1]
-    conf = configure(_Settings(), 2, {"spark.default.parallelism": "2", "spark.ui.enabled": "false"}).conf
+    # Delta's snapshotPartitions as the classic tests' sessions have it (tests/conftest.py), instead of its 50
+    extra = {"spark.default.parallelism": "2", "spark.ui.enabled": "false", "spark.databricks.delta.snapshotPartitions": "2"}
+    conf = configure(_Settings(), 2, extra).conf
     token = uuid.uuid4().hex
     conf.update({
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",

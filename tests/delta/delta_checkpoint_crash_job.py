@@ -25,7 +25,9 @@ EVENT = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types
 
 
 def main(path: str, checkpoint: str) -> None:
-    spark = session("delta_checkpoint_crash", master="local[1]", shuffle_partitions=1)
+    # the log checkpoint's state reconstruction in 1 task instead of Delta's 50 (tests/conftest.py)
+    spark = session("delta_checkpoint_crash", master="local[1]", shuffle_partitions=1,
+                    spark__databricks__delta__snapshotPartitions="1")
     spark.sql(
         f"CREATE TABLE delta.`{path}` (key STRING, ts BIGINT, v BIGINT) USING delta "
         "TBLPROPERTIES ('delta.checkpointInterval' = '2', 'delta.enableChangeDataFeed' = 'true')"

@@ -202,6 +202,13 @@ def test_writer_log_checkpoints_in_the_background_equal_synchronous_ones(spark: 
     assert tables["bg"][2:] == ([2, 4], 4, "2")
 
 
+def test_the_delta_writers_own_session_reconstructs_snapshots_in_few_partitions(spark: Any) -> None:
+    """The suite's sessions give Delta's ``snapshotPartitions`` as a static setting (``tests/conftest.py``), which the
+    writer's own session (``spark.newSession()``) inherits: a table's state reconstruction (a MERGE's file list, a
+    log checkpoint) in 2 tasks, not Delta's 50. A runtime ``conf.set`` would not reach that session."""
+    assert spark.newSession().conf.get("spark.databricks.delta.snapshotPartitions") == "2"
+
+
 @pytest.mark.timeout(600)
 def test_a_crash_while_the_log_checkpoint_is_written_leaves_a_readable_table(
     spark: Any, tmp_path: Any, driver_runs: Any

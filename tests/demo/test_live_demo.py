@@ -28,6 +28,9 @@ def _command(out: Path, speedup: int) -> List[str]:
 def _env() -> dict:  # type: ignore[type-arg]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    # the demo's session gets Delta's snapshotPartitions as the tests' sessions have it (tests/conftest.py), instead
+    # of its 50: pyspark starts the demo's JVM with these spark-submit arguments
+    env["PYSPARK_SUBMIT_ARGS"] = "--conf spark.databricks.delta.snapshotPartitions=2 pyspark-shell"
     return env
 
 

@@ -190,7 +190,9 @@ def main(argv: List[str]) -> int:
     from pyspark_flinkish.spark import session, storage
 
     t0 = time.monotonic()
-    spark = session("kafka-to-delta", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2")
+    # a MERGE's file list and every Delta log checkpoint in 2 tasks instead of Delta's 50 (tests/conftest.py)
+    spark = session("kafka-to-delta", master="local[2]", shuffle_partitions=2, spark__default__parallelism="2",
+                    spark__databricks__delta__snapshotPartitions="2")
     spark.sparkContext.setLogLevel("ERROR")
     print(f"session ready t={time.monotonic() - t0:.1f}s", flush=True)
 

@@ -98,6 +98,7 @@ def _session(settings: Dict[str, str], on_builder: bool) -> Any:
         raise SystemExit(msg)
     if on_builder:
         conf.update({f"spark__hadoop__{k.replace('.', '__')}": v for k, v in settings.items()})
+    conf["spark__databricks__delta__snapshotPartitions"] = "2"  # instead of Delta's 50 (tests/conftest.py)
     spark = session("flinkish-s3-test", "local[2]", shuffle_partitions=2, spark__default__parallelism="2", **conf)
     spark.sparkContext.setLogLevel("ERROR")
     if not on_builder:

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from typing import Any, Dict, List
 
+import pyflink_generators as generators
 import pyflink_oracle as oracle
 from pyflink.common import Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import OutputTag, RuntimeExecutionMode, StreamExecutionEnvironment
-from pyflink.datastream.functions import AggregateFunction, AllWindowFunction, ProcessAllWindowFunction
+from pyflink.datastream.functions import AllWindowFunction, ProcessAllWindowFunction
 from pyflink.datastream.window import (
     ContinuousProcessingTimeTrigger,
     CountTrigger,
@@ -101,20 +99,6 @@ class Summed(AllWindowFunction):
         yield json.dumps(["main", window.start, window.end, sum(e[2] for e in inputs)])
 
 
-class CountSum(AggregateFunction):
-    def create_accumulator(self) -> Any:
-        return [0, 0]
-
-    def add(self, value: Any, accumulator: Any) -> Any:
-        return [accumulator[0] + 1, accumulator[1] + value[2]]
-
-    def get_result(self, accumulator: Any) -> Any:
-        return accumulator
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return [a[0] + b[0], a[1] + b[1]]
-
-
 class Aggregated(ProcessAllWindowFunction):
     def process(self, context: Any, elements: Any) -> Any:
         w = context.window()
@@ -132,15 +116,7 @@ def punctuated_strategy(jar_dir: str) -> WatermarkStrategy:
 
 
 def build_jar() -> str:
-    import pyflink
-
-    lib = os.path.join(os.path.dirname(pyflink.__file__), "lib", "*")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "PunctuatedOutOfOrderness.java")
-    out = tempfile.mkdtemp(prefix="flinkish-java-")
-    subprocess.run(["javac", "-cp", lib, "-d", out, src], check=True)
-    jar = os.path.join(out, "punctuated.jar")
-    subprocess.run(["jar", "cf", jar, "-C", out, "flinkish"], check=True)
-    return jar
+    return generators.build_jar("PunctuatedOutOfOrderness.java", "punctuated.jar")
 
 
 def new_env(jar: str, mode: str) -> StreamExecutionEnvironment:
@@ -155,6 +131,7 @@ def new_env(jar: str, mode: str) -> StreamExecutionEnvironment:
     env.set_parallelism(1)
     env.set_python_executable(sys.executable)
     env.add_jars("file://" + jar)
+    generators.ship(env)
     if mode == "BATCH":
         env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     return env
@@ -193,7 +170,7 @@ def run_case(jar: str, case: Dict[str, Any]) -> List[Any]:
     elif fn == "reduce_process":
         out = windowed.reduce(add, window_function=Reduced(), output_type=Types.STRING())
     elif fn == "aggregate_process":
-        out = windowed.aggregate(CountSum(), window_function=Aggregated(), output_type=Types.STRING())
+        out = windowed.aggregate(generators.CountSum(), window_function=Aggregated(), output_type=Types.STRING())
     elif fn == "apply":
         out = windowed.apply(Summed(), output_type=Types.STRING())
     else:

@@ -76,14 +76,14 @@ def write_json(path: str, doc: Any, *, ensure_ascii: bool = True, sort_keys: boo
         f.write("\n")
 
 
-def record(out: str, script: str, body: Dict[str, Any], *, ensure_ascii: bool = True) -> None:
+def record(out: str, script: str, body: Dict[str, Any], *, ensure_ascii: bool = True, options: str = "") -> None:
     """Write a recorder's JSON file ``out``: PyFlink's version, the command that made it (``script``: the recorder's
-    ``__file__``), then ``body``."""
+    ``__file__``; ``options``: its arguments after ``--out``), then ``body``."""
     import pyflink.version
 
     doc = {
         "pyflink_version": pyflink.version.__version__,
-        "command": f"{VENV_PYTHON} benchmarks/{Path(script).name} --out {out}",
+        "command": f"{VENV_PYTHON} benchmarks/{Path(script).name} --out {out}{options}",
         **body,
     }
     write_json(out, doc, ensure_ascii=ensure_ascii)

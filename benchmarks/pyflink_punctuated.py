@@ -17,6 +17,18 @@ sorted). The scenario's ``batches`` are how pyspark_flinkish splits the events i
 them as one bounded stream (parallelism 1, one element per Python bundle so that every watermark reaches the window
 operator before the next element). Every scenario runs twice and both runs must agree.
 ``jvm-free-tests/datastream/punctuated_cases.py`` builds the same pipelines with pyspark_flinkish.
+
+With ``--at source`` the generator is given at the source instead (``--out
+jvm-free-tests/datastream/pyflink_punctuated_source.json``): ``env.from_source`` over a ``FileSource`` (FLIP-27)
+reading the scenario's events as lines of one text file (one split, read in order), the generator parsing the line
+(``MarkerPunctuated.java``), a Python map turning the lines into the same rows after it. Flink's ``SourceOperator``
+hands ``on_event`` the split's immediate output: the source's watermark is emitted right after the record, as the
+assigner emits it (the outputs are the same). Two splits are not recorded: a ``FileSource`` reader at parallelism 1
+reads one split after the other, each with a generator of its own (two files, a watermark at every event: all of
+the second file's lines, then the first's, the watermark left at the finished split's last one while the next
+split's generator is below it; the same in two runs), which pyspark_flinkish's partitions (all read together, none
+finishing) have no counterpart for; a source with concurrent splits (Kafka) interleaves them by fetch timing, which
+no run reproduces.
 """
 
 from __future__ import annotations
@@ -24,15 +36,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Any, Dict, List
 
+import pyflink_generators as generators
 import pyflink_oracle as oracle
 from pyflink.common import Row, Time, Types, WatermarkStrategy
 from pyflink.datastream import OutputTag, StreamExecutionEnvironment
-from pyflink.datastream.functions import AggregateFunction, ProcessWindowFunction, ReduceFunction
+from pyflink.datastream.functions import ProcessWindowFunction, ReduceFunction
 from pyflink.datastream.window import EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows
 
 
@@ -129,32 +141,6 @@ class Sum(ReduceFunction):
         return Row(a[0], a[1], a[2] + b[2], a[3])
 
 
-class CountSum(AggregateFunction):
-    def create_accumulator(self) -> Any:
-        return [0, 0]
-
-    def add(self, value: Any, accumulator: Any) -> Any:
-        return [accumulator[0] + 1, accumulator[1] + value[2]]
-
-    def get_result(self, accumulator: Any) -> Any:
-        return accumulator
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return [a[0] + b[0], a[1] + b[1]]
-
-
-def build_jar() -> str:
-    import pyflink
-
-    lib = os.path.join(os.path.dirname(pyflink.__file__), "lib", "*")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "MarkerPunctuated.java")
-    out = tempfile.mkdtemp(prefix="flinkish-java-")
-    subprocess.run(["javac", "-cp", lib, "-d", out, src], check=True)
-    jar = os.path.join(out, "marker-punctuated.jar")
-    subprocess.run(["jar", "cf", jar, "-C", out, "flinkish"], check=True)
-    return jar
-
-
 def strategy(generator: Dict[str, Any]) -> WatermarkStrategy:
     """The Java generator (with field 1 as the timestamp, in Java: no Python operator before it)."""
     from pyflink.java_gateway import get_gateway
@@ -172,14 +158,35 @@ def new_env(jar: str) -> StreamExecutionEnvironment:
     env.set_parallelism(1)
     env.set_python_executable(sys.executable)
     env.add_jars("file://" + jar)
+    generators.ship(env)
     return env
 
 
-def run_scenario(jar: str, scenario: Dict[str, Any]) -> Dict[str, List[Any]]:
+def parse(line: str) -> Row:
+    key, ts, value, marker = line.split(",")
+    return Row(key, int(ts), int(value), marker == "true")
+
+
+def source_stream(env: StreamExecutionEnvironment, events: List[Any], generator: Dict[str, Any]) -> Any:
+    """The events as lines ``key,ts,value,marker`` of one text file (one split), read by a ``FileSource`` (FLIP-27)
+    with the generator given at the source; the lines parsed back into rows after it."""
+    from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+
+    path = os.path.join(tempfile.mkdtemp(prefix="flinkish-punctuated-"), "events.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(f"{k},{ts},{v},{str(m).lower()}\n" for k, ts, v, m in events)
+    source = FileSource.for_record_stream_format(StreamFormat.text_line_format(), path).build()
+    return env.from_source(source, strategy(generator), "events", Types.STRING()).map(parse, output_type=row_type())
+
+
+def run_scenario(jar: str, scenario: Dict[str, Any], at: str) -> Dict[str, List[Any]]:
     env = new_env(jar)
     events = [(e["key"], e["ts"], e["value"], e["marker"]) for batch in scenario["batches"] for e in batch["events"]]
-    stream = env.from_collection(events, type_info=row_type()).assign_timestamps_and_watermarks(
-        strategy(scenario["generator"]))
+    if at == "source":
+        stream = source_stream(env, events, scenario["generator"])
+    else:
+        stream = env.from_collection(events, type_info=row_type()).assign_timestamps_and_watermarks(
+            strategy(scenario["generator"]))
     window = scenario["window"]
     spec = window["assigner"]
     if spec["type"] == "tumbling":
@@ -198,7 +205,7 @@ def run_scenario(jar: str, scenario: Dict[str, Any]) -> Dict[str, List[Any]]:
     if fn == "reduce_sum":
         out = windowed.reduce(Sum(), window_function=Firing(fn), output_type=Types.STRING())
     elif fn == "aggregate_avg":
-        out = windowed.aggregate(CountSum(), window_function=Firing(fn), output_type=Types.STRING())
+        out = windowed.aggregate(generators.CountSum(), window_function=Firing(fn), output_type=Types.STRING())
     else:
         out = windowed.process(Firing(fn), output_type=Types.STRING())
     late_rows = out.get_side_output(late).map(
@@ -208,10 +215,13 @@ def run_scenario(jar: str, scenario: Dict[str, Any]) -> Dict[str, List[Any]]:
     return {"main": [r for r in rows if "late" not in r], "late": [r["late"] for r in rows if "late" in r]}
 
 
-def as_scenario(scenario: Dict[str, Any]) -> Dict[str, Any]:
+def as_scenario(scenario: Dict[str, Any], at: str) -> Dict[str, Any]:
     """``scenario`` with its events as the conformance suite's ``{key, ts, value}`` records plus ``marker``, its
-    batches as ``{"events": [...]}`` (no watermark: the generator makes them), and bounded input."""
+    batches as ``{"events": [...]}`` (no watermark: the generator makes them), and bounded input; at the source, named
+    ``<name>_at_source`` with ``generator_at`` (how ``pyspark_flinkish.conformance.pipeline.build`` places it)."""
     batches = [{"events": [dict(zip(("key", "ts", "value", "marker"), e)) for e in b]} for b in scenario["batches"]]
+    if at == "source":
+        scenario = {**scenario, "name": scenario["name"] + "_at_source", "generator_at": "source"}
     return {**scenario, "end_of_input": True, "batches": batches}
 
 
@@ -227,23 +237,28 @@ def canonical(output: Dict[str, List[Any]]) -> Dict[str, List[Any]]:
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--at", choices=("assigner", "source"), default="assigner",
+                        help="where the generator is given: assign_timestamps_and_watermarks after a collection "
+                             "(default) or env.from_source's strategy of a one-split FileSource")
     parser.add_argument("--only", default=None, help="run only the scenario with this name (no output written)")
     args = parser.parse_args(argv)
 
-    jar = build_jar()
+    jar = generators.build_jar("MarkerPunctuated.java", "marker-punctuated.jar")
     scenarios = []
     for scenario in SCENARIOS:
-        if args.only and scenario["name"] != args.only:
+        if args.only and scenario["name"] != args.only:  # the name without _at_source
             continue
-        scenario = as_scenario(scenario)
-        first, second = (canonical(run_scenario(jar, scenario)) for _ in range(2))
+        scenario = as_scenario(scenario, args.at)
+        first, second = (canonical(run_scenario(jar, scenario, args.at)) for _ in range(2))
         if first != second:
             raise SystemExit(f"{scenario['name']}: two Flink runs disagree: {first} / {second}")
         print(f"{scenario['name']}: {json.dumps(first)}", flush=True)
         scenarios.append({**scenario, "expected": first})
     if args.only:
         return 0
-    oracle.record(args.out, __file__, {"parallelism": 1, "scenarios": scenarios})
+    options = " --at source" if args.at == "source" else ""
+    oracle.record(args.out, __file__, {"parallelism": 1, "scenarios": scenarios},
+                  options=options)
     return 0
 
 

@@ -13,7 +13,8 @@ import org.apache.flink.types.Row;
  * A punctuated generator for benchmarks/pyflink_punctuated.py: it tracks the largest timestamp seen and emits
  * {@code max - bound - 1} only on some events: those whose field 3 (a boolean) is true ({@code every == 0}: markers),
  * or every {@code every}-th event. Nothing is emitted periodically. Events are {@code (key, ts, value, marker)} rows
- * (a {@link Row} or a {@link Tuple}); the timestamp is field 1.
+ * (a {@link Row} or a {@link Tuple}) or, at a text file source, such a row as a line {@code key,ts,value,marker};
+ * the timestamp is field 1.
  */
 public class MarkerPunctuated implements WatermarkGeneratorSupplier<Object> {
     private final long bound;
@@ -25,6 +26,10 @@ public class MarkerPunctuated implements WatermarkGeneratorSupplier<Object> {
     }
 
     static Object field(Object event, int i) {
+        if (event instanceof String) {
+            String f = ((String) event).split(",")[i];
+            return i == 1 ? (Object) Long.valueOf(f) : i == 3 ? (Object) Boolean.valueOf(f) : f;
+        }
         if (event instanceof Row) {
             return ((Row) event).getField(i);
         }

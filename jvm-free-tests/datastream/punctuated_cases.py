@@ -2,6 +2,8 @@
 ``pyflink_punctuated.json`` (real Apache Flink 2.3.0's outputs, written by ``benchmarks/pyflink_punctuated.py`` with
 the generator in Java, ``benchmarks/java/MarkerPunctuated.java``), built with pyspark_flinkish for any environment.
 
+``pyflink_punctuated_source.json`` has the same scenarios with the generator at a one-split ``FileSource``
+(``--at source``; a scenario's ``generator_at`` says where ``pyspark_flinkish.conformance.pipeline.build`` gives it).
 Used by ``test_pyflink_punctuated.py`` (local engine) and ``tests/spark/test_spark_conformance.py`` (Spark). The
 generator here is the same rule in Python, through PyFlink's ``WatermarkGenerator`` interface (``on_event`` /
 ``on_periodic_emit``); the window part is the conformance runner's (``pyspark_flinkish.conformance``), and so is
@@ -19,11 +21,14 @@ from pyspark_flinkish.conformance.runner import attach
 from pyspark_flinkish.datastream import StreamExecutionEnvironment
 
 ORACLE = Path(__file__).with_name("pyflink_punctuated.json")
+SOURCE_ORACLE = Path(__file__).with_name("pyflink_punctuated_source.json")
+"""The same scenarios with the generator given at the source (``from_source``), named ``<name>_at_source``."""
 LONG_MIN = -(2**63)
 
 
-def load() -> Dict[str, Any]:
-    return json.loads(ORACLE.read_text())  # type: ignore[no-any-return]
+def load(at: str = "assigner") -> Dict[str, Any]:
+    """The oracle of the generator in ``assign_timestamps_and_watermarks`` (``at="assigner"``) or at the source."""
+    return json.loads((SOURCE_ORACLE if at == "source" else ORACLE).read_text())  # type: ignore[no-any-return]
 
 
 class MarkerPunctuated(WatermarkGenerator):

@@ -1,6 +1,7 @@
-"""A custom punctuated ``WatermarkGenerator`` on the local engine, compared with real Apache Flink 2.3.0's outputs
-(``pyflink_punctuated.json``; see ``punctuated_cases.py``) the way the conformance runner compares: canonically
-sorted, as multisets, the watermark at every firing included."""
+"""A custom punctuated ``WatermarkGenerator`` on the local engine, in ``assign_timestamps_and_watermarks`` and at the
+source, compared with real Apache Flink 2.3.0's outputs (``pyflink_punctuated.json``,
+``pyflink_punctuated_source.json``; see ``punctuated_cases.py``) the way the conformance runner compares:
+canonically sorted, as multisets, the watermark at every firing included."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ from pyspark_flinkish.datastream import StreamExecutionEnvironment
 from pyspark_flinkish.local.executor import LocalExecutor
 
 ORACLE = load()
-SCENARIOS = {s["name"]: s for s in ORACLE["scenarios"]}
+SOURCE_ORACLE = load("source")
+# the generator in assign_timestamps_and_watermarks, and at the source (``<name>_at_source``): Flink emits a watermark
+# right after the record whose on_event advanced it in both places
+SCENARIOS = {s["name"]: s for oracle in (ORACLE, SOURCE_ORACLE) for s in oracle["scenarios"]}
 LONG_MAX = 2**63 - 1
 
 
@@ -36,9 +40,13 @@ def rebatched(scenario: Dict[str, Any], sizes: str) -> Dict[str, Any]:
 
 
 def test_oracle_is_real_flink_output_and_exercises_punctuation() -> None:
-    assert ORACLE["pyflink_version"] == "2.3.0"
-    assert ORACLE["command"].startswith("benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_punctuated.py")
-    assert len(SCENARIOS) >= 4
+    for oracle in (ORACLE, SOURCE_ORACLE):
+        assert oracle["pyflink_version"] == "2.3.0"
+        assert oracle["command"].startswith("benchmarks/.venv-pyflink/bin/python benchmarks/pyflink_punctuated.py")
+    assert SOURCE_ORACLE["command"].endswith("--at source")
+    assert len(SOURCE_ORACLE["scenarios"]) >= 4
+    assert all(s["generator_at"] == "source" for s in SOURCE_ORACLE["scenarios"])
+    assert len(SCENARIOS) >= 8
     for s in SCENARIOS.values():
         expected = s["expected"]
         assert expected["late"], s["name"]  # late data reached the side output

@@ -505,6 +505,22 @@ TYPED_FLAT_MAP_ORDER = Pipeline(
     operator=_window(assigner=("session", 5), lateness=60, function="process", mode="none"),
 )
 
+# a punctuated generator at a source with two partitions, several elements per batch: the source's watermark (the
+# minimum over its partitions) goes on right after the element whose on_event advanced it, in the route as on the
+# local engine (Flink's source: its split's immediate output)
+PUNCTUATED_TWO_PARTITIONS = Pipeline(
+    batches=(
+        ((("a", 5, 0), 0), (("a", 3, 1), 1), (("b", 9, 0), 1), (("a", 4, 2), 0), (("b", 2, 3), 1)),
+        ((("a", 12, 0), 1), (("b", 6, 1), 0), (("a", 11, 0), 0), (("b", 8, 2), 1)),
+    ),
+    partitions=2,
+    second=None,
+    strategy=("custom", "punctuated"),
+    pre="map",
+    restamp=None,
+    operator=_window(assigner=("tumbling", 5), late_output=True, function="process", mode="none"),
+)
+
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(pipelines())
@@ -515,13 +531,21 @@ TYPED_FLAT_MAP_ORDER = Pipeline(
 @example(PER_ELEMENT_GENERATOR)
 @example(UNION_BEFORE_PUNCTUATED)
 @example(TWO_PARTITIONS)
+@example(PUNCTUATED_TWO_PARTITIONS)
 def test_local_engine_and_foreach_batch_bodies_agree(tmp_path_factory: Any, p: Pipeline) -> None:
     expected = _outputs()
     local_outputs(build(p, expected))
     for vectorize in (True, False):
         got = _outputs()
         checkpoint = tmp_path_factory.mktemp("checkpoint")
-        run_foreach_batch(build(p, got), str(checkpoint), vectorize)  # custom generators too (spark/generators.py)
+        try:
+            run_foreach_batch(build(p, got), str(checkpoint), vectorize)  # custom generators too (spark/generators.py)
+        except UnsupportedFeatureError as exc:
+            # a custom generator's mid-batch watermarks at a source meeting the union's other input (no valve in a
+            # task, spark/generators.py's refuse_unaligned_generators), nothing else
+            assert p.strategy[0] == "custom" and p.second is not None, exc  # noqa: PT017
+            assert got == _outputs()
+            continue
         assert _canonical(got) == _canonical(expected), f"vectorize={vectorize}"
         if _ordered(p):
             assert _per_key(got) == _per_key(expected), f"order within a key, vectorize={vectorize}"

@@ -4,7 +4,8 @@ the foreachBatch executor's real bodies (``foreach_batch_harness``) and the loca
 1. A ``ProcessWindowFunction`` counting per key in ``global_state()`` through a module-level helper: the batch-wise
    window path dropped that state between micro-batches (counts 1, 1, 1 where Flink gives 1, 2, 3).
 2. A per-element ``WatermarkGenerator`` in ``assign_timestamps_and_watermarks`` (PyFlink's own
-   ``test_side_output_late_data``): the driver called it once per batch with the batch's maximum timestamp. The
+   ``test_side_output_late_data``): the driver called it once per batch with the batch's maximum timestamp (at a
+   source, its watermark waited for the batch end until issue 25's fix: Flink's source emits it at once). The
    foreachBatch executor now runs custom generators as Flink does (``spark/generators.py``: ``on_event`` per element
    in the route, mid-batch watermarks at their place in the keyed tasks); the applyInPandasWithState executor
    refuses them up front.
@@ -132,8 +133,9 @@ def test_per_element_generator_on_foreach_batch_gives_flinks_result(tmp_path: Pa
     got_side: List[Any] = []
     run_foreach_batch(side_output_late_data(got_main, got_side, where), str(tmp_path), vectorize, tasks=2)
     assert (got_main, got_side) == (main, side)
-    if where == "restamp":
-        assert (main, side) == ([("a", 0, 5, 1), ("a", 5, 10, 2)], [("a", 4)])
+    # Flink's expected output in both places: a FLIP-27 source emits the generator's watermark right after the
+    # element too (its split's immediate output), so ("a", 4) is late after ("a", 8) in one batch
+    assert (main, side) == ([("a", 0, 5, 1), ("a", 5, 10, 2)], [("a", 4)])
 
 
 LATE_DATA_BATCHES = [
@@ -197,7 +199,8 @@ class PunctuatedWatermarks(WatermarkGenerator):
 
 def punctuated_two_partitions(out: List[Any], side: List[Any]) -> Any:
     """A punctuated generator at a source with two partitions: one generator per partition, the source's watermark
-    the minimum of theirs at each batch end."""
+    the minimum of theirs, emitted right after the element whose ``on_event`` advanced it (Flink's
+    ``WatermarkOutputMultiplexer``)."""
     strategy = WatermarkStrategy.for_generator(PunctuatedWatermarks).with_timestamp_assigner(lambda e, _: e[1])
     batches = [
         MicroBatch([("a", 3, True), ("a", 9, False), ("b", 4, True)], partitions=[0, 0, 1]),
@@ -235,17 +238,22 @@ def test_punctuated_generator_per_source_partition(tmp_path: Path, vectorize: bo
     assert sorted(got_main) == sorted(main) and sorted(got_side) == sorted(side)
 
 
-def test_mid_batch_watermarks_meeting_another_input_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["restamp", "source"])
+def test_mid_batch_watermarks_meeting_another_input_are_refused(tmp_path: Path, where: str) -> None:
     strategy = WatermarkStrategy.for_generator(PerElementWatermarks).with_timestamp_assigner(lambda e, _: e[1])
 
     def build(env: Any) -> None:
-        first = env.from_micro_batches([[("a", 1)]]).assign_timestamps_and_watermarks(strategy)
+        if where == "source":
+            first = env.from_micro_batches([[("a", 1)]], strategy)
+        else:
+            first = env.from_micro_batches([[("a", 1)]]).assign_timestamps_and_watermarks(strategy)
         second = env.from_micro_batches([[("b", 2)]], WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1]))
         first.union(second).key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(Duration.of_millis(5))).reduce(
             lambda a, b: a
         ).add_sink(lambda v: None)
 
-    with pytest.raises(UnsupportedFeatureError, match=r"custom WatermarkGenerator.*another input.*source instead"):
+    what = "the source" if where == "source" else "assign_timestamps_and_watermarks"
+    with pytest.raises(UnsupportedFeatureError, match=rf"^{what} .*custom WatermarkGenerator.*another input"):
         run_foreach_batch(build, str(tmp_path), vectorize=True)
 
 

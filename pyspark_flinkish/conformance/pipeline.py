@@ -139,7 +139,9 @@ def build(
     ``watermark_generation`` says that is how they were made), as an executor without explicit
     watermarks needs. With ``generator`` (e.g. ``WatermarkStrategy.for_generator(...)``) the watermarks come
     from that strategy alone, in ``assign_timestamps_and_watermarks`` right after the source (the batches'
-    ``watermark`` is not read), as a Flink program over a bounded collection assigns them.
+    ``watermark`` is not read), as a Flink program over a bounded collection assigns them, or, if the scenario's
+    ``generator_at`` is ``"source"``, as the source's own strategy (``from_source``: a generator per source
+    partition, as Flink's FLIP-27 source runs one per split).
     """
     window = scenario["window"]
     bound = generated_bound(scenario) if generate_watermarks else None
@@ -152,9 +154,10 @@ def build(
         end_of_input=scenario["end_of_input"],
     )
     base = WatermarkStrategy.for_bounded_out_of_orderness(bound) if bound is not None else WatermarkStrategy.no_watermarks()
-    strategy = base.with_timestamp_assigner(lambda event, _ts: event["ts"])
+    at_source = generator is not None and scenario.get("generator_at", "assigner") == "source"
+    strategy = (generator if at_source else base).with_timestamp_assigner(lambda event, _ts: event["ts"])
     stream = env.from_source(source, strategy, scenario["name"])
-    if generator is not None:
+    if generator is not None and not at_source:
         stream = stream.assign_timestamps_and_watermarks(generator.with_timestamp_assigner(lambda event, _ts: event["ts"]))
     keyed = stream.key_by(lambda event: event["key"])
 

@@ -72,16 +72,26 @@ class SplitWatermarks:
         self.generators.pop(partition, None)
         self.outputs.pop(partition, None)
 
-    def on_event(self, partition: Hashable, value: Any, timestamp: int) -> None:
+    def on_event(self, partition: Hashable, value: Any, timestamp: int) -> Optional[int]:
+        """Feed ``partition``'s generator; returns the new combined watermark if what the generator emitted from
+        ``on_event`` advanced it, else None. Flink's source hands ``on_event`` its split's *immediate* output: the
+        combined watermark is updated and emitted at once, right after the record (the built-in generators emit only
+        periodically: never here). Idleness changes only in :meth:`on_periodic_emit`."""
         self.add_partition(partition)
-        self.generators[partition].on_event(value, timestamp, self.outputs[partition])
+        output = self.outputs[partition]
+        before = output.watermark
+        self.generators[partition].on_event(value, timestamp, output)
+        if output.watermark > before:
+            return self.update()
+        return None
 
     def on_periodic_emit(self) -> Optional[int]:
         for partition, gen in self.generators.items():
             gen.on_periodic_emit(self.outputs[partition])
-        return self._update()
+        return self.update()
 
-    def _update(self) -> Optional[int]:
+    def update(self) -> Optional[int]:
+        """The combined watermark (minimum over the non-idle partitions) if it advanced, else None."""
         if not self.outputs:
             return None
         active = [o.watermark for o in self.outputs.values() if not o.idle]

@@ -139,12 +139,14 @@ class SourceRunner:
     def explicit(self) -> bool:
         return bool(getattr(self.source, "explicit_watermarks", False))
 
-    def observe(self, partition: Hashable, value: Any, timestamp: Optional[int]) -> None:
-        """An element of ``partition`` was emitted (its generator sees it if it has a timestamp)."""
+    def observe(self, partition: Hashable, value: Any, timestamp: Optional[int]) -> Optional[int]:
+        """An element of ``partition`` was emitted (its generator sees it if it has a timestamp); returns the
+        source's new watermark if the generator's ``on_event`` advanced it (``SplitWatermarks.on_event``), which
+        :meth:`emit_event_watermark` passes on right after the element, as Flink's source does."""
         if timestamp is not None:
-            self.splits.on_event(partition, value, timestamp)
-        else:
-            self.splits.add_partition(partition)
+            return self.splits.on_event(partition, value, timestamp)
+        self.splits.add_partition(partition)
+        return None
 
     def emit_batch(self, index: int) -> None:
         if index >= len(self.source.batches):
@@ -157,8 +159,10 @@ class SourceRunner:
                 ts = call_user(self.strategy.extract_timestamp, where, value, None)
             except UserFunctionError as exc:
                 raise in_node(exc, node.t.name, node.uid)  # noqa: B904 (its cause is the user's exception)
-            self.observe(batch.partition_of(i), value, ts)
             node.collect(StreamRecord(value, ts))
+            advanced = self.observe(batch.partition_of(i), value, ts)
+            if advanced is not None:
+                self.emit_event_watermark(advanced)
 
     def periodic_emit(self, index: Optional[int], explicit_watermark: Optional[int] = None) -> None:
         """End of micro-batch ``index``: a replayed source (``MicroBatchSource``) emits the explicit watermark of its
@@ -188,6 +192,16 @@ class SourceRunner:
             self.node.emit_idle(False)
         if new is not None:
             self._emit(new)
+
+    def emit_event_watermark(self, watermark: int) -> None:
+        """A watermark a generator's ``on_event`` advanced (right after its element, within the micro-batch): an
+        idle source becomes active with it, as Flink's ``WatermarkOutputMultiplexer`` marks its output active."""
+        if self.finished:
+            return
+        if self.idle:
+            self.idle = False
+            self.node.emit_idle(False)
+        self._emit(watermark)
 
     def finish_if_done(self, index: Optional[int], later: bool = False) -> None:
         """After micro-batch ``index``'s periodic emission everywhere: a bounded replayed source emits end of input

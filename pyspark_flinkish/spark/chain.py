@@ -110,20 +110,30 @@ class ChainRunner(GraphRunner):
                     future[2].append((ts, order))
         entry[2] = max(entry[2], batch)
 
-    def observe(self, index: int, part: Optional[str], element: Any, ts: Optional[int]) -> None:
+    def source_record(self, index: int, part: Optional[str], element: Any, ts: Optional[int], order: List[int]) -> None:
+        """A source's element: passed on at ``[1, *order]``, then seen by its partition's custom generator; a
+        watermark its ``on_event`` advanced goes on right after the element's descendants, as the local engine's
+        ``SourceRunner.emit_batch`` and Flink's source emit it (``spark/generators.py``)."""
+        self.forward(index, StreamRecord(element, ts), [1, *order])
+        advanced = self.observe(index, part, element, ts)
+        if advanced is not None:
+            self.forward_watermark(index, advanced, mid_batch_order([1, *order]))
+
+    def observe(self, index: int, part: Optional[str], element: Any, ts: Optional[int]) -> Optional[int]:
         """A source's element for its partition's custom generator (``on_event`` in processing order), as the local
-        engine's ``SourceRunner.observe``; a no-op for built-in generators (the driver runs them on statistics)."""
+        engine's ``SourceRunner.observe``: the source's new watermark if ``on_event`` advanced it; a no-op for
+        built-in generators (the driver runs them on statistics)."""
         node = self.plan.nodes[index]
         if not node.custom_generator:
-            return
+            return None
         splits = self.splits.get(index)
         if splits is None:
             splits = self.splits[index] = route_splits(node, self.generators.get(index), FixedClock(self.now))
         p = partition_from_text(node.source_partitions, "" if part is None else part)
         if ts is None:
             splits.add_partition(p)
-        else:
-            splits.on_event(p, element, ts)
+            return None
+        return splits.on_event(p, element, ts)
 
     def generator_rows(self) -> List[Dict[str, Any]]:
         """One ``gen`` row per custom generator this task ran: its new state, for the driver."""
@@ -387,9 +397,7 @@ def _route_frames(runner: ChainRunner, frames: Iterable[Any], source_index: Dict
                 continue
             source_order = [int(x) for x in order]
             runner.stat(node, "" if part_val is None else part_val, ts_val, batch_val, source_order)
-            element = loads(value)
-            runner.observe(node, part_val, element, ts_val)
-            runner.forward(node, StreamRecord(element, ts_val), [1, *source_order])
+            runner.source_record(node, part_val, loads(value), ts_val, source_order)
             if len(runner.rows) >= ROUTE_CHUNK_ROWS:
                 yield True
 
@@ -411,8 +419,7 @@ def route_records(
     def chunks() -> Iterator[bool]:
         for element, ts, part, order in records:
             runner.stat(node, "" if part is None else part, ts, -1, order)
-            runner.observe(node, part, element, ts)
-            runner.forward(node, StreamRecord(element, ts), [1, *order])
+            runner.source_record(node, part, element, ts, order)
             if len(runner.rows) >= ROUTE_CHUNK_ROWS:
                 yield True
         runner.finish()

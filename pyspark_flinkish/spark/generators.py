@@ -7,14 +7,16 @@ them: ``on_event`` per element, in processing order.
   returns the new state in a ``gen`` row; the driver installs it (:func:`install_generator_state`) and runs the
   periodic emission at the batch end, as the local engine does. Generators travel pickled as elements do (a class
   defined in ``__main__`` or a notebook by value).
-* At a source, a generator per source partition (``SplitWatermarks``) only records its watermark: the source emits
-  the combined one at the batch end, so nothing else changes.
-* In ``assign_timestamps_and_watermarks``, what the generator emits goes downstream at once (after the record's own
-  depth-first processing): a later record of the same batch can be late. The route carries each such watermark to
-  every state partition of the keyed operators after it as a ``wm`` row ordered right after the triggering record's
-  descendants (``[*order, WATERMARK_ORDER]``); the keyed task processes it at that point of its sequence and passes
-  it on the same way (:func:`mid_batch_order`). A watermark meeting another input (``union``, a two-input operator)
-  or an async I/O operator after such an assigner is refused (:func:`refuse_unaligned_generators`).
+* At a source, a generator per source partition (``SplitWatermarks``); in ``assign_timestamps_and_watermarks``, one
+  generator. Either way, what ``on_event`` emits goes downstream at once (after the record's own depth-first
+  processing), as Flink's source (its split's immediate output: the combined watermark, the minimum over the
+  partitions, updated right after the record) and its assigner emit it: a later record of the same batch can be
+  late. The route carries each such watermark to every state partition of the keyed operators after it as a ``wm``
+  row ordered right after the triggering record's descendants (``[*order, WATERMARK_ORDER]``); the keyed task
+  processes it at that point of its sequence and passes it on the same way (:func:`mid_batch_order`). A watermark
+  meeting another input (``union``, a two-input operator) or an async I/O operator after such a generator is
+  refused (:func:`refuse_unaligned_generators`). What ``on_periodic_emit`` emits goes on at the batch end (the
+  driver), as do the built-in generators' watermarks.
 """
 
 from __future__ import annotations
@@ -47,23 +49,24 @@ def ordered_route(plan: ExecPlan) -> bool:
 
 
 def refuse_unaligned_generators(plan: ExecPlan) -> None:
-    """Refuse what would make a mid-batch watermark of a custom generator in ``assign_timestamps_and_watermarks``
-    differ from Flink's on the foreachBatch executor: an operator after it with another input (``union``,
-    ``connect``), whose watermark is the minimum over its inputs at that moment, or an async I/O operator (a
-    watermark waits there for the requests before it)."""
+    """Refuse what would make a mid-batch watermark of a custom generator (at a source or in
+    ``assign_timestamps_and_watermarks``) differ from Flink's on the foreachBatch executor: an operator after it
+    with another input (``union``, ``connect``), whose watermark is the minimum over its inputs at that moment, or
+    an async I/O operator (a watermark waits there for the requests before it)."""
     for node in plan.nodes:
-        if not (node.custom_generator and node.kind == "operator"):
+        if not (node.custom_generator and node.kind in ("operator", "source")):
             continue
         for index in _downstream(plan, node.index):
             later = plan.nodes[index]
             parents = plan.parents(index)
             if len(parents) > 1 or later.two_input or later.kind == "union" or _is_async(plan, index):
                 what = f"async I/O ({later.name!r})" if _is_async(plan, index) else f"{later.name!r}, which has another input"
+                where = "assign_timestamps_and_watermarks" if node.kind == "operator" else "the source"
                 msg = (
-                    f"assign_timestamps_and_watermarks ({node.name!r}): the watermarks a custom WatermarkGenerator "
-                    f"emits within a micro-batch cannot reach {what} as in Flink on Spark. Give the generator to the "
-                    "source instead (from_source / from_micro_batches' WatermarkStrategy: a source emits at the end "
-                    "of each micro-batch), use a built-in strategy, or run the job on the local engine "
+                    f"{where} ({node.name!r}): the watermarks a custom WatermarkGenerator emits within a "
+                    f"micro-batch (from on_event, right after the event, as in Flink) cannot reach {what} as in "
+                    "Flink on Spark. Use a built-in strategy (bounded out-of-orderness, monotonous timestamps: they "
+                    "emit at the end of each micro-batch), or run the job on the local engine "
                     "(get_execution_environment() without a SparkSession)."
                 )
                 raise UnsupportedFeatureError(msg)
@@ -111,6 +114,7 @@ def route_splits(node: Node, state: Optional[bytes], clock: Clock) -> SplitWater
         splits.add_partition(p)
     if state is not None:
         _install_partitions(splits, loads(state))
+        splits.update()  # the combined watermark the driver's source has emitted: a mid-batch one must pass it
     return splits
 
 
@@ -152,9 +156,9 @@ def _on_clock(generator: Any, clock: Clock) -> Any:
 
 
 def install_generator_state(graph: Any, index: int, value: bytes) -> None:
-    """Install a ``gen`` row's state in the driver's watermark graph: a source's generators (its watermark is
-    emitted at the batch end), or an assigner's generator, whose last mid-batch watermark and idleness go downstream
-    now (the keyed tasks processed each at its place in the batch)."""
+    """Install a ``gen`` row's state in the driver's watermark graph: a source's generators (the combined watermark
+    goes downstream in the batch end's periodic emission) or an assigner's generator, whose last mid-batch watermark
+    and idleness go downstream now (the keyed tasks processed each mid-batch watermark at its place in the batch)."""
     t = graph.order[index]
     state = loads(bytes(value))
     runner = graph.runners.get(t.id)

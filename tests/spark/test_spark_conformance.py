@@ -26,7 +26,8 @@ sys.path.remove(str(CASES_DIR))
 from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(punctuated_cases)  # Spark's Python workers cannot import it
-PUNCTUATED = {s["name"]: s for s in punctuated_cases.load()["scenarios"]}
+# the generator in assign_timestamps_and_watermarks and at the source (``<name>_at_source``)
+PUNCTUATED = {s["name"]: s for at in ("assigner", "source") for s in punctuated_cases.load(at)["scenarios"]}
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +48,9 @@ def test_scenario_matches_flink_on_spark(conformance_scenario: Path, spark_resul
 
 @pytest.mark.parametrize("name", sorted(PUNCTUATED))
 def test_custom_punctuated_generator_matches_flink_on_spark(name: str, spark_results: dict) -> None:
-    """Watermarks from a Python ``WatermarkGenerator`` emitted mid-batch on markers or every n-th event, in the
-    route task (``spark/generators.py``): Flink 2.3.0's outputs (``benchmarks/pyflink_punctuated.py``)."""
+    """Watermarks from a Python ``WatermarkGenerator`` (in ``assign_timestamps_and_watermarks`` or at the source)
+    emitted mid-batch on markers or every n-th event, in the route task (``spark/generators.py``): Flink 2.3.0's
+    outputs (``benchmarks/pyflink_punctuated.py``, with ``--at source`` for the ``_at_source`` scenarios)."""
     assert differences(spark_results[name], PUNCTUATED[name]["expected"]) == []
 
 

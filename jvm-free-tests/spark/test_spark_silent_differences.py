@@ -5,7 +5,8 @@ the foreachBatch executor's real bodies (``foreach_batch_harness``) and the loca
    window path dropped that state between micro-batches (counts 1, 1, 1 where Flink gives 1, 2, 3).
 2. A per-element ``WatermarkGenerator`` in ``assign_timestamps_and_watermarks`` (PyFlink's own
    ``test_side_output_late_data``): the driver called it once per batch with the batch's maximum timestamp (at a
-   source, its watermark waited for the batch end until issue 25's fix: Flink's source emits it at once). The
+   source, its watermark waited for the batch end until issue 25's fix: Flink's source emits it at once; checked at a
+   replayed source and at a ``from_dataframe`` one, whose route is fused with the source's conversion). The
    foreachBatch executor now runs custom generators as Flink does (``spark/generators.py``: ``on_event`` per element
    in the route, mid-batch watermarks at their place in the keyed tasks); the applyInPandasWithState executor
    refuses them up front.
@@ -18,8 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, List
 
+import pandas as pd
 import pytest
-from foreach_batch_harness import local_outputs, run_foreach_batch
+from foreach_batch_harness import PandasStream, local_outputs, run_foreach_batch
+from pyspark.sql import Row
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 from stateful_harness import run_apply_in_pandas_with_state
 
 from pyspark_flinkish.common import Duration, Types, Watermark, WatermarkGenerator, WatermarkStrategy
@@ -337,3 +341,57 @@ def test_a_checkpoint_of_the_general_operator_keeps_it(tmp_path: Path, monkeypat
     restarted = run_foreach_batch(counting_pipeline(out), str(tmp_path), vectorize=True, batches=range(2, 4))
     assert not any(n.batched for n in restarted.plan.nodes)
     assert out == local == [("a", 0, 1), ("a", 10, 2), ("a", 20, 3)]
+
+
+class ZeroAmountWatermarks(WatermarkGenerator):
+    """A punctuated generator reading a ``Row``: a watermark just below an element whose ``amount`` is 0."""
+
+    def on_event(self, event: Any, event_timestamp: int, output: Any) -> None:
+        if event.amount == 0:
+            output.emit_watermark(Watermark(event_timestamp - 1))
+
+    def on_periodic_emit(self, output: Any) -> None:
+        return None
+
+
+DATAFRAME_BATCHES = [[("a", 5, 0), ("a", 3, 1), ("a", 12, 0), ("a", 4, 1)], [("a", 9, 1), ("a", 20, 0)]]
+DATAFRAME_SCHEMA = StructType([StructField("user", StringType()), StructField("ts", LongType()), StructField("amount", LongType())])
+
+
+def punctuated_dataframe_source(main: List[Any], side: List[Any]) -> Any:
+    """A punctuated generator at a ``from_dataframe`` source (on Spark the route fused with the source's conversion,
+    ``chain.route_records``), the same ``Row`` elements from ``from_micro_batches`` on the local engine."""
+    strategy = WatermarkStrategy.for_generator(ZeroAmountWatermarks)
+
+    def build(env: Any) -> None:
+        if isinstance(env, SparkStreamExecutionEnvironment):
+            frames = [pd.DataFrame(b, columns=DATAFRAME_SCHEMA.fieldNames()) for b in DATAFRAME_BATCHES]
+            ds = env.from_dataframe(PandasStream(DATAFRAME_SCHEMA, frames), strategy, timestamp_column="ts")
+        else:
+            rows = [[Row(user=u, ts=t, amount=a) for u, t, a in b] for b in DATAFRAME_BATCHES]
+            ds = env.from_micro_batches(rows, strategy.with_timestamp_assigner(lambda r, _: r.ts), end_of_input=False)
+        tag = OutputTag("late")
+        windowed = (
+            ds.key_by(lambda r: r.user)
+            .window(TumblingEventTimeWindows.of(Duration.of_millis(5)))
+            .side_output_late_data(tag)
+            .process(CountWindowProcessFunction())
+        )
+        windowed.add_sink(main.append)
+        windowed.get_side_output(tag).add_sink(lambda r: side.append((r.user, r.ts)))
+
+    return build
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_punctuated_generator_at_a_dataframe_source(tmp_path: Path, vectorize: bool) -> None:
+    main: List[Any] = []
+    side: List[Any] = []
+    local_outputs(punctuated_dataframe_source(main, side))
+    # Flink's rule: the watermark 4 right after ("a", 5) fires [0, 5) and makes ("a", 3) and ("a", 4) late in the
+    # same batch, 11 after ("a", 12) fires [5, 10) before ("a", 9) of the next batch; 19 after ("a", 20) fires [10, 15)
+    assert (main, side) == ([("a", 5, 10, 1), ("a", 10, 15, 1)], [("a", 3), ("a", 4), ("a", 9)])
+    got_main: List[Any] = []
+    got_side: List[Any] = []
+    run_foreach_batch(punctuated_dataframe_source(got_main, got_side), str(tmp_path), vectorize)
+    assert (got_main, got_side) == (main, side)

@@ -150,7 +150,8 @@ def test_the_timer_retries_a_failed_write_until_the_storage_is_back(tmp_path: Pa
     def flaky(directory: str, batch: Any) -> bool:
         if failures["left"] > 0:
             failures["left"] -= 1
-            raise OSError("storage unreachable")
+            msg = "storage unreachable"
+            raise OSError(msg)
         return real_write(directory, batch)
 
     monkeypatch.setattr(ticks, "write_tick", flaky)

@@ -32,30 +32,27 @@ def flinkish_spark_options(flinkish_spark_options: Dict[str, Any]) -> Dict[str, 
     return {**flinkish_spark_options, "spark__databricks__delta__snapshotPartitions": DELTA_SNAPSHOT_PARTITIONS}
 
 
-#: The modules that take longest, longest first: their seconds in the CI-equivalent run of 27 November 2026 (two
-#: workers; ``--durations`` prints each module's total at the end of a run, to keep this list current). Started first,
-#: no long module is left running alone on one worker at the end while the other is idle. Only the order of the
-#: run changes; every other module follows in collection order. Since then, every session the suite starts has Delta's
-#: ``snapshotPartitions`` at 2 (:data:`DELTA_SNAPSHOT_PARTITIONS`): ``test_delta.py`` alone took 826 s against
-#: 1,943 s before, side by side on the loaded machine (0.43); the other modules writing Delta (e2e, connect, the
-#: examples, the demo, S3, the soak, bad Kafka input) are not re-measured, so the order is kept.
+#: The modules that take longest, longest first: their seconds in the fresh-clone CI-equivalent run of 28 November
+#: 2026 on the idle machine (two workers; ``--durations`` prints each module's total at the end of a run, to keep
+#: this list current). Started first, no long module is left running alone on one worker at the end while the other
+#: is idle. Only the order of the run changes; every other module follows in collection order.
 LONGEST_FIRST = (
-    "tests/e2e/test_kafka_to_delta_exactly_once.py",  # 522 s for its kill test alone
-    "tests/spark/test_exactly_once.py",  # 334
-    "tests/cluster/test_examples_submit.py",  # 180
-    "tests/demo/test_live_demo.py",  # 176
-    "tests/spark/test_spark_stateful.py",  # 127 in setup
-    "tests/delta/test_delta.py",  # 157 in two tests; about 0.43 of it since (DELTA_SNAPSHOT_PARTITIONS)
-    "tests/connect/test_connect.py",  # 138 in two tests
-    "tests/spark/test_rescale_in_place.py",  # 60, and about 80 more since its kill runs on HDFS too
-    "tests/kafka/test_kafka_sink_kills.py",  # 137
-    "tests/spark/test_spark_conformance.py",  # 105 in two tests
+    "tests/e2e/test_kafka_to_delta_exactly_once.py",  # 419
+    "tests/spark/test_exactly_once.py",  # 316
+    "tests/cluster/test_examples_submit.py",  # 226
+    "tests/connect/test_connect.py",  # 191
+    "tests/delta/test_delta.py",  # 188
+    "tests/kafka/test_kafka_sink_kills.py",  # 170
+    "tests/spark/test_spark_stateful.py",  # 151
+    "tests/demo/test_live_demo.py",  # 147
+    "tests/spark/test_rescale_in_place.py",  # 122
+    "tests/spark/test_file_sink_exactly_once.py",  # 105
+    "tests/cluster/test_spark_submit_standalone.py",  # 92
     "tests/s3/test_s3_checkpoint.py",  # 86
-    "tests/spark/test_file_sink_exactly_once.py",  # 85, about 20 more with a bulk-format sink
-    "tests/soak/test_soak.py",  # 83
-    "tests/cluster/test_spark_submit_standalone.py",  # 69
-    "tests/spark/test_source_savepoints.py",  # 50
-    "tests/spark/test_large_batches.py",  # about 40 at its default 1M events on an idle machine (helper, 27 November)
+    "tests/spark/test_spark_conformance.py",  # 79
+    "tests/spark/test_source_savepoints.py",  # 79
+    "tests/soak/test_soak.py",  # 79
+    "tests/spark/test_large_batches.py",  # 54, its one test
 )
 
 

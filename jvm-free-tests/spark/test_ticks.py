@@ -34,6 +34,7 @@ from pyspark_flinkish.spark.ticks import (
     needs_ticks,
     read_due,
     refuse_python_tick_source,
+    retry_delay,
     tick_name,
     write_due,
     write_tick,
@@ -134,6 +135,42 @@ def test_the_timer_writes_a_recorded_batchs_tick_once_its_timer_is_overdue(tmp_p
     time.sleep(0.6)
     assert _ticks(d) == [tick_name(3), tick_name(5), tick_name(8)]
     assert not [p for p in Path(d, TICKS_DIR).iterdir() if p.name.startswith(".")]  # no hidden part left
+
+
+def test_the_timer_retries_a_failed_write_until_the_storage_is_back(tmp_path: Path, monkeypatch: Any) -> None:
+    """Storage unreachable for longer than a few retries (here 14 failed writes): the tick is still written once it is
+    back, without a batch or a restart to arm it again; the waits double up to a cap."""
+    from pyspark_flinkish.spark import ticks
+
+    assert [retry_delay(a) for a in range(8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert retry_delay(10_000) == 30.0
+    failures = {"left": 14}
+    real_write = ticks.write_tick
+
+    def flaky(directory: str, batch: Any) -> bool:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            msg = "storage unreachable"
+            raise OSError(msg)
+        return real_write(directory, batch)
+
+    monkeypatch.setattr(ticks, "write_tick", flaky)
+    monkeypatch.setattr(ticks, "FIRST_RETRY_S", 0.001)
+    monkeypatch.setattr(ticks, "MAX_RETRY_S", 0.02)
+    d = str(tmp_path)
+    timer = TickTimer(d)
+    timer.arm(4, int(time.time() * 1000) - 1)
+    deadline = time.time() + 5
+    while not timer.written and time.time() < deadline:
+        time.sleep(0.02)
+    assert failures["left"] == 0 and timer.written == [4] and _ticks(d) == [tick_name(4)]
+    failures["left"] = 1_000_000  # a batch replacing the pending tick stops the retries of the old one
+    timer.arm(5, int(time.time() * 1000) - 1)
+    time.sleep(0.1)
+    timer.cancel()  # under the timer's lock: no write attempt after it returns
+    left = failures["left"]
+    time.sleep(0.1)
+    assert left < 1_000_000 and failures["left"] == left and timer.written == [4]
 
 
 def test_a_tick_file_is_written_once_per_recorded_batch(tmp_path: Path) -> None:

@@ -120,8 +120,18 @@ def write_tick(flinkish_dir: str, batch: Optional[int]) -> bool:
     return True
 
 
-RETRIES = 10
-"""How often :class:`TickTimer` retries writing a tick file (a second apart) before it leaves it to the next start."""
+FIRST_RETRY_S = 0.5
+"""Seconds before :class:`TickTimer` first retries writing a tick file it could not write (storage unreachable)."""
+
+MAX_RETRY_S = 30.0
+"""The longest wait between two such retries: the wait doubles from :data:`FIRST_RETRY_S` up to this, and the timer
+keeps trying until the tick is written or a batch replaces it (a timer due on an idle stream must fire once the
+storage is back, not wait for the query's next start)."""
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (0 is the first) of a tick write: doubling, capped."""
+    return min(MAX_RETRY_S, FIRST_RETRY_S * 2 ** min(attempt, 32))
 
 
 class TickTimer:
@@ -188,12 +198,14 @@ class TickTimer:
             try:
                 write_tick(self.flinkish_dir, batch)
                 self.written.append(batch)
-            except Exception as exc:  # the checkpoint's storage unreachable: try again in a second, 10 times
-                if attempt < RETRIES:
-                    _log.warning("could not write the processing-time tick of batch %d (retrying): %r", batch, exc)
-                    self._start(batch, due, 1.0, attempt + 1)
-                else:  # the next batch, or the query's next start (from ticks.json), arms it again
-                    _log.error("gave up writing the processing-time tick of batch %d: %r", batch, exc)
+            except Exception as exc:  # the checkpoint's storage unreachable: try again, less and less often
+                delay = retry_delay(attempt)
+                if attempt == 0 or delay >= MAX_RETRY_S:
+                    _log.warning(
+                        "could not write the processing-time tick of batch %d (attempt %d, retrying in %.1f s): %r",
+                        batch, attempt + 1, delay, exc,
+                    )
+                self._start(batch, due, delay, attempt + 1)
 
 
 def refuse_python_tick_source(spark_checkpoint: str) -> None:
@@ -252,7 +264,8 @@ def tick_stream(spark: Any, timer: TickTimer) -> Any:
 
 
 __all__ = [
-    "RETRIES",
+    "FIRST_RETRY_S",
+    "MAX_RETRY_S",
     "START_TICK",
     "TICKS_DIR",
     "TICKS_FILE",
@@ -262,6 +275,7 @@ __all__ = [
     "needs_ticks",
     "read_due",
     "refuse_python_tick_source",
+    "retry_delay",
     "tick_name",
     "tick_stream",
     "write_due",

@@ -10,8 +10,31 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
+import threading
 from pathlib import Path
-from typing import IO, Any, List, Optional
+from typing import IO, Any, Callable, List, Optional
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_parent() -> Optional[Callable[[], None]]:
+    """On Linux, a ``preexec_fn`` that makes the child receive ``SIGTERM`` when its parent dies (``prctl``'s parent-
+    death signal): a run killed by a signal runs no ``stop()``, and its service must not stay behind (parent 1)
+    holding ports, memory and CPU. The signal follows the *thread* that spawned the child, so only a child spawned
+    from the main thread (which lives as long as the process) gets it. None elsewhere."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
 
 
 def default_java() -> str:
@@ -68,6 +91,7 @@ class JvmProcess:
             stdin=stdin,
             cwd=cwd,
             start_new_session=True,  # a Ctrl-C of the test run does not reach it first; stop() ends it
+            preexec_fn=_end_with_parent(),  # a run killed by a signal (no stop()) does not leave it running
         )
 
     def _end(self, graceful: bool) -> None:

@@ -18,7 +18,7 @@ from pyspark_flinkish.testing.jvm_process import JvmProcess
 
 service = JvmProcess(None, None)
 service.directory = Path(sys.argv[1])
-service._spawn(["sleep", "600"], stdin=None)
+service._spawn([sys.executable, "-c", "import time; time.sleep(600)"], stdin=None)  # no PATH lookup
 print(service._process.pid, flush=True)
 time.sleep(600)
 """

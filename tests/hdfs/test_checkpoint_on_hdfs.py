@@ -16,13 +16,13 @@ from typing import Any, List
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.conformance import differences
+from pyspark_flinkish.conformance.runner import finish_spark_stateful, start_spark_stateful
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.state import StateTtlConfig, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.spark import read_state
-from pyspark_flinkish.conformance import differences
-from pyspark_flinkish.conformance.runner import finish_spark_stateful, start_spark_stateful
 from pyspark_flinkish.testing.hdfs import MiniHdfs
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"

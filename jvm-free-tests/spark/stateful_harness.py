@@ -51,7 +51,11 @@ def run_apply_in_pandas_with_state(
         None, clock=ManualClock(0), state_partitions=1, backend="apply_in_pandas_with_state", vectorize=vectorize
     )
     build(env)
-    builder = StatefulQueryBuilder(env, sinks=env._sinks, checkpoint=tempfile.mkdtemp(prefix="flinkish-harness-"))
+    with tempfile.TemporaryDirectory(prefix="flinkish-harness-") as checkpoint:
+        return _run(env, StatefulQueryBuilder(env, sinks=env._sinks, checkpoint=checkpoint), replay_routes)
+
+
+def _run(env: Any, builder: StatefulQueryBuilder, replay_routes: bool) -> StatefulQueryBuilder:
     plan, info = builder.plan, builder.info
     current = {"batch": 0}
     files = None if builder.files is None else dataclasses.replace(builder.files, batch_of=lambda: current["batch"])

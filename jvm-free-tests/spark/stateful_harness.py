@@ -11,12 +11,16 @@ bodies with pandas frames and PySpark's own (pure-Python) ``GroupState``, and pl
 * in each batch the function is called once per key with new records, then once per other key whose timeout
   lies strictly below the batch's watermark (``hasTimedOut``); a call's timeout starts unset and holds what the
   call set; ``remove()`` drops the key's state;
+* a custom generator's files (``spark/stateful_generators.py``) go to a temporary checkpoint, the batch id is the
+  harness's batch counter (Spark gives the tasks its own as a local property);
 * a replay file is one micro-batch (``maxFilesPerTrigger=1``; new data is always available, so Spark runs no
   data-less batch in between); after the last file Spark runs data-less batches while the watermark advances.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pandas as pd
@@ -36,31 +40,44 @@ STATE_SCHEMA = StructType(
 )
 
 
-def run_apply_in_pandas_with_state(build: Callable[[Any], None], vectorize: bool) -> StatefulQueryBuilder:
+def run_apply_in_pandas_with_state(
+    build: Callable[[Any], None], vectorize: bool, replay_routes: bool = False
+) -> StatefulQueryBuilder:
     """Build the pipeline on a JVM-free environment with the applyInPandasWithState backend (``build(env)`` adds
-    its sinks; an ``UnsupportedFeatureError`` is the executor's up-front refusal) and run it to the end of input."""
+    its sinks; an ``UnsupportedFeatureError`` is the executor's up-front refusal) and run it to the end of input.
+    ``replay_routes``: every batch's route runs twice, the first attempt's rows dropped (a batch Spark replays after
+    a failure: what the first attempt wrote must not change the second's)."""
     env = SparkStreamExecutionEnvironment(
         None, clock=ManualClock(0), state_partitions=1, backend="apply_in_pandas_with_state", vectorize=vectorize
     )
     build(env)
-    builder = StatefulQueryBuilder(env, sinks=env._sinks)
+    with tempfile.TemporaryDirectory(prefix="flinkish-harness-") as checkpoint:
+        return _run(env, StatefulQueryBuilder(env, sinks=env._sinks, checkpoint=checkpoint), replay_routes)
+
+
+def _run(env: Any, builder: StatefulQueryBuilder, replay_routes: bool) -> StatefulQueryBuilder:
     plan, info = builder.plan, builder.info
+    current = {"batch": 0}
+    files = None if builder.files is None else dataclasses.replace(builder.files, batch_of=lambda: current["batch"])
     exec_plan = _for_executors(plan)
     source_t = plan.transformations[info["source"]]
     source_uid = plan.nodes[info["source"]].uid
     now = env.clock.now()
-    fn = keyed_function(exec_plan, info["keyed"], info["delay"], now) if info["keyed"] is not None else None
+    fn = keyed_function(exec_plan, info["keyed"], info["delay"], now, files) if info["keyed"] is not None else None
     by_dest = dict(zip(builder.targets, env._sinks))
     store: Dict[bytes, Tuple[Tuple[Any, ...], int]] = {}  # key -> (state row, timeout timestamp)
-    files = [_frame(i, rows) for i, rows in enumerate(replay_files(source_t))]
+    replays = [_frame(i, rows) for i, rows in enumerate(replay_files(source_t))]
     watermark, used, batch_id = 0, None, 0
-    while batch_id < len(files) or watermark != used:  # then data-less batches while the watermark moves
-        rows = files[batch_id] if batch_id < len(files) else None
+    while batch_id < len(replays) or watermark != used:  # then data-less batches while the watermark moves
+        rows = replays[batch_id] if batch_id < len(replays) else None
+        current["batch"] = batch_id
         used = watermark
         out: List[Dict[str, Any]] = []
         records = None
         if rows is not None:
-            routed = pd.concat(list(route(exec_plan, [rows], now, source_uid)), ignore_index=True)
+            if replay_routes:
+                list(route(exec_plan, [rows], now, source_uid, files=files))
+            routed = pd.concat(list(route(exec_plan, [rows], now, source_uid, files=files)), ignore_index=True)
             carriers, records = routed[routed["__et"].notna()], routed[routed["__et"].isna()]
             if len(carriers):  # Spark's watermark for the next batch
                 top = int(max(carriers["__et"]).value // 1_000_000)

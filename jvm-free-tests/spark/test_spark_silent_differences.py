@@ -8,8 +8,8 @@ the foreachBatch executor's real bodies (``foreach_batch_harness``) and the loca
    source, its watermark waited for the batch end until issue 25's fix: Flink's source emits it at once; checked at a
    replayed source and at a ``from_dataframe`` one, whose route is fused with the source's conversion). The
    foreachBatch executor now runs custom generators as Flink does (``spark/generators.py``: ``on_event`` per element
-   in the route, mid-batch watermarks at their place in the keyed tasks); the applyInPandasWithState executor
-   refuses them up front.
+   in the route, mid-batch watermarks at their place in the keyed tasks); so does the applyInPandasWithState executor
+   in ``assign_timestamps_and_watermarks`` (``spark/stateful_generators.py``), which refuses one at the source.
 3. (issue 16) The applyInPandasWithState executor ordered a window's on-time firing after a late firing of the
    same window in the same batch (``stateful_harness``; through a merging ``DeltaSink`` in ``tests/delta``).
 """
@@ -261,12 +261,19 @@ def test_mid_batch_watermarks_meeting_another_input_are_refused(tmp_path: Path, 
         run_foreach_batch(build, str(tmp_path), vectorize=True)
 
 
-@pytest.mark.parametrize("where", ["restamp", "source"])
-def test_per_element_generator_is_refused_on_apply_in_pandas_with_state(where: str) -> None:
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_per_element_generator_runs_as_flink_on_apply_in_pandas_with_state(vectorize: bool) -> None:
+    main: List[Any] = []
+    side: List[Any] = []
+    run_apply_in_pandas_with_state(side_output_late_data(main, side), vectorize)
+    assert (sorted(main), side) == ([("a", 0, 5, 1), ("a", 5, 10, 2)], [("a", 4)])  # Flink's expected output
+
+
+def test_per_element_generator_at_the_source_is_refused_on_apply_in_pandas_with_state(tmp_path: Path) -> None:
     env = SparkStreamExecutionEnvironment(None, state_partitions=1, backend="apply_in_pandas_with_state")
-    side_output_late_data([], [], where)(env)
-    with pytest.raises(UnsupportedFeatureError, match=r"custom WatermarkGenerator.*on_event"):
-        StatefulQueryBuilder(env, sinks=env._sinks)
+    side_output_late_data([], [], "source")(env)
+    with pytest.raises(UnsupportedFeatureError, match=r"custom WatermarkGenerator.*given to a source.*assign_timestamps"):
+        StatefulQueryBuilder(env, sinks=env._sinks, checkpoint=str(tmp_path))
 
 
 def test_built_in_strategy_in_assign_timestamps_stays_supported(tmp_path: Path) -> None:

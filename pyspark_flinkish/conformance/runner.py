@@ -76,22 +76,29 @@ def run_spark_all(
     return {name: result(out) for name, out in outputs.items()}
 
 
-def start_spark_stateful(spark: Any, scenario: Dict[str, Any], checkpoint: str) -> Tuple[Any, Dict[str, List[Any]]]:
-    """Start ``scenario`` on the applyInPandasWithState executor (watermarks generated, see
-    ``pipeline.build``); returns the running handle and the lists its sinks fill."""
+def start_spark_stateful(
+    spark: Any, scenario: Dict[str, Any], checkpoint: str, generator: Any = None
+) -> Tuple[Any, Dict[str, List[Any]]]:
+    """Start ``scenario`` on the applyInPandasWithState executor (watermarks generated, see ``pipeline.build``, or
+    made by ``generator``, a ``WatermarkStrategy`` in ``assign_timestamps_and_watermarks``); returns the running
+    handle and the lists its sinks fill."""
     from .pipeline import generated_bound
 
     env = StreamExecutionEnvironment.get_execution_environment(spark, backend="apply_in_pandas_with_state")
-    out = attach(env, scenario, generate_watermarks=generated_bound(scenario) is not None)
+    if generator is not None:
+        out = attach(env, scenario, generator=generator)
+    else:
+        out = attach(env, scenario, generate_watermarks=generated_bound(scenario) is not None)
     handle = env.execute(scenario["name"], checkpoint_location=checkpoint, trigger={"availableNow": True})
     return handle, out
 
 
 def run_spark_stateful_all(
-    spark: Any, scenarios: List[Dict[str, Any]], checkpoint_root: str
+    spark: Any, scenarios: List[Dict[str, Any]], checkpoint_root: str, generators: Optional[Dict[str, Any]] = None
 ) -> Tuple[Dict[str, Dict[str, List[Dict[str, Any]]]], Dict[str, str]]:
     """Run every scenario the applyInPandasWithState executor accepts (one query each, all at once); returns
-    (outputs by scenario, rejection message by scenario for those it rejected up front)."""
+    (outputs by scenario, rejection message by scenario for those it rejected up front). ``generators``: a
+    ``WatermarkStrategy`` by scenario name, as :func:`run_spark_all` takes them."""
     import os
 
     from pyspark_flinkish.core.errors import UnsupportedFeatureError
@@ -100,7 +107,9 @@ def run_spark_stateful_all(
     rejected: Dict[str, str] = {}
     for scenario in scenarios:
         try:
-            running[scenario["name"]] = start_spark_stateful(spark, scenario, os.path.join(checkpoint_root, scenario["name"]))
+            checkpoint = os.path.join(checkpoint_root, scenario["name"])
+            generator = (generators or {}).get(scenario["name"])
+            running[scenario["name"]] = start_spark_stateful(spark, scenario, checkpoint, generator)
         except UnsupportedFeatureError as exc:
             rejected[scenario["name"]] = str(exc)
     return {name: finish_spark_stateful(*r) for name, r in running.items()}, rejected

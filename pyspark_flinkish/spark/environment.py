@@ -426,7 +426,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         """One stateful query for all sinks of the pipeline (they must share its source and keyed operator)."""
         from .stateful import StatefulQueryBuilder, check_checkpoint
 
-        builder = StatefulQueryBuilder(self, sinks=sinks)
+        storage.configure(storage_options(self.spark))  # the S3 client's settings (a custom generator's files)
+        builder = StatefulQueryBuilder(self, sinks=sinks, checkpoint=checkpoint)
         check_checkpoint(checkpoint, builder.plan)  # as the foreachBatch executor checks its own (spark/signatures.py)
         df = builder.build(raw=True)
         by_dest = dict(zip(builder.targets, sinks))

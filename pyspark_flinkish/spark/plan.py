@@ -47,22 +47,21 @@ class Node(CompiledNode):
 
 
 def refuse_per_event_generators(transformations: List[Transformation]) -> None:
-    """Refuse a custom ``WatermarkGenerator`` (``WatermarkStrategy.for_generator``) on the applyInPandasWithState
-    executor, at a source or in ``assign_timestamps_and_watermarks``: Flink calls its ``on_event`` for every element,
-    in order, and emits what it returns at once; that executor's watermark is Spark's global one (the maximum event
-    time minus a delay), which cannot follow a custom generator. Raises :class:`UnsupportedFeatureError` naming the
-    alternatives (the foreachBatch executor runs such generators as Flink does: ``spark/generators.py``)."""
+    """Refuse a custom ``WatermarkGenerator`` (``WatermarkStrategy.for_generator``) given to a source on the
+    applyInPandasWithState executor: Flink's source runs one per source partition and emits what it returns at once,
+    which that executor does not follow. One in ``assign_timestamps_and_watermarks`` runs there as Flink runs it
+    (``spark/stateful_generators.py``). Raises :class:`UnsupportedFeatureError` naming the alternatives
+    (``assign_timestamps_and_watermarks`` after the source; the foreachBatch executor, ``spark/generators.py``)."""
     for t in transformations:
         strategy = generator_strategy(t)
-        if strategy is not None and strategy.has_user_generator:
-            where = f"source {t.name!r}" if t.kind == "source" else f"assign_timestamps_and_watermarks ({t.name!r})"
+        if t.kind == "source" and strategy is not None and strategy.has_user_generator:
             msg = (
-                f"{where}: a custom WatermarkGenerator (WatermarkStrategy.for_generator) is not supported on the "
-                "applyInPandasWithState executor: Flink calls its on_event for every element, but this executor's "
-                "watermark is Spark's global one (the maximum event time minus a delay), which cannot follow a custom "
-                "generator. Use the foreachBatch executor (get_execution_environment(spark), the default backend), "
-                "which runs it as Flink does, a built-in strategy (WatermarkStrategy.for_bounded_out_of_orderness / "
-                "for_monotonous_timestamps), or the local engine (get_execution_environment() without a SparkSession)."
+                f"source {t.name!r}: a custom WatermarkGenerator (WatermarkStrategy.for_generator) given to a source is "
+                "not supported on the applyInPandasWithState executor (Flink runs one per source partition and emits "
+                "what it returns at once). Give the source no watermarks and the generator to "
+                "assign_timestamps_and_watermarks right after it, which this executor runs as Flink does, or use the "
+                "foreachBatch executor (get_execution_environment(spark), the default backend) or the local engine "
+                "(get_execution_environment() without a SparkSession)."
             )
             raise UnsupportedFeatureError(msg)
 

@@ -23,11 +23,14 @@ Supported: one source with ``for_bounded_out_of_orderness`` / ``for_monotonous_t
 watermarks — neither ``partition_column`` nor a ``MicroBatchSource`` with several partitions —, no idleness, no
 explicit watermarks), stateless operators, one keyed operator (window with any
 assigner/trigger/evictor/lateness/late side output, or a ``KeyedProcessFunction`` with event-time timers),
-stateless operators after it. Not supported (error up front): processing-time windows and triggers, a second
-keyed operator, ``union`` of sources, custom watermark generators, ``no_watermarks``; event times must lie between
-about 1935 and 2220. A ``KeyedProcessFunction`` registering a processing-time timer can only be found while the
-query runs: it fails the query with an :class:`UnsupportedFeatureError` naming the operator, this executor and
-the foreachBatch executor (``SparkJobHandle`` raises it as itself).
+stateless operators after it; or, instead of the source's strategy, one custom ``WatermarkGenerator`` in
+``assign_timestamps_and_watermarks`` (``spark/stateful_generators.py``: the route in one task, the generator's state
+in the checkpoint, its watermarks carried to the keyed tasks). Not supported (error up front): processing-time
+windows and triggers, a second keyed operator, ``union`` of sources, a custom generator at the source or with
+``to_dataframe()``, ``no_watermarks`` without such a generator; event times must lie between about 1935 and 2220.
+A ``KeyedProcessFunction`` registering a processing-time timer can only be found while the query runs: it fails
+the query with an :class:`UnsupportedFeatureError` naming the operator, this executor and the foreachBatch executor
+(``SparkJobHandle`` raises it as itself).
 """
 
 from __future__ import annotations
@@ -63,11 +66,26 @@ from .plan import ExecPlan, Node, refuse_per_event_generators
 from .rows import dumps, loads
 from .signatures import before_key_identity, check_operators, plan_signatures
 from .sink_frames import STEP_COLUMN, SinkFrame
+from .stateful_generators import (
+    END_ORDER,
+    GENERATORS_DIR,
+    PERIODIC_ORDER,
+    GeneratorBatch,
+    GeneratorFiles,
+    Step,
+    bounded_steps,
+    carrier_time,
+    generated_steps,
+    last_watermark,
+)
 
 SHIFT = 2**40
 """Event times are shifted by this many ms inside Spark (Spark's watermark starts at 0, Flink's at LONG_MIN)."""
 END_OF_INPUT = 9_000_000_000_000
 """Shifted event time of the end-of-input carrier (below pandas' nanosecond limit of the year 2262)."""
+GENERATOR_DELAY = 1
+"""``withWatermark``'s delay when a custom generator makes the watermarks: its carrier adds it back
+(``stateful_generators.carrier_time``)."""
 
 PREVIOUS_BATCH_END = 0
 """Order phase (``ord``'s first entry, see ``spark/plan.py``) of what a key's due event-time timers emit when its
@@ -91,7 +109,9 @@ def _reject(what: str) -> UnsupportedFeatureError:
 
 
 def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
-    """Check the plan against what this backend supports; returns the source, keyed node and delay."""
+    """Check the plan against what this backend supports; returns the source, keyed node, delay and the
+    ``assign_timestamps_and_watermarks`` with a custom generator that makes the watermarks (``generator``, or None:
+    the source's bounded out-of-orderness, ``spark/stateful_generators.py``)."""
     ancestors = _ancestors(plan, target)
     for i in ancestors:
         if plan.nodes[i].two_input:
@@ -111,7 +131,8 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
         raise _reject("explicit per-batch watermarks (Spark derives its watermark from event times)")
     if strategy.idleness_ms is not None:
         raise _reject("idleness (with_idleness): Spark's watermark has no idle inputs")
-    bound = strategy.bound_ms
+    generator = _generator_assigner(plan, ancestors)
+    bound = strategy.bound_ms if generator is None else GENERATOR_DELAY - 1  # the generator's rides on the carrier
     if bound is None:
         raise _reject(
             f"the watermark strategy {strategy!r} (only bounded out-of-orderness or monotonous timestamps: Spark derives "
@@ -132,8 +153,6 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
                 "async I/O (AsyncDataStream): it has no step where a partition's requests run concurrently (up to "
                 "the capacity) and all complete before Spark commits the micro-batch"
             )
-        if isinstance(t.spec, TimestampsSpec):
-            raise _reject("assign_timestamps_and_watermarks (give the WatermarkStrategy to the source)")
         if isinstance(t.spec, IntervalJoinSpec):
             raise _reject(
                 "an interval join (Flink's two-input watermark and its per-element cleanup timers are not mapped onto "
@@ -156,7 +175,23 @@ def validate(plan: ExecPlan, target: int) -> Dict[str, Any]:
                 nested = nested.nested_trigger
             if isinstance(nested, (ProcessingTimeTrigger, ContinuousProcessingTimeTrigger, ProcessingTimeoutTrigger)):
                 raise _reject(f"processing-time triggers ({trigger!r})")
-    return {"source": sources[0], "keyed": keyed[0] if keyed else None, "delay": bound + 1}
+    return {"source": sources[0], "keyed": keyed[0] if keyed else None, "delay": bound + 1, "generator": generator}
+
+
+def _generator_assigner(plan: ExecPlan, ancestors: List[int]) -> Optional[int]:
+    """The one ``assign_timestamps_and_watermarks`` with a custom ``WatermarkGenerator`` among ``ancestors`` (None
+    without one); refuses one with a built-in strategy (give it to the source) and several."""
+    assigners = [i for i in ancestors if isinstance(plan.transformations[i].spec, TimestampsSpec)]
+    for i in assigners:
+        if not plan.transformations[i].spec.strategy.has_user_generator:
+            raise _reject(
+                "assign_timestamps_and_watermarks with a built-in WatermarkStrategy (give the WatermarkStrategy to the "
+                "source; a custom WatermarkGenerator (for_generator) in assign_timestamps_and_watermarks is supported)"
+            )
+    if len(assigners) > 1:
+        names = ", ".join(repr(plan.nodes[i].name) for i in assigners)
+        raise _reject(f"several assign_timestamps_and_watermarks ({names}): one custom generator makes the watermark")
+    return assigners[0] if assigners else None
 
 
 def _ancestors(plan: ExecPlan, index: int) -> List[int]:
@@ -186,19 +221,28 @@ def spark_timeout(flink_time: int, spark_watermark_ms: int, delay: int) -> int:
     return max(shifted, spark_watermark_ms, 1)
 
 
-def route(plan: ExecPlan, frames: Any, now: int, source_uid: str, records: Any = None) -> Any:
+def route(
+    plan: ExecPlan, frames: Any, now: int, source_uid: str, records: Any = None, files: Optional[GeneratorFiles] = None
+) -> Any:
     """``mapInPandas`` over source rows: run the stateless chain; emit records and one carrier per task.
     With ``records`` (a DataFrame source's row-to-element function), ``frames`` are the source's own rows and
-    their elements go to the chain without being pickled in between."""
+    their elements go to the chain without being pickled in between. With ``files`` (a custom generator in
+    ``assign_timestamps_and_watermarks``, ``spark/stateful_generators.py``) the task is the batch's only one: it
+    runs the generator in processing order from the previous batch's state, keeps what it did in the batch's
+    generator file, and its carrier holds the generator's batch-end watermark."""
     import pandas as pd
 
-    runner = ChainRunner(plan, {}, now, 1)
     source = next(n.index for n in plan.nodes if n.uid == source_uid)
-    with reported_to_driver(plan.nodes[source]):
-        top = _route_rows(runner, source, frames, records)
+    if files is None:
+        runner = ChainRunner(plan, {}, now, 1)
+        with reported_to_driver(plan.nodes[source]):
+            top = _route_rows(runner, source, frames, records)
+    else:
+        runner, top = _route_generated(plan, source, frames, records, now, files)
     rows = [
         {"kind": "rec", "dest": r["dest"], "key": r["key"], "value": r["value"], "ts": r["ts"], "ord": r["ord"], "__et": None}
         for r in runner.rows
+        if r["kind"] == "rec"
     ]
     if top is not None:
         rows.append(
@@ -243,13 +287,70 @@ def _route_rows(runner: ChainRunner, source: int, frames: Any, records: Any) -> 
     return top
 
 
-def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> Any:
+def _route_generated(
+    plan: ExecPlan, source: int, frames: Any, records: Any, now: int, files: GeneratorFiles
+) -> Tuple[ChainRunner, Optional[int]]:
+    """The route of a batch whose watermarks a custom generator makes: the source's elements sorted by their order,
+    through the chain with the generator as the previous batch left it; then its periodic emission and, at the end of
+    input, ``LONG_MAX`` (the local engine's batch end, ``LocalExecutor.periodic_emission``). Returns the runner
+    (its ``wm`` rows: the watermarks that reached the keyed operator, each at its order) and the carrier's time."""
+    storage.configure(plan.storage_options)
+    batch = files.batch_of()
+    previous, earlier = files.previous(batch)
+    runner = ChainRunner(plan, {}, now, 1, dict(earlier.states))
+    assigners = [n.index for n in plan.nodes if n.custom_generator and n.generates_watermarks]
+    ended = False
+    with reported_to_driver(plan.nodes[source]):
+        for order, element, ts, end in _ordered_elements(frames, records):
+            if end:
+                ended = True
+            elif element is not _EMPTY:
+                runner.forward(source, StreamRecord(element, ts), [1, *order])
+        runner.watermark_order = PERIODIC_ORDER
+        for index in assigners:
+            runner.operator(index).on_periodic_emit()  # type: ignore[attr-defined]
+        runner.watermark_order = None
+        if ended:
+            runner.forward_watermark(source, LONG_MAX, END_ORDER)
+    keyed = [n.index for n in plan.nodes if n.keyed]
+    marks = [([int(x) for x in r["ord"]], int(r["ts"])) for r in runner.rows if r["kind"] == "wm" and r["dest"] in keyed[:1]]
+    states = {**earlier.states, **{int(r["dest"]): bytes(r["value"]) for r in runner.generator_rows()}}
+    end = max([earlier.end, *(w for _, w in marks)])
+    kept = files.write(batch, GeneratorBatch(states, marks, end), previous)
+    return runner, carrier_time(kept.end, SHIFT, GENERATOR_DELAY, END_OF_INPUT)
+
+
+_EMPTY = object()
+"""An empty batch's marker row (no element)."""
+
+
+def _ordered_elements(frames: Any, records: Any) -> List[Tuple[List[int], Any, Optional[int], bool]]:
+    """The batch's ``(order, element, timestamp, end of input)`` sorted by order: replay rows (``records`` None;
+    a marker row is an empty batch, or with a timestamp the end of input) or a DataFrame source's records."""
+    import pandas as pd
+
+    items: List[Tuple[List[int], Any, Optional[int], bool]] = []
+    if records is not None:
+        items = [(list(order), element, ts, False) for element, ts, _, order in records(frames)]
+    else:
+        for pdf in frames:
+            for value, ts, order, marker in zip(pdf["value"], pdf["ts"], pdf["ord"], pdf["marker"]):
+                ts_val = None if ts is None or pd.isna(ts) else int(ts)
+                element = _EMPTY if marker else loads(value)
+                items.append(([int(x) for x in order], element, ts_val, bool(marker) and ts_val is not None))
+    items.sort(key=lambda item: item[0])
+    return items
+
+
+def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int, files: Optional[GeneratorFiles] = None) -> Any:
     """The ``applyInPandasWithState`` function: restore the key's snapshot, fire due timers, process the
-    key's records in order, snapshot, and set the timeout to the next event-time timer."""
+    key's records in order, snapshot, and set the timeout to the next event-time timer. With ``files`` (a custom
+    generator, ``spark/stateful_generators.py``) the watermarks are the generator's, walked among the records."""
 
     node = plan.nodes[keyed_index]
     if node.batched:
-        return _batched_keyed_function(plan, keyed_index, delay, now)
+        return _batched_keyed_function(plan, keyed_index, delay, now, files)
+    steps_of = _steps_function(plan, delay, files)
 
     def fn(key: Any, frames: Any, state: Any) -> Any:
 
@@ -267,13 +368,13 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
             op.restore_key(key_value, decode_snapshot(payload))
         op.restore_watermark(previous)
         spark_wm = state.getCurrentWatermarkMs()
-        current = flink_watermark(spark_wm, delay)
-        out.phase = PREVIOUS_BATCH_END
-        if current > previous:
-            op.process_watermark(current)  # fires the key's due timers first, as Flink did at the batch end
-        for order, value, ts in _key_records(frames):
-            out.base, out.n, out.phase = order, 0, None
-            op.process_element(StreamRecord(value, ts))
+        steps = steps_of(previous, spark_wm, _key_records(frames))
+        for step in steps:
+            _place(out, step)
+            if step.watermark is not None:
+                op.process_watermark(step.watermark)  # fires the key's due timers (its outputs ordered at the step)
+            else:
+                op.process_element(StreamRecord(step.value, step.ts))
         op.close()
         if op.timers.processing_timers.for_key(key_value):  # known only now: a function registers them as it runs
             raise _reject(
@@ -284,13 +385,42 @@ def keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> An
         if snapshot is None:
             state.remove()
         else:
-            state.update((STATE_VERSION, max(current, previous), encode_snapshot(snapshot)))
+            state.update((STATE_VERSION, last_watermark(previous, steps), encode_snapshot(snapshot)))
             timers = op.timers.event_timers.for_key(key_value)
             if timers:
                 state.setTimeoutTimestamp(spark_timeout(timers[0][0], spark_wm, delay))
         yield from _output(runner.rows)
 
     return _reported(fn, plan.nodes[keyed_index])
+
+
+def _steps_function(plan: ExecPlan, delay: int, files: Optional[GeneratorFiles]) -> Any:
+    """``steps(seen, spark_wm, records)``: a key's call as steps (``spark/stateful_generators.py``): Spark's
+    watermark then the records, or, with a custom generator (``files``), its watermarks walked among the records
+    (the batch's generator files read once per task)."""
+    if files is None:
+        return lambda seen, spark_wm, records: list(bounded_steps(seen, flink_watermark(spark_wm, delay), records))
+    cache: Dict[int, Tuple[GeneratorBatch, Optional[GeneratorBatch]]] = {}
+
+    def steps(seen: int, spark_wm: int, records: Any) -> List[Step]:
+        batch = files.batch_of()
+        if batch not in cache:
+            storage.configure(plan.storage_options)
+            cache.clear()
+            cache[batch] = (files.previous(batch)[1], files.read(batch))
+        earlier, current = cache[batch]
+        return list(generated_steps(seen, earlier, current, records))
+
+    return steps
+
+
+def _place(out: KeyedOutput, step: Step) -> None:
+    """Number what ``step`` emits: below its order, or (a watermark of the previous batch, no order) in the phase
+    of the previous batch's end."""
+    if step.order is None:
+        out.base, out.n, out.phase = [], 0, PREVIOUS_BATCH_END
+    else:
+        out.base, out.n, out.phase = step.order, 0, None
 
 
 def _reported(fn: Any, node: Node) -> Any:
@@ -334,7 +464,9 @@ def _output(rows: List[Dict[str, Any]]) -> Any:
         )
 
 
-def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: int) -> Any:
+def _batched_keyed_function(
+    plan: ExecPlan, keyed_index: int, delay: int, now: int, files: Optional[GeneratorFiles] = None
+) -> Any:
     """:func:`keyed_function` for a window that :class:`BatchWindowOperator` runs: the key's state is its window
     table, and one opened operator serves every key of a task."""
     import json
@@ -343,6 +475,7 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
     from ..core.codec import decode_value, encode_value
 
     task: Dict[str, Any] = {}
+    steps_of = _steps_function(plan, delay, files)
 
     def fn(key: Any, frames: Any, state: Any) -> Any:
 
@@ -371,19 +504,20 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
                     entries.append((key_value, start, decode_value(acc)))
         batch.restore(entries, previous, keyed)
         spark_wm = state.getCurrentWatermarkMs()
-        current = flink_watermark(spark_wm, delay)
-        out.phase = PREVIOUS_BATCH_END
-        batch.advance_watermark(current)  # fires the key's due windows first, as Flink did at the batch end
-        for order, value, ts in _key_records(frames):
-            out.base, out.n, out.phase = order, 0, None
-            batch.process_element(key_value, value, ts)
+        steps = steps_of(previous, spark_wm, _key_records(frames))
+        for step in steps:
+            _place(out, step)
+            if step.watermark is not None:
+                batch.advance_watermark(step.watermark)  # fires the key's due windows
+            else:
+                batch.process_element(key_value, step.value, step.ts)
         windows = batch.snapshot()
         own = [[None, encode_snapshot(snap).decode("utf-8")] for _, snap in batch.snapshot_keyed([key_value])]
         batch.op.evict_key(key_value)  # the operator serves the task's other keys next
         if not windows and not own:
             state.remove()
         else:
-            watermark = max(current, previous)
+            watermark = last_watermark(previous, steps)
             payload = json.dumps(own + [[s, encode_value(a)] for _, s, a in windows], separators=(",", ":")).encode()
             state.update((WINDOWS_STATE_VERSION, watermark, payload))
             due = [t for _, s, _ in windows for t in batch.timer_times(s) if watermark < t < LONG_MAX]
@@ -397,7 +531,15 @@ def _batched_keyed_function(plan: ExecPlan, keyed_index: int, delay: int, now: i
 class StatefulQueryBuilder:
     """Builds the streaming DataFrame of one stream of a pipeline for this backend."""
 
-    def __init__(self, env: Any, stream_t: Optional[Transformation] = None, sinks: Optional[List[Transformation]] = None) -> None:
+    def __init__(
+        self,
+        env: Any,
+        stream_t: Optional[Transformation] = None,
+        sinks: Optional[List[Transformation]] = None,
+        checkpoint: Optional[str] = None,
+    ) -> None:
+        """``checkpoint``: the job's checkpoint location (``execute``), where a custom generator keeps its state
+        (``spark/stateful_generators.py``); ``to_dataframe()`` has none."""
         self.env = env
         self.spark = env.spark
         if sinks is None:
@@ -413,6 +555,19 @@ class StatefulQueryBuilder:
             raise _reject("sinks fed by different sources or keyed operators in one job (give each its own job)")
         self.info = infos[0]
         self.output_type = sinks[0].inputs[0].output_type
+        self.files: Optional[GeneratorFiles] = None  # a custom generator's state files
+        generator = self.info["generator"]
+        if generator is not None:
+            if checkpoint is None:
+                msg = (
+                    f"assign_timestamps_and_watermarks ({self.plan.nodes[generator].name!r}): a custom WatermarkGenerator "
+                    f"on the {BACKEND} executor keeps its state next to the job's checkpoint, which to_dataframe() does not "
+                    "know: run the pipeline with execute(checkpoint_location=...) on this executor, or on the foreachBatch "
+                    "executor (get_execution_environment(spark), the default)"
+                )
+                raise UnsupportedFeatureError(msg)
+            self.files = GeneratorFiles(storage.join(checkpoint, "flinkish", GENERATORS_DIR))
+            self.plan.storage_options = storage.current_options()  # the executors' clients for the files
 
     def build(self, raw: bool = False) -> Any:
         """The stream as a streaming DataFrame (``raw``: the internal columns, values still pickled)."""
@@ -430,7 +585,10 @@ class StatefulQueryBuilder:
             from .source_rows import dataframe_records
 
             rows, records = source_t.source.df, dataframe_records(source_t)
-        routed = rows.mapInPandas(lambda frames: route(exec_plan, frames, now, source_uid, records), ROUTED_DDL)
+        files = self.files
+        if files is not None:  # the generator sees the batch in order, in one task (``spark/stateful_generators.py``)
+            rows = rows.coalesce(1)
+        routed = rows.mapInPandas(lambda frames: route(exec_plan, frames, now, source_uid, records, files), ROUTED_DDL)
         watermarked = routed.withWatermark("__et", f"{info['delay']} milliseconds")
         # records are the rows without event time (carriers have it); a filter that does not reference the
         # event-time column would be pushed below the watermark node and hide the carriers from it
@@ -440,7 +598,7 @@ class StatefulQueryBuilder:
             out = records.select("dest", "value", "ts", "ord")
         else:
             out = records.groupBy("key").applyInPandasWithState(
-                keyed_function(exec_plan, keyed, info["delay"], now),
+                keyed_function(exec_plan, keyed, info["delay"], now, files),
                 OUTPUT_DDL,
                 STATE_DDL,
                 "append",
@@ -570,6 +728,7 @@ def _decode(out: Any, output_type: Any) -> Any:
 __all__ = [
     "SHIFT",
     "END_OF_INPUT",
+    "GENERATOR_DELAY",
     "STATE_DDL",
     "STATE_VERSION",
     "WINDOWS_STATE_VERSION",

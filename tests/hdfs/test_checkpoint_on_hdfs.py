@@ -2,23 +2,38 @@
 state and a batch-wise window, restarted with new input, gives the JVM-free engine's results; every file of the job
 is on HDFS (Spark's checkpoint, the driver's documents, the keyed state's files), read back by ``read_state``; a
 location without a scheme under ``fs.defaultFS=hdfs://...`` goes to HDFS as Spark's own files do, and leaves no
-checkpoint file on the local disk."""
+checkpoint file on the local disk; a custom watermark generator's files on the applyInPandasWithState executor are
+on HDFS too."""
 
 from __future__ import annotations
 
 import os
+import sys
 import uuid
+from pathlib import Path
 from typing import Any, List
 
 import pytest
 
 from pyspark_flinkish.common import Duration, Types, WatermarkStrategy
+from pyspark_flinkish.conformance import differences
+from pyspark_flinkish.conformance.runner import finish_spark_stateful, start_spark_stateful
 from pyspark_flinkish.datastream import MicroBatch, MicroBatchSource, StreamExecutionEnvironment
 from pyspark_flinkish.datastream.functions import KeyedProcessFunction
 from pyspark_flinkish.datastream.state import StateTtlConfig, ValueStateDescriptor
 from pyspark_flinkish.datastream.window import TumblingEventTimeWindows
 from pyspark_flinkish.spark import read_state
 from pyspark_flinkish.testing.hdfs import MiniHdfs
+
+CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
+sys.path.insert(0, str(CASES_DIR))
+import punctuated_cases  # noqa: E402
+
+sys.path.remove(str(CASES_DIR))
+
+from pyspark import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(punctuated_cases)  # Spark's Python workers cannot import it
 
 pytestmark = [pytest.mark.spark, pytest.mark.hdfs]
 
@@ -128,3 +143,17 @@ def test_a_location_without_a_scheme_goes_to_fs_default_fs(hdfs_cluster: MiniHdf
     assert {s.path.rsplit("/", 1)[-1] for s in client.list_status(f"{path}/ck")} == {"spark", "flinkish"}
     assert client.list_status(f"{path}/ck/flinkish/driver")
     assert not os.path.exists(path)
+
+
+def test_a_custom_generator_on_the_apply_in_pandas_with_state_executor_keeps_its_state_on_hdfs(
+    hdfs_cluster: MiniHdfs, spark: Any
+) -> None:
+    """The generator files (``spark/stateful_generators.py``) go through ``spark/storage.py`` to the checkpoint on
+    HDFS: a generator counting events across micro-batches (a watermark at every 3rd) gives Flink's outputs."""
+    scenario = next(s for s in punctuated_cases.load()["scenarios"] if s["name"] == "every3_sliding")
+    base = f"{hdfs_cluster.uri}/jobs/{uuid.uuid4().hex[:8]}"
+    handle, out = start_spark_stateful(spark, scenario, f"{base}/ck", punctuated_cases.strategy(scenario["generator"]))
+    assert differences(finish_spark_stateful(handle, out), scenario["expected"]) == []
+    root = f"/{base.split('/', 3)[3]}/ck/flinkish/generators"
+    names = [s.path.rsplit("/", 1)[-1] for s in hdfs_cluster.client().list_status(root)]
+    assert names and all(n.endswith(".json") for n in names)

@@ -4,6 +4,7 @@ express the pipeline, rejected up front (naming the foreachBatch executor) where
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,18 +24,32 @@ from pyspark_flinkish.datastream.window import (
 
 pytestmark = pytest.mark.spark
 BACKEND = "apply_in_pandas_with_state"
+CASES_DIR = Path(__file__).resolve().parents[2] / "jvm-free-tests" / "datastream"
+sys.path.insert(0, str(CASES_DIR))
+import punctuated_cases  # noqa: E402
+
+sys.path.remove(str(CASES_DIR))
+
+from pyspark import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(punctuated_cases)  # Spark's Python workers cannot import it
+PUNCTUATED = {s["name"]: s for s in punctuated_cases.load()["scenarios"]}
 
 
 @pytest.fixture(scope="module")
 def conformance(spark, conformance_dir: Path, tmp_path_factory) -> tuple:  # type: ignore[no-untyped-def]
+    """The conformance scenarios and the custom punctuated generator's (``punctuated_cases.py``), all queries running
+    at once (one per scenario: one source and one keyed operator per query on this executor)."""
     scenarios = [load(p) for p in discover(conformance_dir / "scenarios")]
-    results, rejected = run_spark_stateful_all(spark, scenarios, str(tmp_path_factory.mktemp("stateful")))
+    generators = {name: punctuated_cases.strategy(s["generator"]) for name, s in PUNCTUATED.items()}
+    everything = [*scenarios, *PUNCTUATED.values()]
+    results, rejected = run_spark_stateful_all(spark, everything, str(tmp_path_factory.mktemp("stateful")), generators)
     return scenarios, results, rejected
 
 
 def test_supported_scenarios_match_flink_and_the_rest_are_rejected_up_front(conformance, conformance_dir: Path) -> None:  # type: ignore[no-untyped-def]
     scenarios, results, rejected = conformance
-    assert set(results) | set(rejected) == {s["name"] for s in scenarios}
+    assert set(results) | set(rejected) == {s["name"] for s in scenarios} | set(PUNCTUATED)
     for scenario in scenarios:
         name = scenario["name"]
         if name in rejected:
@@ -44,6 +59,16 @@ def test_supported_scenarios_match_flink_and_the_rest_are_rejected_up_front(conf
         expected = json.loads((conformance_dir / "expected" / f"{name}.expected.json").read_text())
         assert differences(results[name], expected) == [], name
     assert len(results) >= 25
+
+
+@pytest.mark.parametrize("name", sorted(PUNCTUATED))
+def test_custom_punctuated_generator_matches_flink(name: str, conformance) -> None:  # type: ignore[no-untyped-def]
+    """A Python ``WatermarkGenerator`` in ``assign_timestamps_and_watermarks`` emitting on markers or every n-th
+    event (``spark/stateful_generators.py``: in the one route task, its state in the checkpoint's generator files):
+    Flink 2.3.0's outputs (``benchmarks/pyflink_punctuated.py``), compared as multisets."""
+    _, results, rejected = conformance
+    assert name not in rejected, rejected.get(name)
+    assert differences(results[name], PUNCTUATED[name]["expected"]) == []
 
 
 class SumAfter(KeyedProcessFunction):  # type: ignore[type-arg]

@@ -91,7 +91,7 @@ def _write_on_executors(spark: Any, plan: ExecPlan, read: List[Any], rows: Dict[
         frame = frame.unionByName(reader.executor_rows(spark, t, plan.nodes[plan.transformations.index(t)].uid, k))
     written = storage.join(tmp, "executors-" + uuid.uuid4().hex[:8])
     try:
-        frame.repartition(1).write.parquet(spark_path(written))  # converted in parallel, one file written
+        frame.coalesce(1).write.parquet(spark_path(written))
     except Exception as exc:
         error = package_error_from(exc)
         if error is None:

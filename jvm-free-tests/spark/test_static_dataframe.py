@@ -1,6 +1,6 @@
 """A static (batch) DataFrame given to ``from_dataframe`` in STREAMING mode is refused when the source is built,
 naming the alternatives, instead of failing at ``execute()`` with Spark's ``WRITE_STREAM_NOT_ALLOWED``; in BATCH
-(or AUTOMATIC) mode it is bounded input, collected on the driver."""
+(or AUTOMATIC) mode it is bounded input, read by the executors: the driver keeps the DataFrame, never its rows."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ class _Frame:
         self.isStreaming = streaming
 
     def collect(self) -> list:  # type: ignore[type-arg]
-        return [{"k": "a", "ts": 5}, {"k": "b", "ts": 7}]
+        msg = "a bounded DataFrame's rows are read by the executors, never collected on the driver"
+        raise AssertionError(msg)
 
 
 @pytest.mark.parametrize("backend", ["foreach_batch", "apply_in_pandas_with_state"])
@@ -36,10 +37,12 @@ def test_a_static_dataframe_is_refused_when_the_source_is_built(backend: str) ->
 def test_a_static_dataframe_is_bounded_input_in_batch_mode(mode: RuntimeExecutionMode) -> None:
     env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
     env.set_runtime_mode(mode)
-    stream = env.from_dataframe(_Frame(streaming=False), timestamp_column="ts", source_name="static")
+    frame = _Frame(streaming=False)
+    stream = env.from_dataframe(frame, timestamp_column="ts", source_name="static")
     source = stream._t.source
-    assert isinstance(source, MicroBatchSource) and source.end_of_input
-    assert source.batches[0].elements == _Frame(False).collect()
+    assert isinstance(source, MicroBatchSource) and source.end_of_input and source.executors_read
+    assert [b.elements for b in source.batches] == [[]]  # the driver's micro-batch holds no element
+    assert source.df is frame
     assert stream._t.watermark_strategy.extract_timestamp({"k": "a", "ts": 5}, None) == 5
 
 
@@ -48,3 +51,15 @@ def test_to_dataframe_refuses_batch_mode() -> None:
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     with pytest.raises(UnsupportedFeatureError, match="STREAMING mode only"):
         env.from_collection([("a", 1)]).key_by(lambda e: e[0]).reduce(lambda a, b: a).to_dataframe()
+
+
+def test_the_apply_in_pandas_with_state_executor_refuses_a_bounded_dataframe_by_name() -> None:
+    """That executor replays its sources' records from the driver; a bounded DataFrame's rows are read by the
+    executors of the foreachBatch executor only, so it is refused, naming the way, not collected."""
+    from pyspark_flinkish.spark.stateful import replay_files
+
+    env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    stream = env.from_dataframe(_Frame(streaming=False), timestamp_column="ts", source_name="static")
+    with pytest.raises(UnsupportedFeatureError, match=r"^static: .*a static DataFrame and from_delta\(path, bounded=True\).*use the default executor"):
+        replay_files(stream._t)

@@ -18,10 +18,9 @@ from ..core.errors import InvalidArgumentError, InvalidTypeError, StateError, Un
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
-from ..datastream.sources import MicroBatch, MicroBatchSource
 from .checkpoint import spark_offsets
 from .delta_commits import commit_watermarks, table_detail
-from .source_rows import DataFrameSource, epoch_millis
+from .source_rows import DataFrameSource
 
 _log = logging.getLogger("pyspark_flinkish.spark.delta")
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -200,33 +199,21 @@ def _bounded(
     version: Optional[int],
     source_name: str,
 ) -> DataStream:
-    """A snapshot as one micro-batch, then end of input (collected on the driver)."""
+    """A snapshot as one micro-batch read by the executors, then end of input (``spark/static_frames.py``)."""
+    from .static_frames import ColumnTimestamp, bounded_frame_stream
+
     reader = env.spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
-    rows = reader.load(path).collect()
     strategy = watermark_strategy
     if strategy is None:
         if timestamp_column is None:
             strategy = WatermarkStrategy.no_watermarks()
         else:
-            strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(_ColumnTimestamp(timestamp_column))
+            strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ColumnTimestamp(timestamp_column))
     elif timestamp_column is not None:
-        strategy = strategy.with_timestamp_assigner(_ColumnTimestamp(timestamp_column))
-    return env.from_source(MicroBatchSource([MicroBatch(rows)], end_of_input=True), strategy, source_name)
-
-
-class _ColumnTimestamp:
-    """A timestamp assigner reading a timestamp or epoch-millisecond column of a ``Row``."""
-
-    def __init__(self, column: str) -> None:
-        self.column = column
-
-    def __call__(self, value: Any, _previous: Any) -> int:
-        return epoch_millis(value[self.column])
-
-    def extract_timestamp(self, value: Any, record_timestamp: Any) -> int:
-        return self(value, record_timestamp)
+        strategy = strategy.with_timestamp_assigner(ColumnTimestamp(timestamp_column))
+    return bounded_frame_stream(env, reader.load(path), strategy, source_name)
 
 
 __all__ = [

@@ -122,8 +122,9 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         source_name: str = "DataFrame",
     ) -> DataStream:
         """A stream of ``pyspark.sql.Row`` elements from a streaming DataFrame (``df.isStreaming``). A static one is
-        bounded input: read (collected on the driver, one micro-batch, then end of input) when the runtime mode is
-        BATCH or AUTOMATIC (``set_runtime_mode`` before this call), refused in STREAMING mode.
+        bounded input when the runtime mode is BATCH or AUTOMATIC (``set_runtime_mode`` before this call): one
+        micro-batch read by the executors (each row the ``Row`` of ``collect()``, in the DataFrame's order; the
+        driver receives no record), then end of input (``spark/static_frames.py``); refused in STREAMING mode.
 
         ``timestamp_column`` (a timestamp or epoch-millisecond long column) gives event time, else the
         strategy's timestamp assigner does; ``partition_column`` (e.g. Kafka's ``partition``) splits the input
@@ -142,7 +143,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             msg = (
                 f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False) in STREAMING "
                 "mode: a static one is bounded input, read with env.set_runtime_mode(RuntimeExecutionMode.BATCH) (or "
-                "AUTOMATIC) before from_dataframe (collected on the driver), or read it as a stream "
+                "AUTOMATIC) before from_dataframe (read by the executors as one micro-batch, then end of input), or read it "
+                "as a stream "
                 "(spark.readStream...), or use from_delta(path, bounded=True) for a table's snapshot"
             )
             raise UnsupportedFeatureError(msg)
@@ -261,8 +263,8 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
         the watermarks are the ones the writing job recorded with each commit (``DeltaSink``): a commit's rows,
         then its watermark, as if both jobs were one (needs the table's change data feed and the foreachBatch
         executor). With a ``watermark_strategy`` they are generated from the data, as ``from_dataframe`` does.
-        ``bounded=True``: the snapshot (latest, or ``version``) as one micro-batch, then end of input; it is
-        collected on the driver (for ``execute_and_collect``, tests and small back-fills). See ``docs/kafka-and-delta.md``.
+        ``bounded=True``: the snapshot (latest, or ``version``) as one micro-batch read by the executors (the driver
+        receives no record; any size), then end of input. See ``docs/kafka-and-delta.md``.
         """
         from .delta_source import from_delta
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 from ..core.errors import StateError, UnsupportedFeatureError
 from ..datastream.plan import Transformation
 from . import storage
+from .error_transport import package_error_from
 from .plan import ExecPlan
 from .rows import dumps
 from .session import spark_path
@@ -78,16 +79,24 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
 
 def _write_on_executors(spark: Any, plan: ExecPlan, read: List[Any], rows: Dict[str, List[Any]], tmp: str, path: str) -> None:
     """Replay file ``path``: the driver's ``rows`` (markers, other sources' elements) and the records of the bounded
-    ``FileSource`` transformations ``read`` (``(k, t)``), which a Spark job reads, parses and writes on the executors
-    into one file (one micro-batch of the replay stream)."""
-    from .file_source import executor_rows
+    sources ``read`` (``(k, t)``: a ``FileSource``'s files, a static DataFrame's rows), which a Spark job reads,
+    converts and writes on the executors into one file (one micro-batch of the replay stream). A user function's
+    error there (a timestamp assigner) is raised as the package's error, naming the source."""
+    from . import file_source, static_frames
     from .session import spark_path
 
     frame = spark.createDataFrame(list(zip(*rows.values())), SOURCE_DDL)
     for k, t in read:
-        frame = frame.unionByName(executor_rows(spark, t, plan.nodes[plan.transformations.index(t)].uid, k))
+        reader = static_frames if isinstance(t.source, static_frames.StaticFrameSource) else file_source
+        frame = frame.unionByName(reader.executor_rows(spark, t, plan.nodes[plan.transformations.index(t)].uid, k))
     written = storage.join(tmp, "executors-" + uuid.uuid4().hex[:8])
-    frame.coalesce(1).write.parquet(spark_path(written))
+    try:
+        frame.coalesce(1).write.parquet(spark_path(written))
+    except Exception as exc:
+        error = package_error_from(exc)
+        if error is None:
+            raise
+        raise error from exc
     parts = [n for n in storage.list_names(written) if n.endswith(".parquet") and not n.startswith((".", "_"))]
     if len(parts) != 1:
         msg = f"the executors wrote {len(parts)} files for one replayed micro-batch under {written}; expected 1"

@@ -183,6 +183,24 @@ def source_frame(columns: Dict[str, List[Any]]) -> Any:
     )
 
 
+def source_batch(columns: Dict[str, List[Any]]) -> Any:
+    """The common source rows (``columns``: a list of values per :data:`SOURCE_DDL` column) as the Arrow record batch
+    a ``mapInArrow`` task returns, every column of its :data:`SOURCE_DDL` type."""
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [
+            ("src", pa.string()),
+            ("value", pa.binary()),
+            ("ts", pa.int64()),
+            ("part", pa.string()),
+            ("ord", pa.list_(pa.int64())),
+            ("batch", pa.int64()),
+            ("marker", pa.bool_()),
+        ]
+    )
+    return pa.RecordBatch.from_pydict({c: columns[c] for c in SOURCE_DTYPES}, schema=schema)
+
 def python_value(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (bytes, str)):
         try:
@@ -213,6 +231,7 @@ __all__ = [
     "dataframe_records",
     "assign_timestamp",
     "dataframe_rows",
+    "source_batch",
     "source_frame",
     "python_value",
     "epoch_millis",

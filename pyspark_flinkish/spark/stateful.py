@@ -679,7 +679,8 @@ def replay_files(t: Transformation) -> List[List[Tuple[Optional[bytes], Optional
     one more file whose batch fires the timeouts the end of input made due."""
     if getattr(t.source, "executors_read", False):
         msg = (
-            f"{t.name}: a bounded FileSource is read by the executors of the default foreachBatch executor; "
+            f"{t.name}: a bounded FileSource, a static DataFrame and from_delta(path, bounded=True) are read by the "
+            "executors of the default foreachBatch executor (their records never reach the driver); "
             "backend='apply_in_pandas_with_state' replays its sources from the driver: use the default executor "
             "(get_execution_environment(spark))"
         )

@@ -273,6 +273,52 @@ def test_from_delta_bounded(spark: Any, tmp_path: Any) -> None:
     assert sorted(sums.execute_and_collect()) == [("a", 2), ("b", 5)]
 
 
+
+def driver_result_bytes(spark: Any) -> int:
+    """The bytes of task results the driver has received in this session so far: every stage's ``resultSize`` in
+    Spark's status store (a ``collect`` of records is paid there), once its listener bus has caught up."""
+    sc = spark.sparkContext._jsc.sc()
+    sc.listenerBus().waitUntilEmpty()
+    gateway = spark.sparkContext._gateway
+    stages = sc.statusStore().stageList(None, False, False, gateway.new_array(gateway.jvm.double, 0), None)
+    return sum(int(s.resultSize()) for s in gateway.jvm.scala.jdk.javaapi.CollectionConverters.asJava(stages))
+
+
+def test_bounded_inputs_are_read_by_the_executors_and_the_driver_receives_no_record(spark: Any, tmp_path: Any) -> None:
+    """Issue 25: one BATCH job reads a static DataFrame and ``from_delta(bounded=True)`` of a table (the two replay
+    sources of one replay file), at 2,000 and then 20,000 rows, each through keyed tumbling windows (5 keys, one window
+    each: the same 5 results at both sizes). The task results the driver receives, building the job and running it,
+    do not grow with the rows (collected on the driver, 2 x 18,000 more rows added 440 KB); the sums are the rows'."""
+    from pyspark_flinkish.datastream import RuntimeExecutionMode
+
+    received: Dict[int, int] = {}
+    for n in (2_000, 20_000):
+        path = str(tmp_path / f"events{n}")
+        rows = spark.range(0, n, numPartitions=2).selectExpr("concat('k', CAST(id % 5 AS string)) AS key", "id * 10 AS at", "id AS v")
+        rows.write.format("delta").save(path)
+        env = StreamExecutionEnvironment.get_execution_environment(spark)
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+        before = driver_result_bytes(spark)
+        sources = {
+            "static": env.from_dataframe(spark.read.format("delta").load(path), timestamp_column="at", source_name="static"),
+            "from_delta": env.from_delta(path, timestamp_column="at", bounded=True),
+        }
+        out: Dict[str, List[Any]] = {}
+        for form, source in sources.items():
+            (
+                source.map(lambda r: (r["key"], r["v"]), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+                .key_by(lambda e: e[0])
+                .window(TumblingEventTimeWindows.of(Duration.of_hours(1)))
+                .reduce(lambda a, b: (a[0], a[1] + b[1]))
+                .add_sink(out.setdefault(form, []).append)
+            )
+        env.execute(f"bounded inputs {n}")
+        received[n] = driver_result_bytes(spark) - before
+        expected = sorted((f"k{k}", sum(range(k, n, 5))) for k in range(5))
+        assert {form: sorted(tuple(r) for r in rows) for form, rows in out.items()} == {f: expected for f in sources}, n
+    assert received[20_000] - received[2_000] < 20_000, received
+
+
 # ------------------------------------------------------------------------------------------------- medallion
 def test_medallion_two_queries_equal_one_job(spark: Any, tmp_path: Any) -> None:
     """Stage 1 (per-minute windows) -> Delta -> stage 2 (from_delta, hourly windows, late side output) -> Delta,

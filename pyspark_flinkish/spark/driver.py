@@ -399,13 +399,15 @@ class ForeachBatchDriver(DriverCheckpoint):
         # reads it once, through its shuffle; the driver-only path collects its statistics first)
         keep = advance is None or bool(self.route_fed)
         # a small batch on the one-pass path runs in one task: the route, then its keyed groups one after the other
-        # and the collect, in one Spark stage (``in_processing_order``: no shuffle, so one Spark job)
-        one_task = advance is not None and is_small(df)
+        # and the collect, in one Spark stage (``in_processing_order``: no shuffle, so one Spark job); judged on the
+        # source's own rows (Spark has no size for the tick rows that a fused source's batch drops first)
+        one_task = False
         if self.fused is not None:
             source_t, node = self.plan.transformations[self.fused], self.fused
             records = dataframe_records(source_t)
             if self.tick_column is not None:  # the source's rows only: a tick only made the batch run
                 df = without_ticks(df, self.tick_column)
+            one_task = advance is not None and is_small(df)
             order_columns = list(source_t.source.order_columns)
             if ordered:
                 df = df.coalesce(1)
@@ -420,6 +422,7 @@ class ForeachBatchDriver(DriverCheckpoint):
                 plan.row_ddl(),
             )
         else:
+            one_task = advance is not None and is_small(df)
             if ordered:  # one task; a batch's rows source by source (as the local engine emits them), each in order
                 uids = F.array(*[F.lit(plan.nodes[i].uid) for i in plan.sources])
                 df = df.coalesce(1).sortWithinPartitions(F.array_position(uids, F.col("src")), "ord")

@@ -400,7 +400,7 @@ class ForeachBatchDriver(DriverCheckpoint):
         keep = advance is None or bool(self.route_fed)
         # a small batch on the one-pass path runs in one task: the route, then its keyed groups one after the other
         # and the collect, in one Spark stage (``in_processing_order``: no shuffle, so one Spark job); judged on the
-        # source's own rows (Spark has no size for the tick rows that a fused source's batch drops first)
+        # rows the route reads (a fused source's, without the tick rows its batch drops first)
         one_task = False
         if self.fused is not None:
             source_t, node = self.plan.transformations[self.fused], self.fused

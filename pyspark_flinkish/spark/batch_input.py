@@ -11,17 +11,24 @@ from ..datastream.sources import MicroBatchSource
 from .plan import ExecPlan
 
 SPREAD_MIN_BYTES = 1 << 20
-"""The estimated size (Spark's statistics of the batch's plan) from which the fused route's input, ordered by
-columns, is spread over all state partitions' tasks (a repartition: a shuffle, and with adaptive execution a Spark
-job of its own, which a small batch pays for and does not gain from). About 100k rows of a Parquet file."""
+"""The estimated size (Spark's statistics of the batch's plan) from which a batch is spread over several tasks: the
+fused route's input, ordered by columns, over all state partitions' tasks (a repartition: a shuffle, and with
+adaptive execution a Spark job of its own, which a small batch pays for and does not gain from), and the one-pass
+path's keyed stage over its groups (below it, the route and every keyed group run in one task: :func:`is_small`).
+About 100k rows of a Parquet file."""
+
+
+def is_small(df: Any) -> bool:
+    """Whether Spark estimates the batch ``df`` below :data:`SPREAD_MIN_BYTES` (no Spark job). Where Spark has no
+    estimate (a Kafka batch, Spark Connect) it is not small."""
+    size = estimated_bytes(df)
+    return size is not None and size < SPREAD_MIN_BYTES
 
 
 def spread_route_input(df: Any, parts: int) -> Any:
     """A fused DataFrame source's batch ``df`` whose order comes from columns (so it may be routed in any partitioning)
-    repartitioned over ``parts`` tasks, unless Spark estimates it below :data:`SPREAD_MIN_BYTES`: then routed where
-    it is read. Where Spark has no estimate (a Kafka batch, Spark Connect) it is spread."""
-    size = estimated_bytes(df)
-    return df if size is not None and size < SPREAD_MIN_BYTES else df.repartition(parts)
+    repartitioned over ``parts`` tasks, unless it is small (:func:`is_small`): then routed where it is read."""
+    return df if is_small(df) else df.repartition(parts)
 
 
 def estimated_bytes(df: Any) -> Optional[int]:
@@ -93,6 +100,7 @@ def replay_sources(plan: ExecPlan) -> List[Tuple[str, MicroBatchSource]]:
 __all__ = [
     "SPREAD_MIN_BYTES",
     "estimated_bytes",
+    "is_small",
     "replay_sources",
     "replay_steps",
     "route_fed_sinks",

@@ -36,7 +36,7 @@ from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatchSource
 from ..monitoring import log_progress
 from . import columnar, storage
-from .batch_input import replay_sources, replay_steps, route_fed_sinks, source_stepper, spread_route_input
+from .batch_input import is_small, replay_sources, replay_steps, route_fed_sinks, source_stepper, spread_route_input
 from .chain import route_partition, route_records
 from .delivery import deliver_frame, deliver_values, is_client_sink
 from .driver_checkpoint import DriverCheckpoint
@@ -398,16 +398,23 @@ class ForeachBatchDriver(DriverCheckpoint):
         # the route's output is kept for what reads it again: the sinks it feeds (the one-pass path's keyed stage
         # reads it once, through its shuffle; the driver-only path collects its statistics first)
         keep = advance is None or bool(self.route_fed)
+        # a small batch on the one-pass path runs in one task: the route, then its keyed groups one after the other
+        # and the collect, in one Spark stage (``in_processing_order``: no shuffle, so one Spark job); judged on the
+        # rows the route reads (a fused source's, without the tick rows its batch drops first)
+        one_task = False
         if self.fused is not None:
             source_t, node = self.plan.transformations[self.fused], self.fused
             records = dataframe_records(source_t)
             if self.tick_column is not None:  # the source's rows only: a tick only made the batch run
                 df = without_ticks(df, self.tick_column)
+            one_task = advance is not None and is_small(df)
             order_columns = list(source_t.source.order_columns)
             if ordered:
                 df = df.coalesce(1)
                 if order_columns:
                     df = df.sortWithinPartitions(*order_columns)
+            elif one_task:
+                df = df.coalesce(1)
             elif order_columns:  # order comes from columns: a large batch's route is spread over all cores
                 df = spread_route_input(df, parts)
             routed = df.mapInPandas(
@@ -415,9 +422,12 @@ class ForeachBatchDriver(DriverCheckpoint):
                 plan.row_ddl(),
             )
         else:
+            one_task = advance is not None and is_small(df)
             if ordered:  # one task; a batch's rows source by source (as the local engine emits them), each in order
                 uids = F.array(*[F.lit(plan.nodes[i].uid) for i in plan.sources])
                 df = df.coalesce(1).sortWithinPartitions(F.array_position(uids, F.col("src")), "ord")
+            elif one_task:
+                df = df.coalesce(1)
             routed = df.mapInPandas(
                 lambda frames: route_partition(plan, frames, wm_prev, now, parts, source_index, generators, fanout),
                 plan.row_ddl(),
@@ -428,7 +438,7 @@ class ForeachBatchDriver(DriverCheckpoint):
         if advance is not None:  # one pass: the keyed tasks advance the watermarks from the route's ``stats`` rows
             outputs = [routed.filter(F.col("kind").isin("rec", "metric", "count", "wm", "stats"))]
             return self._levels_and_sinks(
-                outputs, [routed] if keep else [], plan.levels, wm_prev, wm_prev, now, batch_id, advance
+                outputs, [routed] if keep else [], plan.levels, wm_prev, wm_prev, now, batch_id, advance, one_task
             )
         with self._phase("route"):
             stats = self._take_future(routed.filter(F.col("kind").isin("stat", "future", "gen")).collect(), now)
@@ -453,11 +463,13 @@ class ForeachBatchDriver(DriverCheckpoint):
         now: int,
         batch_id: int,
         advance: Optional[WatermarkAdvance] = None,
+        one_task: bool = False,
     ) -> tuple:  # type: ignore[type-arg]
         """Run the keyed ``levels`` on what the earlier stages output, then collect the sink rows. With ``advance``
         (the one-pass path: one level), its tasks advance the watermarks themselves and the driver runs the same
         advance on the statistics collected with the metric rows (``spark/watermark_advance.py``); the tuple then
-        ends with the replay batch index seen."""
+        ends with the replay batch index seen. ``one_task``: a small batch, whose route, keyed groups and collect
+        run in one task (``in_processing_order``)."""
         from pyspark.sql import functions as F
 
         plan, parts = self.exec_plan, self.partitions
@@ -473,7 +485,7 @@ class ForeachBatchDriver(DriverCheckpoint):
             function = keyed_level_function(
                 plan, wm_prev, wm_new, now, parts, self.state_root, batch_id, self.manifests(), advance, reporter
             )
-            arranged = in_processing_order(pending.unionByName(heartbeats))  # each group's rows streamed in order
+            arranged = in_processing_order(pending.unionByName(heartbeats), one_task)  # each group's rows in order
             keyed = arranged.groupBy("dest", "sp").applyInPandas(function, plan.row_ddl())
             # persisted where it is read again (its state is written once): by a later level, or by the sinks whose
             # records stay on the executors (``_frame``). The last level of a batch whose sinks are all driver-side

@@ -63,13 +63,19 @@ class OutOfOrderInputError(FlinkishError, RuntimeError):
     :func:`in_processing_order` gives it. The task stops rather than process its records in another order."""
 
 
-def in_processing_order(rows: Any) -> Any:
+def in_processing_order(rows: Any, one_task: bool = False) -> Any:
     """``rows`` (the stage rows of one keyed level, a Spark DataFrame) arranged for the keyed stage: hash-partitioned
     by group (``dest``, ``sp``) and sorted within each partition by group, then by ``ord`` (rows without one, the
     ``stats`` and heartbeat rows, first). ``groupBy("dest", "sp")`` keeps that order (its required clustering and
     ordering are met, so Spark adds no exchange and no sort of its own) and the group's iterator of frames delivers
-    the rows so: a keyed task reads its input in Flink's processing order, chunk by chunk, and sorts nothing."""
-    return rows.repartition("dest", "sp").sortWithinPartitions("dest", "sp", rows["ord"].asc_nulls_first())
+    the rows so: a keyed task reads its input in Flink's processing order, chunk by chunk, and sorts nothing.
+
+    ``one_task`` (a small batch): all groups in one partition, coalesced without a shuffle instead of hash-partitioned
+    (one partition meets any clustering), so that what computes ``rows`` (the route), the keyed groups, one after
+    the other, and the collect run in one task of one Spark stage: no shuffle, hence no job of adaptive execution's
+    for one."""
+    spread = rows.coalesce(1) if one_task else rows.repartition("dest", "sp")
+    return spread.sortWithinPartitions("dest", "sp", rows["ord"].asc_nulls_first())
 
 
 class KeyedInput:

@@ -80,8 +80,12 @@ def test_a_dataframe_source_is_fused_with_the_route_when_ticks_are_unioned_in(sp
             handle.process_all_available()
         handle.driver.raise_if_failed()
         progress = [p if isinstance(p, dict) else json.loads(p.json) for p in handle.query.recentProgress]
+        passes = [p["spark_jobs"]["phases"].get("route, keyed stage, collect") for p in handle.recent_progress()]
     finally:
         handle.stop()
     assert sorted(tuple(r) for r in out) == [("a", 1, 1), ("a", 3, 2), ("a", 5, 3), ("b", 2, 1), ("b", 4, 2)]
     sources = [[s["description"] for s in p["sources"]] for p in progress]
     assert sources and all(len(s) == 2 and "FileStream" in s[0] for s in sources), sources
+    # each batch is small: its route, keyed groups and collect run in one Spark job (``in_processing_order``'s
+    # ``one_task``; two jobs without it: the route's shuffle write, then the keyed stage with the collect)
+    assert passes and all(jobs is not None and len(jobs) == 1 for jobs in passes), passes

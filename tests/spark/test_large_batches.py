@@ -102,11 +102,13 @@ def _group_order(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     )
 
 
-def test_the_keyed_stage_streams_each_group_in_processing_order(spark: Any, capsys: Any) -> None:
+@pytest.mark.parametrize("one_task", [False, True])
+def test_the_keyed_stage_streams_each_group_in_processing_order(spark: Any, capsys: Any, one_task: bool) -> None:
     """``keyed_partition.in_processing_order`` then ``groupBy(...).applyInPandas`` in its iterator form: one shuffle
     and one sort (Spark adds none for the grouping), and every group's rows reach its task in ``ord`` order, the
     ``stats`` rows first, across many Arrow batches (7 rows each here), from input spread over several partitions in
-    random order (without the sort by ``ord``, a group's rows come in the shuffle's arrival order)."""
+    random order (without the sort by ``ord``, a group's rows come in the shuffle's arrival order). With
+    ``one_task`` (a small batch) the same, with no shuffle: one partition, which meets the grouping's clustering."""
     r = random.Random(25)
     rows = [("rec", d, sp, [1, i, r.randint(0, 3)]) for d in (3, 5) for sp in range(3) for i in range(300)]
     rows += [("stats", d, sp, None) for d in (3, 5) for sp in range(3)]
@@ -117,12 +119,15 @@ def test_the_keyed_stage_streams_each_group_in_processing_order(spark: Any, caps
     spark.conf.set(name, "7")
     try:
         schema = "dest int, sp int, frames int, rows int, ordered boolean, late_stats int"
-        grouped = in_processing_order(frame).groupBy("dest", "sp").applyInPandas(_group_order, schema)
+        grouped = in_processing_order(frame, one_task).groupBy("dest", "sp").applyInPandas(_group_order, schema)
         capsys.readouterr()
         grouped.explain()
         plan = capsys.readouterr().out
         seen = sorted(tuple(row) for row in grouped.collect())
     finally:
         spark.conf.set(name, before)
+    # the input's own round-robin exchange is collapsed into the grouping's shuffle, or (``one_task``) kept under the
+    # coalesce: either way no shuffle by group with ``one_task``
     assert plan.count("Sort [") == 1 and plan.count("Exchange ") == 1, plan
+    assert plan.count("Exchange hashpartitioning(") == (0 if one_task else 1), plan
     assert seen == [(d, sp, 43, 300, True, 0) for d in (3, 5) for sp in range(3)]

@@ -341,12 +341,14 @@ def test_dataframe_source_per_partition_watermarks(spark, tmp_path) -> None:  # 
     # partition 1 lags (t=5, 8) while partition 0 is at 100-200: its events are still on time
     assert ("y", 30) in out
     assert ("x", 1) in out and ("x", 2) in out
-    # the Spark jobs of each batch's one pass (named in its progress), with adaptive execution: the route's shuffle
-    # write, then the keyed stage with the collect. A batch this small is routed where it is read (order columns
-    # would let a large one spread over all cores: a repartition, a job of its own; ``batch_input.spread_route_input``).
-    # Its only sink is driver-side, so nothing reads the keyed stage's output again: not cached, no job of its own
+    # the Spark jobs of each batch's one pass (named in its progress): one. A batch this small (Spark's estimate
+    # below ``batch_input.SPREAD_MIN_BYTES``) runs its route, its keyed groups and the collect in one task, with no
+    # shuffle (``keyed_partition.in_processing_order``'s ``one_task``), so adaptive execution adds no job for one
+    # (2 before: the route's shuffle write, then the keyed stage with the collect); order columns would let a large
+    # batch spread over all cores (``batch_input.spread_route_input``). Its only sink is driver-side, so nothing reads
+    # the keyed stage's output again: not cached, no job of its own
     passes = [p["spark_jobs"]["phases"].get("route, keyed stage, collect") for p in handle.recent_progress()]
-    assert len(passes) == 3 and all(jobs is not None and len(jobs) == 2 for jobs in passes), passes
+    assert len(passes) == 3 and all(jobs is not None and len(jobs) == 1 for jobs in passes), passes
 
 
 class ProcessingTimeEcho(KeyedProcessFunction):  # type: ignore[type-arg]

@@ -46,6 +46,18 @@ def test_a_static_dataframe_is_bounded_input_in_batch_mode(mode: RuntimeExecutio
     assert stream._t.watermark_strategy.extract_timestamp({"k": "a", "ts": 5}, None) == 5
 
 
+@pytest.mark.parametrize(
+    ("option", "value"), [("partition_column", "k"), ("order_columns", ["ts"]), ("partitions", ["0", "1"])]
+)
+def test_a_static_dataframe_refuses_the_streaming_sources_options_by_name(option: str, value: object) -> None:
+    """Source partitions and an order by columns are a streaming DataFrame's: a bounded one is one split in the
+    DataFrame's order, so the options are refused, not ignored."""
+    env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2)
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    with pytest.raises(UnsupportedFeatureError, match=rf"{option} apply to a streaming DataFrame.*orderBy.*readStream"):
+        env.from_dataframe(_Frame(streaming=False), timestamp_column="ts", **{option: value})  # type: ignore[arg-type]
+
+
 def test_to_dataframe_refuses_batch_mode() -> None:
     env = SparkStreamExecutionEnvironment(spark=None, state_partitions=2, backend="apply_in_pandas_with_state")
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)

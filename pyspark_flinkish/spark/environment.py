@@ -139,6 +139,17 @@ class SparkStreamExecutionEnvironment(StreamExecutionEnvironment):
             if self.get_runtime_mode() is not RuntimeExecutionMode.STREAMING:
                 from .static_frames import bounded_dataframe_stream
 
+                options = (("partition_column", partition_column), ("order_columns", order_columns), ("partitions", partitions))
+                given = [name for name, value in options if value]
+                if given:
+                    msg = (
+                        f"from_dataframe({source_name!r}): {', '.join(given)} apply to a streaming DataFrame; a static "
+                        "one is bounded input read as one split, in the DataFrame's order: sort it first "
+                        "(df.orderBy(...)) for another order, or read it as a stream (spark.readStream...) for source "
+                        "partitions with their own watermarks"
+                    )
+                    raise UnsupportedFeatureError(msg)
+
                 return bounded_dataframe_stream(self, df, watermark_strategy, timestamp_column, source_name)
             msg = (
                 f"from_dataframe({source_name!r}) needs a streaming DataFrame (df.isStreaming is False) in STREAMING "

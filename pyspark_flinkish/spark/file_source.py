@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING, Any, Dict, List
 from ..core.errors import UnsupportedFeatureError
 from ..core.file_parts import is_hidden
 from ..core.file_readers import ReaderFormat
-from ..core.operators import call_user
 from ..core.typeinfo import Types
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
 from .error_transport import reported_to_driver
 from .plan import Node
 from .rows import dumps, loads
-from .source_rows import SOURCE_DDL, SOURCE_DTYPES, DataFrameSource, source_frame
+from .source_rows import SOURCE_DDL, DataFrameSource, bounded_source_columns, source_frame
 
 if TYPE_CHECKING:
     from ..core.watermarks import WatermarkStrategy
@@ -123,16 +122,13 @@ def executor_rows(spark: Any, t: Transformation, uid: str, k: int) -> Any:
 
     def rows(frames: Any) -> Any:
         for pdf in frames:
-            out: Dict[str, List[Any]] = {c: [] for c in SOURCE_DTYPES}
             with reported_to_driver(node):
-                for path, content in zip(pdf["path"], pdf["content"]):
-                    for j, element in enumerate(reader.read_bytes(bytes(content), path)):
-                        ts = None
-                        if strategy.timestamp_assigner is not None:
-                            where = lambda e=element: f"{name}: timestamp assigner on {e!r:.80}"  # noqa: E731
-                            ts = call_user(strategy.extract_timestamp, where, element, None)
-                        for c, v in zip(out, (uid, dumps(element), ts, "0", [0, k, index[path], j], 0, False)):
-                            out[c].append(v)
+                items = (
+                    (element, [0, k, index[path], j])
+                    for path, content in zip(pdf["path"], pdf["content"])
+                    for j, element in enumerate(reader.read_bytes(bytes(content), path))
+                )
+                out = bounded_source_columns(uid, strategy, name, items)
             yield source_frame(out)
 
     return spark.read.format("binaryFile").load(files).select("path", "content").mapInPandas(rows, SOURCE_DDL)

@@ -13,7 +13,7 @@ from .error_transport import package_error_from
 from .plan import ExecPlan
 from .rows import dumps
 from .session import spark_path
-from .source_rows import SOURCE_DDL, assign_timestamp
+from .source_rows import SOURCE_DDL, assign_timestamp, source_batch
 
 
 def replay_rows(plan: ExecPlan, sources: List[Transformation], i: int) -> Dict[str, List[Any]]:
@@ -60,17 +60,7 @@ def replay_stream(spark: Any, plan: ExecPlan, checkpoint: str, sources: List[Tra
                 _write_on_executors(spark, plan, read, rows, tmp, path)
                 storage.set_modified(path, (1_000_000 + i) * 1000)
                 continue
-            table = pa.table(
-                {
-                    "src": pa.array(rows["src"], pa.string()),
-                    "value": pa.array(rows["value"], pa.binary()),
-                    "ts": pa.array(rows["ts"], pa.int64()),
-                    "part": pa.array(rows["part"], pa.string()),
-                    "ord": pa.array(rows["ord"], pa.list_(pa.int64())),
-                    "batch": pa.array(rows["batch"], pa.int64()),
-                    "marker": pa.array(rows["marker"], pa.bool_()),
-                }
-            )
+            table = pa.Table.from_batches([source_batch(rows)])
             storage.write_table(path, table)
             storage.set_modified(path, (1_000_000 + i) * 1000)  # Spark's file source takes files in this order
         storage.rename_dir(tmp, directory)

@@ -9,7 +9,7 @@ or the common source rows of :data:`SOURCE_DDL` that every source of a pipeline 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.errors import UserFunctionError
 from ..core.operators import call_user, in_node, short
@@ -184,8 +184,8 @@ def source_frame(columns: Dict[str, List[Any]]) -> Any:
 
 
 def source_batch(columns: Dict[str, List[Any]]) -> Any:
-    """The common source rows (``columns``: a list of values per :data:`SOURCE_DDL` column) as the Arrow record batch
-    a ``mapInArrow`` task returns, every column of its :data:`SOURCE_DDL` type."""
+    """The common source rows (``columns``: a list of values per :data:`SOURCE_DDL` column) as an Arrow record batch
+    (what a ``mapInArrow`` task returns, or a replay file's content), every column of its :data:`SOURCE_DDL` type."""
     import pyarrow as pa
 
     schema = pa.schema(
@@ -200,6 +200,24 @@ def source_batch(columns: Dict[str, List[Any]]) -> Any:
         ]
     )
     return pa.RecordBatch.from_pydict({c: columns[c] for c in SOURCE_DTYPES}, schema=schema)
+
+
+def bounded_source_columns(
+    uid: str, strategy: Any, name: str, items: Iterable[Tuple[Any, List[int]]]
+) -> Dict[str, List[Any]]:
+    """The common source rows of a bounded source's ``(element, order)`` items, read on an executor (a
+    ``FileSource``'s files, a static DataFrame's rows): each element pickled, its timestamp from the strategy's
+    assigner (whose error names the source), partition ``"0"`` (one split), micro-batch 0."""
+    out: Dict[str, List[Any]] = {c: [] for c in SOURCE_DTYPES}
+    for element, order in items:
+        ts = None
+        if strategy.timestamp_assigner is not None:
+            where = lambda e=element: f"{name}: timestamp assigner on {short(e)}"  # noqa: E731
+            ts = call_user(strategy.extract_timestamp, where, element, None)
+        for c, v in zip(out, (uid, dumps(element), ts, "0", order, 0, False)):
+            out[c].append(v)
+    return out
+
 
 def python_value(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (bytes, str)):
@@ -232,6 +250,7 @@ __all__ = [
     "assign_timestamp",
     "dataframe_rows",
     "source_batch",
+    "bounded_source_columns",
     "source_frame",
     "python_value",
     "epoch_millis",

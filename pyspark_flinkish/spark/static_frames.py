@@ -12,17 +12,15 @@ the driver. The order of the elements is the DataFrame's (its partitions in orde
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
-from ..core.operators import call_user, short
 from ..core.watermarks import WatermarkStrategy
 from ..datastream.data_stream import DataStream
 from ..datastream.plan import Transformation
 from ..datastream.sources import MicroBatch, MicroBatchSource
 from .error_transport import reported_to_driver
 from .plan import Node
-from .rows import dumps
-from .source_rows import SOURCE_DDL, epoch_millis, source_batch
+from .source_rows import SOURCE_DDL, bounded_source_columns, epoch_millis, source_batch
 
 
 class ColumnTimestamp:
@@ -88,17 +86,11 @@ def executor_rows(spark: Any, t: Transformation, uid: str, k: int) -> Any:
         from pyspark.sql.conversion import ArrowTableToRowsConversion
 
         for batch in batches:
-            out: Dict[str, List[Any]] = {"src": [], "value": [], "ts": [], "part": [], "ord": [], "batch": [], "marker": []}
             with reported_to_driver(node):
                 table = pa.Table.from_batches([batch])
                 elements = ArrowTableToRowsConversion.convert(table.select(list(range(width))), schema)
-                for element, n in zip(elements, table.column(width).to_pylist()):
-                    ts = None
-                    if strategy.timestamp_assigner is not None:
-                        where = lambda e=element: f"{name}: timestamp assigner on {short(e)}"  # noqa: E731
-                        ts = call_user(strategy.extract_timestamp, where, element, None)
-                    for c, v in zip(out, (uid, dumps(element), ts, "0", [0, k, n], 0, False)):
-                        out[c].append(v)
+                orders = ([0, k, n] for n in table.column(width).to_pylist())
+                out = bounded_source_columns(uid, strategy, name, zip(elements, orders))
             yield source_batch(out)
 
     return df.withColumn(order, F.monotonically_increasing_id()).mapInArrow(rows, SOURCE_DDL)
